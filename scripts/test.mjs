@@ -1,0 +1,63 @@
+#!/usr/bin/env node
+// `npm test`: the whole suite. Installs what the suites need outside the clone (the Temporal CLI,
+// the engine's Python environment and the official SDKs, all cached under
+// ~/.cache/durable-cookbook), then runs the engine's pytest suite and the TypeScript vitest
+// suite, and ends with one line `N passed, N failed` over both.
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ensureTemporalCli } from './lib/temporal-bin.mjs';
+import { ensureEngineEnv } from './lib/engine-env.mjs';
+import { runEngineTests } from './lib/engine-test.mjs';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const only = process.argv[2]; // optional: "engine" or "ts"
+const extra = process.argv.slice(3);
+const out = mkdtempSync(join(tmpdir(), 'cookbook-test-results-'));
+
+const step = (msg) => console.log(`\n=== ${msg}`);
+step('installing test dependencies (cached)');
+process.env.TEMPORAL_CLI = await ensureTemporalCli({ log: console.log });
+await ensureEngineEnv();
+
+const totals = { passed: 0, failed: 0, skipped: 0 };
+let failedSuites = 0;
+
+if (only !== 'ts') {
+  step('engine suite (pytest)');
+  const r = await runEngineTests({ junitXml: join(out, 'engine.xml'), extraArgs: only === 'engine' ? extra : [] });
+  const xml = existsSync(join(out, 'engine.xml')) ? readFileSync(join(out, 'engine.xml'), 'utf8') : '';
+  const attr = (name) => Number((xml.match(new RegExp(`<testsuite[^>]*\\b${name}="(\\d+)"`)) ?? [])[1] ?? 0);
+  const tests = attr('tests'), failures = attr('failures') + attr('errors'), skipped = attr('skipped');
+  totals.passed += tests - failures - skipped;
+  totals.failed += failures;
+  totals.skipped += skipped;
+  if (r !== 0) failedSuites++;
+}
+
+if (only !== 'engine') {
+  step('TypeScript suite (vitest)');
+  const json = join(out, 'vitest.json');
+  const r = spawnSync(process.execPath, [join(root, 'node_modules', 'vitest', 'vitest.mjs'), 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${json}`, ...(only === 'ts' ? extra : [])], {
+    cwd: root,
+    stdio: 'inherit',
+    env: process.env,
+  });
+  if (existsSync(json)) {
+    const report = JSON.parse(readFileSync(json, 'utf8'));
+    totals.passed += report.numPassedTests;
+    totals.failed += report.numFailedTests;
+    totals.skipped += report.numPendingTests + report.numTodoTests;
+    if (report.numFailedTestSuites > 0 && report.numFailedTests === 0) totals.failed += report.numFailedTestSuites;
+  } else {
+    totals.failed += 1;
+  }
+  if (r.status !== 0) failedSuites++;
+}
+
+rmSync(out, { recursive: true, force: true });
+if (failedSuites > 0 && totals.failed === 0) totals.failed = failedSuites;
+console.log(`\n${totals.passed} passed, ${totals.failed} failed${totals.skipped ? `, ${totals.skipped} skipped` : ''}`);
+process.exit(totals.failed > 0 || failedSuites > 0 ? 1 : 0);

@@ -1,0 +1,11 @@
+// All activities, built from their dependencies by the worker.
+import type { ActivityDeps } from './context.js';
+import { supervisedActivities } from './sl.js';
+import { trainingActivities } from './training.js';
+import type { Activities } from './types.js';
+
+export type { ActivityDeps } from './context.js';
+
+export function createActivities(deps: ActivityDeps): Activities {
+  return { ...trainingActivities(deps), ...supervisedActivities(deps) };
+}

@@ -1,0 +1,115 @@
+// Supervised activities (cookbook-spec §1.2, §1.5). The step activity is the whole step unit:
+// forward_backward and optim_step are submitted back to back, then both are awaited, so the
+// server pipelines them and a retry resends exactly the same sequence ids.
+import type { Datum, TrainingSession } from '../backends/types.js';
+import type { SupervisedConfig } from '../cookbook/config/sl.js';
+import { RunStore, type RunRef } from '../cookbook/run-store.js';
+import { buildChatDatasets } from '../cookbook/supervised/dataset.js';
+import { computeBpb, computeMeanNll } from '../cookbook/supervised/nll.js';
+import { ApplicationFailure } from '@temporalio/activity';
+import { callBackend, heartbeating, type ActivityDeps } from './context.js';
+import { readRunConfig } from './training.js';
+import { ErrorTypes, type EvalInput, type EvalResult, type SlPlan, type SlStepInput, type SlStepResult } from './types.js';
+
+type SlData = Awaited<ReturnType<typeof buildChatDatasets>>;
+
+// Datasets are rebuilt from the run's config on any worker, then kept for the worker's lifetime:
+// the data is referenced by the config, never carried in payloads.
+const datasets = new Map<string, Promise<SlData>>();
+
+function slData(run: RunRef): { cfg: SupervisedConfig; data: Promise<SlData> } {
+  const cfg = readRunConfig<SupervisedConfig>(run);
+  const key = JSON.stringify([cfg.model_name, cfg.renderer_name, cfg.dataset]);
+  let data = datasets.get(key);
+  if (!data) {
+    data = buildChatDatasets(cfg.dataset, cfg.model_name).catch((err: unknown) => {
+      datasets.delete(key);
+      throw ApplicationFailure.nonRetryable(err instanceof Error ? err.message : String(err), ErrorTypes.data);
+    });
+    datasets.set(key, data);
+  }
+  return { cfg, data };
+}
+
+const logprobsOf = (out: { loss_fn_outputs: Array<Record<string, { data: number[] }>> }) => out.loss_fn_outputs.map((o) => o.logprobs.data);
+const weightsOf = (data: Datum[]) => data.map((d) => d.loss_fn_inputs.weights.data);
+const targetsOf = (data: Datum[]) => data.map((d) => d.loss_fn_inputs.target_tokens.data);
+const inputLength = (d: Datum) => d.model_input.chunks.reduce((n, c) => n + (c.type === 'encoded_text' ? c.tokens.length : (c.expected_tokens ?? 0)), 0);
+
+/** A NaN mean NLL over a batch with trainable tokens means the model diverged: stop the run. */
+function assertFinite(metrics: Record<string, number>, step: number): void {
+  if (metrics.num_loss_tokens > 0 && !Number.isFinite(metrics.train_mean_nll)) {
+    throw ApplicationFailure.nonRetryable(
+      `step ${step}: train_mean_nll is ${metrics.train_mean_nll} (non-finite loss); the run stops here and its last checkpoint is intact`,
+      ErrorTypes.nonFiniteLoss,
+    );
+  }
+}
+
+export function supervisedActivities(deps: ActivityDeps) {
+  const session = (run: RunRef, modelId: string): TrainingSession => deps.backendFor(readRunConfig<SupervisedConfig>(run).base_url).openTrainingSession(modelId);
+
+  return {
+    async slPrepare({ run }: { run: RunRef }): Promise<SlPlan> {
+      const { data } = slData(run);
+      const { train, test } = await data;
+      if (train.length === 0) {
+        throw ApplicationFailure.nonRetryable('the training set has fewer rows than one batch: no step can run (lower dataset.batch_size or add rows)', ErrorTypes.data);
+      }
+      return { nBatches: train.length, testSize: test ? test.getBatch(0).length : 0 };
+    },
+
+    async slStep(input: SlStepInput): Promise<SlStepResult> {
+      const { run, model, step, epoch, batch, learningRate, progressDenominator, preStepMetrics } = input;
+      const { cfg, data } = slData(run);
+      const { train, tokenizer } = await data;
+      train.setEpoch(epoch);
+      const batch_D = train.getBatch(batch);
+      const client = session(run, model.modelId);
+
+      const fb = await callBackend('forward_backward', 'model-lost', () => client.forwardBackward(batch_D, 'cross_entropy', { seqId: model.nextSeqId }));
+      const adam = { learning_rate: learningRate, beta1: cfg.adam_beta1, beta2: cfg.adam_beta2, eps: cfg.adam_eps };
+      const optim = await callBackend('optim_step', 'model-lost', () => client.optimStep(adam, { seqId: model.nextSeqId + fb.seqIds }));
+      const [fbOut, optimOut] = await callBackend('train step', 'model-lost', () => heartbeating(Promise.all([fb.result(), optim.result()]), { step }));
+
+      const logprobs_D = logprobsOf(fbOut);
+      const weights_D = weightsOf(batch_D);
+      const numTokens = batch_D.reduce((n, d) => n + inputLength(d), 0);
+      const metrics: Record<string, number> = {
+        epoch,
+        progress: Math.min((step + 1) / progressDenominator, 1.0),
+        learning_rate: learningRate,
+        ...(optimOut.metrics ?? {}),
+        num_sequences: batch_D.length,
+        num_tokens: numTokens,
+        num_loss_tokens: weights_D.reduce((s, w) => s + w.reduce((a, b) => a + b, 0), 0),
+        train_mean_nll: computeMeanNll(logprobs_D, weights_D),
+        train_mean_bpb: computeBpb(logprobs_D, weights_D, targetsOf(batch_D), tokenizer),
+        ...preStepMetrics,
+      };
+      new RunStore(run.logPath).writeMetrics({ step, ...metrics });
+      assertFinite(metrics, step);
+      return { seqIdsUsed: fb.seqIds + optim.seqIds, numTokens, metrics };
+    },
+
+    /** The NLL evaluator on the test split: a forward pass (no gradients) on the pre-step weights. */
+    async slEval({ run, model, step }: EvalInput): Promise<EvalResult> {
+      const { data } = slData(run);
+      const { test, tokenizer } = await data;
+      if (!test) return { seqIdsUsed: 0, metrics: {} };
+      const test_D = test.getBatch(0);
+      const client = session(run, model.modelId);
+      const fwd = await callBackend('forward', 'model-lost', () => client.forward(test_D, 'cross_entropy', { seqId: model.nextSeqId }));
+      const out = await callBackend('forward', 'model-lost', () => heartbeating(fwd.result(), { step }));
+      const logprobs_D = logprobsOf(out);
+      const weights_D = weightsOf(test_D);
+      return {
+        seqIdsUsed: fwd.seqIds,
+        metrics: {
+          'test/nll': computeMeanNll(logprobs_D, weights_D),
+          'test/bpb': computeBpb(logprobs_D, weights_D, targetsOf(test_D), tokenizer),
+        },
+      };
+    },
+  };
+}

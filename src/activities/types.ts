@@ -1,0 +1,99 @@
+// The contract between workflows and activities. Everything here crosses Temporal as a payload, so
+// it holds references and small summaries only: no token arrays, logprobs or weights (DESIGN §3.3).
+import type { CheckpointRow, RunRef } from '../cookbook/run-store.js';
+
+/** A training model on the backend and the next sequence id the workflow will hand out for it. */
+export interface ModelRef {
+  modelId: string;
+  nextSeqId: number;
+}
+
+/** Every activity that talks to a training model reports how many sequence ids it consumed. */
+export interface SeqUse {
+  seqIdsUsed: number;
+}
+
+export type SaveKind = 'state' | 'sampler' | 'both';
+
+export interface CreateModelInput {
+  run: RunRef;
+}
+export interface RestoreModelInput {
+  run: RunRef;
+  statePath: string;
+  withOptimizer: boolean;
+}
+export interface SaveCheckpointInput {
+  run: RunRef;
+  model: ModelRef;
+  name: string;
+  kind: SaveKind;
+  ttlSeconds: number | null;
+  /** checkpoints.jsonl fields besides name and paths (loop state, extras such as elapsed_tokens). */
+  row: Omit<CheckpointRow, 'name' | 'state_path' | 'sampler_path'>;
+}
+export interface SaveCheckpointResult extends SeqUse {
+  statePath?: string;
+  samplerPath?: string;
+}
+
+export interface SlPlan {
+  nBatches: number;
+  testSize: number;
+}
+export interface SlStepInput {
+  run: RunRef;
+  model: ModelRef;
+  step: number;
+  epoch: number;
+  batch: number;
+  learningRate: number;
+  progressDenominator: number;
+  /** Metrics measured before the step (evals on the pre-step weights), merged into its row. */
+  preStepMetrics: Record<string, number>;
+}
+export interface SlStepResult extends SeqUse {
+  numTokens: number;
+  metrics: Record<string, number>;
+}
+export interface EvalInput {
+  run: RunRef;
+  model: ModelRef;
+  step: number;
+}
+export interface EvalResult extends SeqUse {
+  metrics: Record<string, number>;
+}
+export interface LogMetricsInput {
+  run: RunRef;
+  step: number;
+  metrics: Record<string, number>;
+}
+
+export interface Activities {
+  initRun(input: { run: RunRef; config: unknown }): Promise<void>;
+  createModel(input: CreateModelInput): Promise<ModelRef>;
+  restoreModel(input: RestoreModelInput): Promise<ModelRef>;
+  saveCheckpoint(input: SaveCheckpointInput): Promise<SaveCheckpointResult>;
+  logMetrics(input: LogMetricsInput): Promise<void>;
+  slPrepare(input: { run: RunRef }): Promise<SlPlan>;
+  slStep(input: SlStepInput): Promise<SlStepResult>;
+  slEval(input: EvalInput): Promise<EvalResult>;
+}
+
+/**
+ * ApplicationFailure types activities raise. `ModelLost` means the backend no longer knows the
+ * model (engine restart): the workflow restores the last committed checkpoint and replays.
+ * The others are permanent: retrying cannot help, so the run fails with the message.
+ */
+export const ErrorTypes = {
+  modelLost: 'ModelLost',
+  data: 'DataError',
+  config: 'ConfigError',
+  invalidRequest: 'InvalidRequest',
+  seqConflict: 'SeqConflict',
+  nonFiniteLoss: 'NonFiniteLoss',
+  auth: 'AuthError',
+} as const;
+
+export const NON_RETRYABLE_ERROR_TYPES = Object.values(ErrorTypes);

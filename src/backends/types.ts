@@ -1,0 +1,256 @@
+// The TrainingBackend contract: shaped like the Tinker SDK's ServiceClient / TrainingClient /
+// SamplingClient (what the cookbook uses), with one deliberate difference — sequence ids are
+// supplied by the caller. Workflows own the per-model seq counter (DESIGN §3.5), so a retried
+// activity resends exactly the ids it sent the first time and the server deduplicates them.
+
+export type TensorDtype = 'int64' | 'float32';
+
+/** Tinker TensorData: flat data + optional shape (row-major). */
+export interface TensorData {
+  data: number[];
+  dtype: TensorDtype;
+  shape?: number[];
+}
+
+export interface EncodedTextChunk {
+  type: 'encoded_text';
+  tokens: number[];
+}
+export interface ImageChunk {
+  type: 'image';
+  data: string; // base64
+  format: 'png' | 'jpeg';
+  expected_tokens?: number;
+}
+export type ModelInputChunk = EncodedTextChunk | ImageChunk;
+
+export interface ModelInput {
+  chunks: ModelInputChunk[];
+}
+
+export interface Datum {
+  model_input: ModelInput;
+  /** e.g. { target_tokens: int64[N], weights: float32[N] } or RL keys (logprobs, advantages). */
+  loss_fn_inputs: Record<string, TensorData>;
+}
+
+export type LossFn = 'cross_entropy' | 'importance_sampling' | 'ppo' | 'cispo' | 'dro';
+
+export interface ForwardBackwardOutput {
+  loss_fn_output_type: string;
+  /** One entry per datum, in request order across chunks; at least `logprobs`. */
+  loss_fn_outputs: Array<Record<string, TensorData>>;
+  /** Keys are `name:reduction` (e.g. `loss:sum`). */
+  metrics: Record<string, number>;
+}
+
+export interface AdamParams {
+  learning_rate: number;
+  beta1?: number; // 0.9
+  beta2?: number; // 0.95
+  eps?: number; // 1e-12 (Tinker default)
+  weight_decay?: number; // 0
+  grad_clip_norm?: number; // 0 = off
+}
+
+export interface OptimStepResponse {
+  metrics?: Record<string, number> | null;
+}
+
+export interface SamplingParams {
+  max_tokens?: number;
+  temperature?: number;
+  top_p?: number;
+  top_k?: number;
+  seed?: number;
+  stop?: string[] | number[];
+}
+
+export interface SampledSequence {
+  stop_reason: 'length' | 'stop';
+  tokens: number[];
+  logprobs?: number[] | null;
+}
+
+export interface SampleResponse {
+  sequences: SampledSequence[];
+  /** One per prompt token; the first is null. */
+  prompt_logprobs?: Array<number | null> | null;
+  /** Per prompt token: list of [token_id, logprob] pairs (or null). */
+  topk_prompt_logprobs?: Array<Array<[number, number]> | null> | null;
+}
+
+export interface LoraConfig {
+  rank: number;
+  seed?: number;
+  train_unembed?: boolean;
+  train_mlp?: boolean;
+  train_attn?: boolean;
+}
+
+export interface ServerCapabilities {
+  /** Entries without a model name are dropped by the client. */
+  supported_models: Array<{ model_name: string; max_context_length?: number }>;
+}
+
+export interface GetInfoResponse {
+  model_id: string;
+  model_data: { arch?: string; model_name?: string; tokenizer_id?: string };
+  is_lora?: boolean;
+  lora_rank?: number;
+  model_name?: string;
+}
+
+export interface WeightsInfo {
+  base_model: string;
+  is_lora: boolean;
+  lora_rank?: number | null;
+  train_unembed?: boolean | null;
+  train_mlp?: boolean | null;
+  train_attn?: boolean | null;
+}
+
+export interface Checkpoint {
+  checkpoint_id: string; // "<kind>/<name>"
+  checkpoint_type: 'training' | 'sampler';
+  tinker_path: string;
+  time?: string;
+  size_bytes?: number | null;
+  public?: boolean;
+  expires_at?: string | null;
+}
+
+/**
+ * A submitted request. `seqIds` is how many sequence ids the submission consumed (a chunked
+ * forward_backward consumes one per chunk), so callers can advance their counter. `result()`
+ * polls the future(s) to completion; calling it twice returns the same promise.
+ */
+export interface Submitted<T> {
+  seqIds: number;
+  result(): Promise<T>;
+}
+
+/**
+ * Sequence ids (DESIGN §3.5, docs/tinker-client.md): every training request of a model carries a
+ * seq id; the server runs a model's requests strictly in seq order and deduplicates on
+ * (model id, seq id). The model's create_model is seq 0, so its first training request is seq 1.
+ * The CALLER (the workflow's step counter) chooses the ids: a call uses `seqId`,
+ * `seqId + 1`, … `seqId + seqIds - 1` (one per forward/forward_backward chunk, one for each other
+ * request) and must resend the very same `seqId` with the very same payload when it retries the
+ * call. The client never invents or advances ids on its own.
+ */
+export interface SeqOpts {
+  /** First sequence id to use (integer ≥ 1). Resend the same value on every retry of the same logical call. */
+  seqId: number;
+}
+
+export interface ForwardOpts extends SeqOpts {
+  lossFnConfig?: Record<string, number>;
+}
+
+export interface SaveOpts extends SeqOpts {
+  ttlSeconds?: number | null;
+  overwrite?: boolean;
+}
+
+/** A training model on the server, addressable from any process by its model id. */
+export interface TrainingSession {
+  readonly modelId: string;
+  getInfo(): Promise<GetInfoResponse>;
+  /** forward_backward with forward_only (no gradients). Resolves once every chunk is submitted. */
+  forward(data: Datum[], lossFn: LossFn, opts: ForwardOpts): Promise<Submitted<ForwardBackwardOutput>>;
+  /** Chunked per the server's limits (§5.3); consumes one seq id per chunk. */
+  forwardBackward(data: Datum[], lossFn: LossFn, opts: ForwardOpts): Promise<Submitted<ForwardBackwardOutput>>;
+  /**
+   * Client-side custom loss (SDK forward_backward_custom): forward → loss and d loss/d logprobs in
+   * TypeScript → forward_backward(cross_entropy, weights = −grad). Consumes the ids of both calls.
+   */
+  forwardBackwardCustom(
+    data: Datum[],
+    lossFn: CustomLossFn,
+    opts: SeqOpts,
+  ): Promise<Submitted<ForwardBackwardOutput>>;
+  optimStep(adam: AdamParams, opts: SeqOpts): Promise<Submitted<OptimStepResponse>>;
+  /** save_weights (training state incl. optimizer) → tinker://<run>/weights/<name>. */
+  saveState(name: string, opts: SaveOpts): Promise<Submitted<{ path: string }>>;
+  /** save_weights_for_sampler (named) → tinker://<run>/sampler_weights/<name>. */
+  saveWeightsForSampler(name: string, opts: SaveOpts): Promise<Submitted<{ path: string }>>;
+  loadState(path: string, opts: SeqOpts & { withOptimizer: boolean }): Promise<Submitted<{ path: string }>>;
+  /**
+   * Ephemeral save_weights_for_sampler (SDK save_weights_and_get_sampling_client): consumes one
+   * seq id and returns a sampler that lives only as long as the server session. Prefer named
+   * sampler paths in workflows (DESIGN §3.6).
+   */
+  saveWeightsAndGetSamplingSession(opts: SeqOpts & { samplingSessionSeqId?: number }): Promise<Submitted<SamplingSession>>;
+}
+
+/** Result of a custom loss: the loss value, its gradient per datum w.r.t. logprobs, metrics. */
+export interface CustomLossResult {
+  loss: number;
+  /** d loss / d logprobs_d, one float array per datum (same length as its logprobs). */
+  grads: number[][];
+  metrics: Record<string, number>;
+}
+export type CustomLossFn = (data: Datum[], logprobs: number[][]) => CustomLossResult;
+
+export interface SamplingSession {
+  readonly samplingSessionId: string;
+  sample(prompt: ModelInput, numSamples: number, params: SamplingParams, opts?: { includePromptLogprobs?: boolean; topkPromptLogprobs?: number }): Promise<SampleResponse>;
+  /** Logprob of each prompt token under the sampler's weights (first entry null). */
+  computeLogprobs(prompt: ModelInput): Promise<Array<number | null>>;
+}
+
+export interface CreateModelOpts {
+  baseModel: string;
+  lora: LoraConfig;
+  userMetadata?: Record<string, string>;
+}
+
+export interface TrainingBackend {
+  capabilities(): Promise<ServerCapabilities>;
+  createTrainingSession(opts: CreateModelOpts): Promise<TrainingSession>;
+  /** Attach to an existing model (e.g. created by an earlier activity, maybe on another worker). */
+  openTrainingSession(modelId: string): TrainingSession;
+  /**
+   * create_model for the checkpoint's base model and LoRA rank, then load_weights (seq id 1 of the
+   * new model). The returned session's next free seq id is `nextSeqId`.
+   */
+  createTrainingSessionFromState(path: string, opts: { withOptimizer: boolean; userMetadata?: Record<string, string> }): Promise<{ session: TrainingSession; nextSeqId: number }>;
+  weightsInfo(path: string): Promise<WeightsInfo>;
+  /** A sampler over a `tinker://…/sampler_weights/…` path or a base model name. */
+  createSamplingSession(source: { modelPath: string } | { baseModel: string }): Promise<SamplingSession>;
+  listCheckpoints(trainingRunId: string): Promise<Checkpoint[]>;
+  deleteCheckpoint(trainingRunId: string, checkpointId: string): Promise<void>;
+  unloadModel(modelId: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export type BackendErrorKind =
+  | 'not_found'
+  | 'conflict'
+  | 'auth'
+  | 'bad_request'
+  | 'server'
+  | 'transport'
+  | 'timeout'
+  | 'expired'
+  | 'other';
+
+/** An error from the server or the transport, with what the caller needs to decide recovery. */
+export class BackendError extends Error {
+  constructor(
+    message: string,
+    readonly status: number | undefined,
+    readonly requestType: string,
+    readonly detail: unknown,
+    /**
+     * 'not_found' lets workflows detect a lost model (engine restart) and restore from checkpoint;
+     * 'conflict' = a seq id was reused with a different payload (or another definitive 409);
+     * 'expired' = the server dropped the future (HTTP 410): resubmitting the same seq ids is safe.
+     */
+    readonly kind: BackendErrorKind,
+  ) {
+    super(message);
+    this.name = 'BackendError';
+  }
+}

@@ -1,0 +1,126 @@
+// `cookbook`: start the local stack, start and control training runs.
+import { parseArgs } from 'node:util';
+import { ConfigError } from '../cookbook/config/overrides.js';
+import { pyJsonDumps } from '../cookbook/pyjson.js';
+import { connectClient, engineUrl, temporalAddress, type GlobalFlags } from './connect.js';
+import { formatResult, listRuns, runStatus, sendControl, setHot, watchRun } from './runs.js';
+import { startStack, stopDetachedStack } from './stack.js';
+import { checkBackend, resolveRun, startRun } from './train.js';
+
+const USAGE = `usage: cookbook <command> [options]
+
+  dev [--detach]                      start the local stack (Temporal + UI, engine, worker)
+  dev stop                            stop a detached local stack
+  train <kind> <config.json> [k=v …]  start a run (kind: sl); dotted keys override the config
+        [--wait] [--id <workflow id>]
+  runs                                list runs (kind, model, step, status)
+  status <id>                         progress, hot settings, last checkpoint and metrics
+  watch <id>                          progress bar until the run ends
+  stop <id> [--reason <text>]         graceful early stop: finish the step, save a final checkpoint
+  pause <id> | resume <id>            pause after the current step / carry on
+  set <id> key=value …                change lr_multiplier, eval_every or save_every from the next step
+
+global options: --address <host:port> (TEMPORAL_ADDRESS), --namespace <ns>,
+                --engine-url <url> (TINKER_BASE_URL), --task-queue <name>`;
+
+async function main(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      address: { type: 'string' },
+      namespace: { type: 'string' },
+      'engine-url': { type: 'string' },
+      'task-queue': { type: 'string' },
+      wait: { type: 'boolean', default: false },
+      detach: { type: 'boolean', default: false },
+      id: { type: 'string' },
+      reason: { type: 'string' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  const flags: GlobalFlags = { address: values.address, namespace: values.namespace, engineUrl: values['engine-url'], taskQueue: values['task-queue'] };
+  const [command, ...rest] = positionals;
+  if (!command || values.help) {
+    console.log(USAGE);
+    return command || values.help ? 0 : 2;
+  }
+  const needId = () => {
+    if (!rest[0]) throw new ConfigError(`${command}: give a workflow id (see \`npx cookbook runs\`)`);
+    return rest[0];
+  };
+
+  switch (command) {
+    case 'dev': {
+      if (rest[0] === 'stop') {
+        console.log(await stopDetachedStack());
+        return 0;
+      }
+      const stack = await startStack({ detached: values.detach });
+      console.log(`Temporal  ${stack.temporalAddress}\nWeb UI    ${stack.uiUrl}\nengine    ${stack.engineUrl}\nlogs      ${stack.dir}`);
+      if (values.detach) {
+        console.log('running in the background; stop with `npx cookbook dev stop`');
+        return 0;
+      }
+      console.log('press Ctrl-C to stop');
+      await new Promise<void>((resolve) => {
+        process.once('SIGINT', resolve);
+        process.once('SIGTERM', resolve);
+      });
+      await stack.stop();
+      return 0;
+    }
+    case 'train': {
+      const [kind, configPath, ...overrides] = rest;
+      if (!kind || !configPath) throw new ConfigError('train: usage `cookbook train <kind> <config.json> [key=value …]`');
+      const resolved = resolveRun(kind, configPath, overrides, { workflowId: values.id });
+      await checkBackend(resolved.config.base_url ?? engineUrl(flags), resolved.config.model_name);
+      console.log(pyJsonDumps(resolved.config, { indent: 2 }));
+      const client = await connectClient(flags);
+      await startRun(client, resolved, flags.taskQueue);
+      console.log(`started ${resolved.workflowId}`);
+      console.log(`log dir  ${resolved.run.logPath}`);
+      console.log(`web UI   http://127.0.0.1:8233/namespaces/${flags.namespace ?? 'default'}/workflows/${resolved.workflowId}`);
+      if (!values.wait) return 0;
+      const result = await watchRun(client, resolved.workflowId);
+      console.log(formatResult(result).join('\n'));
+      return 0;
+    }
+    case 'runs':
+      console.log(await listRuns(await connectClient(flags)));
+      return 0;
+    case 'status':
+      console.log(await runStatus(await connectClient(flags), needId()));
+      return 0;
+    case 'watch': {
+      const result = await watchRun(await connectClient(flags), needId());
+      console.log(formatResult(result).join('\n'));
+      return 0;
+    }
+    case 'stop':
+    case 'pause':
+    case 'resume':
+      console.log(await sendControl(await connectClient(flags), needId(), command, values.reason));
+      return 0;
+    case 'set': {
+      const { settings, fromStep } = await setHot(await connectClient(flags), needId(), rest.slice(1));
+      console.log(`${rest[0]}: hot settings now ${JSON.stringify(settings)}, from step ${fromStep}`);
+      return 0;
+    }
+    default:
+      console.error(`unknown command "${command}"\n\n${USAGE}`);
+      return 2;
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    const e = err as Error;
+    console.error(`error: ${e.message}`);
+    if (process.env.COOKBOOK_DEBUG) console.error(e.stack);
+    process.exit(e instanceof ConfigError || e.name === 'ConfigError' ? 2 : 1);
+  },
+);
+
+export { temporalAddress };

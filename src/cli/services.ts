@@ -1,0 +1,208 @@
+// Child processes of the local stack (Temporal dev server, engine, worker): spawned in their own
+// process group with output to a log file, ready when a probe passes, stopped with their group.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
+import { createServer, connect } from 'node:net';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { SEARCH_ATTRIBUTES } from '../workflows/shared/search-attributes.js';
+import { ensureTemporalCli } from '../../scripts/lib/temporal-bin.mjs';
+
+export const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
+
+export interface Service {
+  name: string;
+  proc: ChildProcess;
+  logFile: string;
+  /** SIGTERM the group, SIGKILL after a grace period. */
+  stop(graceMs?: number): Promise<void>;
+  /** SIGKILL the group at once (chaos and crash tests). */
+  kill(): Promise<void>;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export function portOpen(port: number, host = '127.0.0.1'): Promise<boolean> {
+  return new Promise((resolve) => {
+    const sock = connect({ port, host });
+    sock.once('connect', () => {
+      sock.destroy();
+      resolve(true);
+    });
+    sock.once('error', () => resolve(false));
+  });
+}
+
+export async function httpOk(url: string): Promise<boolean> {
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
+    return res.ok;
+  } catch {
+    return false;
+  }
+}
+
+async function waitFor(what: string, probe: () => Promise<boolean>, proc: ChildProcess, logFile: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (proc.exitCode !== null || proc.signalCode !== null) {
+      throw new Error(`${what} exited (${proc.exitCode ?? proc.signalCode}) before it was ready; see ${logFile}`);
+    }
+    if (await probe()) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`${what} was not ready after ${timeoutMs / 1000}s; see ${logFile}`);
+}
+
+function exited(proc: ChildProcess): Promise<void> {
+  if (proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve();
+  return new Promise((r) => proc.once('exit', () => r()));
+}
+
+function signalGroup(proc: ChildProcess, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-proc.pid!, signal);
+  } catch {
+    // already gone
+  }
+}
+
+export interface SpawnSpec {
+  name: string;
+  command: string;
+  args: string[];
+  logFile: string;
+  env?: NodeJS.ProcessEnv;
+  ready: () => Promise<boolean>;
+  readyTimeoutMs?: number;
+  /** Keep running after this process exits (cookbook dev --detach). */
+  detached?: boolean;
+}
+
+export async function spawnService(spec: SpawnSpec): Promise<Service> {
+  mkdirSync(dirname(spec.logFile), { recursive: true });
+  const fd = openSync(spec.logFile, 'a');
+  const proc = spawn(spec.command, spec.args, { cwd: repoRoot, env: { ...process.env, ...spec.env }, stdio: ['ignore', fd, fd], detached: true });
+  closeSync(fd);
+  if (spec.detached) proc.unref();
+  const service: Service = {
+    name: spec.name,
+    proc,
+    logFile: spec.logFile,
+    async stop(graceMs = 10_000) {
+      signalGroup(proc, 'SIGTERM');
+      const timer = setTimeout(() => signalGroup(proc, 'SIGKILL'), graceMs);
+      await exited(proc);
+      clearTimeout(timer);
+    },
+    async kill() {
+      signalGroup(proc, 'SIGKILL');
+      await exited(proc);
+    },
+  };
+  try {
+    await waitFor(spec.name, spec.ready, proc, spec.logFile, spec.readyTimeoutMs ?? 60_000);
+  } catch (err) {
+    await service.kill();
+    throw err;
+  }
+  return service;
+}
+
+export interface TemporalServerOpts {
+  port: number;
+  uiPort?: number;
+  dbFile?: string;
+  logFile: string;
+  detached?: boolean;
+}
+
+/** The real Temporal dev server, with the cookbook's search attributes registered. */
+export async function startTemporalServer(opts: TemporalServerOpts): Promise<Service> {
+  const cli = await ensureTemporalCli();
+  const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(opts.port), '--log-level', 'warn'];
+  if (opts.dbFile) {
+    mkdirSync(dirname(opts.dbFile), { recursive: true });
+    args.push('--db-filename', opts.dbFile);
+  }
+  args.push(...(opts.uiPort ? ['--ui-port', String(opts.uiPort), '--ui-ip', '127.0.0.1'] : ['--headless']));
+  for (const key of SEARCH_ATTRIBUTES) args.push('--search-attribute', `${key.name}=${searchAttributeCliType(key.type)}`);
+  // Updates (`cookbook set`) and a prompt continue-as-new in tests need these.
+  args.push('--dynamic-config-value', 'frontend.enableUpdateWorkflowExecution=true');
+  return spawnService({
+    name: 'temporal',
+    command: cli,
+    args,
+    logFile: opts.logFile,
+    detached: opts.detached,
+    ready: async () => (await portOpen(opts.port)) && (!opts.uiPort || (await portOpen(opts.uiPort))),
+  });
+}
+
+function searchAttributeCliType(type: string): string {
+  return type === 'KEYWORD' ? 'Keyword' : type === 'INT' ? 'Int' : type === 'DOUBLE' ? 'Double' : type === 'BOOL' ? 'Bool' : type === 'DATETIME' ? 'Datetime' : type === 'KEYWORD_LIST' ? 'KeywordList' : 'Text';
+}
+
+export interface EngineOpts {
+  port: number;
+  dataDir: string;
+  logFile?: string;
+  extraArgs?: string[];
+  detached?: boolean;
+}
+
+/** The local Tinker-compatible engine (builds its Python environment on first use). */
+export async function startEngine(opts: EngineOpts): Promise<Service & { baseUrl: string }> {
+  const { ensureEngineEnv } = await import('../../scripts/lib/engine-env.mjs' as string);
+  await ensureEngineEnv();
+  const baseUrl = `http://127.0.0.1:${opts.port}`;
+  const service = await spawnService({
+    name: 'engine',
+    command: process.execPath,
+    args: [join(repoRoot, 'scripts', 'engine.mjs'), '--port', String(opts.port), '--data-dir', opts.dataDir, ...(opts.extraArgs ?? [])],
+    logFile: opts.logFile ?? join(opts.dataDir, 'engine.log'),
+    detached: opts.detached,
+    readyTimeoutMs: 120_000,
+    ready: () => httpOk(`${baseUrl}/api/v1/healthz`),
+  });
+  return Object.assign(service, { baseUrl });
+}
+
+export interface WorkerProcessOpts {
+  temporalAddress: string;
+  tinkerBaseUrl: string;
+  taskQueue?: string;
+  logFile: string;
+  env?: NodeJS.ProcessEnv;
+  detached?: boolean;
+}
+
+/** A cookbook worker in its own process, ready once it has logged that it polls. */
+export async function startWorkerProcess(opts: WorkerProcessOpts): Promise<Service> {
+  const { readFileSync, existsSync } = await import('node:fs');
+  const before = existsSync(opts.logFile) ? readFileSync(opts.logFile, 'utf8').length : 0;
+  return spawnService({
+    name: 'worker',
+    command: process.execPath,
+    args: ['--import', 'tsx', join(repoRoot, 'src', 'workers', 'main.ts')],
+    logFile: opts.logFile,
+    detached: opts.detached,
+    env: {
+      TEMPORAL_ADDRESS: opts.temporalAddress,
+      TINKER_BASE_URL: opts.tinkerBaseUrl,
+      ...(opts.taskQueue ? { COOKBOOK_TASK_QUEUE: opts.taskQueue } : {}),
+      ...opts.env,
+    },
+    ready: async () => existsSync(opts.logFile) && readFileSync(opts.logFile, 'utf8').slice(before).includes('worker started'),
+  });
+}

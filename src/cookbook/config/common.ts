@@ -1,0 +1,44 @@
+// Config pieces shared by every paradigm: the fields the reference repeats in each Config, plus
+// the durability knobs that only exist because runs are Temporal workflows.
+import { z } from 'zod';
+
+export const LrScheduleSchema = z.enum(['linear', 'cosine', 'constant']);
+
+export const DurabilitySchema = z
+  .strictObject({
+    /** How soon a killed worker's in-flight step is handed to another worker. */
+    heartbeat_timeout_s: z.number().positive().default(30),
+    /** Continue-as-new after this many steps in one workflow run (also when Temporal suggests it). */
+    steps_per_workflow_run: z.int().positive().default(500),
+    /** Worst single attempt of one step (forward_backward + optim_step) before it is retried. */
+    step_timeout_s: z.number().positive().default(1800),
+  })
+  .prefault({});
+
+export const CommonTrainingFields = {
+  /** Run directory for config.json, metrics.jsonl, checkpoints.jsonl (default runs/<workflow id>). */
+  log_path: z.string().min(1).optional(),
+  /** Human-readable part of the workflow id `<kind>-<run_name>-<timestamp>`. */
+  run_name: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, 'use letters, digits, "_", "." and "-"')
+    .max(80)
+    .optional(),
+  model_name: z.string().min(1),
+  load_checkpoint_path: z.string().nullable().default(null),
+  renderer_name: z.string().nullable().default(null),
+  lora_rank: z.int().positive().default(32),
+  /** Seeds the LoRA initialisation on the server; with the data order it fixes the whole run. */
+  seed: z.int().nonnegative().default(0),
+  base_url: z.string().nullable().default(null),
+  learning_rate: z.number().positive().default(1e-4),
+  lr_schedule: LrScheduleSchema.default('linear'),
+  save_every: z.int().nonnegative().default(20),
+  eval_every: z.int().nonnegative().default(10),
+  ttl_seconds: z.int().positive().nullable().default(604800),
+  adam_beta1: z.number().min(0).lt(1).default(0.9),
+  adam_beta2: z.number().min(0).lt(1).default(0.95),
+  adam_eps: z.number().positive().default(1e-8),
+  max_steps: z.int().positive().nullable().default(null),
+  durability: DurabilitySchema,
+};

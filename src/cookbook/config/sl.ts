@@ -1,0 +1,15 @@
+// The supervised config: the reference's `supervised/train.py::Config` fields and defaults
+// (cookbook-spec §1.1), with `dataset` standing in for `dataset_builder`.
+import { z } from 'zod';
+import { ChatDatasetConfigSchema } from '../supervised/dataset.js';
+import { CommonTrainingFields } from './common.js';
+
+export const SupervisedConfigSchema = z.strictObject({
+  ...CommonTrainingFields,
+  recipe_name: z.string().default('sl'),
+  dataset: ChatDatasetConfigSchema,
+  num_epochs: z.int().positive().default(1),
+});
+
+export type SupervisedConfig = z.output<typeof SupervisedConfigSchema>;
+export type SupervisedConfigInput = z.input<typeof SupervisedConfigSchema>;

@@ -1,0 +1,83 @@
+// Builds the cookbook worker: the workflow bundle, the activities wired to a Tinker backend, and
+// the connection to Temporal. Used by the worker process, the demo and the tests.
+import { fileURLToPath } from 'node:url';
+import { bundleWorkflowCode, NativeConnection, Worker, type WorkflowBundle } from '@temporalio/worker';
+import { createActivities } from '../activities/index.js';
+import type { TrainingBackend } from '../backends/types.js';
+import { createTinkerBackend } from '../backends/index.js';
+
+export const DEFAULT_TASK_QUEUE = 'cookbook';
+const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+
+let bundle: Promise<WorkflowBundle> | undefined;
+
+/** Bundles the workflow code once per process (webpack takes a second or two). */
+export function workflowBundle(): Promise<WorkflowBundle> {
+  bundle ??= bundleWorkflowCode({ workflowsPath, logger: quietBundlerLogger }).then(({ code }) => ({ code }));
+  return bundle;
+}
+
+const quietBundlerLogger = {
+  log() {},
+  trace() {},
+  debug() {},
+  info() {},
+  warn(message: string, meta?: unknown) {
+    console.error(message, meta ?? '');
+  },
+  error(message: string, meta?: unknown) {
+    console.error(message, meta ?? '');
+  },
+};
+
+export interface CookbookWorkerOptions {
+  temporalAddress: string;
+  namespace?: string;
+  taskQueue?: string;
+  /** Default backend for runs whose config has no base_url. */
+  tinkerBaseUrl: string;
+  /** Read from TINKER_API_KEY by default; never put in a workflow payload. */
+  tinkerApiKey?: string;
+  shutdownGraceTime?: string;
+  maxConcurrentActivityTaskExecutions?: number;
+}
+
+export interface CookbookWorker {
+  worker: Worker;
+  connection: NativeConnection;
+  /** Shuts the worker down and closes backend clients and the connection. */
+  close(): Promise<void>;
+}
+
+export async function createCookbookWorker(opts: CookbookWorkerOptions): Promise<CookbookWorker> {
+  const backends = new Map<string, TrainingBackend>();
+  const apiKey = opts.tinkerApiKey ?? process.env.TINKER_API_KEY;
+  const backendFor = (baseUrl: string | null): TrainingBackend => {
+    const url = baseUrl ?? opts.tinkerBaseUrl;
+    let backend = backends.get(url);
+    if (!backend) {
+      backend = createTinkerBackend({ baseUrl: url, apiKey });
+      backends.set(url, backend);
+    }
+    return backend;
+  };
+  const connection = await NativeConnection.connect({ address: opts.temporalAddress });
+  const worker = await Worker.create({
+    connection,
+    namespace: opts.namespace ?? 'default',
+    taskQueue: opts.taskQueue ?? DEFAULT_TASK_QUEUE,
+    workflowBundle: await workflowBundle(),
+    activities: createActivities({ backendFor }),
+    shutdownGraceTime: opts.shutdownGraceTime ?? '10s',
+    maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivityTaskExecutions ?? 64,
+  });
+  return {
+    worker,
+    connection,
+    async close() {
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      await Promise.all([...backends.values()].map((b) => b.close().catch(() => undefined)));
+      await connection.close();
+    },
+  };
+}

@@ -1,0 +1,68 @@
+// Signals, queries and updates every training workflow answers. Shared with the CLI, so this file
+// holds only definitions and plain types.
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+
+export type RunStatus = 'starting' | 'running' | 'paused' | 'recovering' | 'stopping' | 'completed' | 'stopped' | 'failed';
+
+/** Settings a user may change while a run is going, with `cookbook set <id> key=value`. */
+export interface HotSettings {
+  lr_multiplier: number;
+  eval_every: number;
+  save_every: number;
+}
+
+export interface CheckpointRef {
+  name: string;
+  /** The last step whose update the checkpoint contains (−1: none, e.g. a loaded starting point). */
+  step: number;
+  statePath: string;
+  samplerPath?: string;
+  elapsedTokens: number;
+}
+
+export interface Progress {
+  kind: string;
+  model: string;
+  status: RunStatus;
+  /** Steps completed (the next step to run). */
+  step: number;
+  totalSteps: number;
+  paused: boolean;
+  stopRequested: boolean;
+  lastMetrics: Record<string, number>;
+  lastCheckpoint?: CheckpointRef;
+  hot: HotSettings;
+  recoveries: number;
+  logPath: string;
+  /** Workflow time (ms since epoch) at which each of the last few steps completed, for an ETA. */
+  recentStepTimes: Array<[step: number, atMs: number]>;
+}
+
+export const stopSignal = defineSignal<[reason?: string]>('stop');
+export const pauseSignal = defineSignal('pause');
+export const resumeSignal = defineSignal('resume');
+export const progressQuery = defineQuery<Progress>('progress');
+/** What `set` answers: the settings now in force and the first step that uses them. */
+export interface SetResult {
+  settings: HotSettings;
+  fromStep: number;
+}
+
+export const setUpdate = defineUpdate<SetResult, [Partial<HotSettings>]>('set');
+
+export const HOT_SETTING_KEYS: ReadonlyArray<keyof HotSettings> = ['lr_multiplier', 'eval_every', 'save_every'];
+
+/** Validates a `set` request; plain checks so the workflow sandbox carries no schema library. */
+export function validateHotSettings(patch: Partial<HotSettings>): void {
+  const keys = Object.keys(patch);
+  if (keys.length === 0) throw new Error('set: nothing to change');
+  for (const key of keys) {
+    if (!HOT_SETTING_KEYS.includes(key as keyof HotSettings)) {
+      throw new Error(`set: unknown setting "${key}" (hot settings: ${HOT_SETTING_KEYS.join(', ')})`);
+    }
+    const value = patch[key as keyof HotSettings];
+    if (typeof value !== 'number' || !Number.isFinite(value)) throw new Error(`set: ${key} must be a number`);
+    if (key === 'lr_multiplier' && !(value > 0)) throw new Error('set: lr_multiplier must be > 0');
+    if (key !== 'lr_multiplier' && (!Number.isInteger(value) || value < 0)) throw new Error(`set: ${key} must be an integer ≥ 0`);
+  }
+}

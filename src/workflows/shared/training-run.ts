@@ -1,0 +1,360 @@
+// The machinery every training workflow shares: run state, the per-model sequence-id cursor,
+// controls (stop, pause, resume, set, progress), periodic and final checkpoints, recovery from a
+// lost model, visibility, and continue-as-new. A paradigm's workflow supplies only its step.
+import {
+  ActivityFailure,
+  allHandlersFinished,
+  ApplicationFailure,
+  CancellationScope,
+  condition,
+  continueAsNew,
+  isCancellation,
+  proxyActivities,
+  setCurrentDetails,
+  setHandler,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { Activities, ModelRef, SaveKind, SeqUse } from '../../activities/types.js';
+import { ErrorTypes, NON_RETRYABLE_ERROR_TYPES } from '../../activities/types.js';
+import type { RunRef } from '../../cookbook/run-store.js';
+import {
+  type CheckpointRef,
+  type HotSettings,
+  type Progress,
+  type RunStatus,
+  pauseSignal,
+  progressQuery,
+  resumeSignal,
+  setUpdate,
+  stopSignal,
+  validateHotSettings,
+} from './messages.js';
+import { StatusKey, StepKey } from './search-attributes.js';
+
+export interface DurabilityConfig {
+  heartbeat_timeout_s: number;
+  steps_per_workflow_run: number;
+  step_timeout_s: number;
+}
+
+/** Config fields the shared machinery reads; each paradigm's config has them. */
+export interface RunConfig {
+  model_name: string;
+  save_every: number;
+  eval_every: number;
+  ttl_seconds: number | null;
+  durability: DurabilityConfig;
+}
+
+/** Everything a workflow carries across continue-as-new. Small by construction. */
+export interface RunState {
+  step: number;
+  model?: ModelRef;
+  lastCheckpoint?: CheckpointRef;
+  elapsedTokens: number;
+  hot: HotSettings;
+  status: RunStatus;
+  paused: boolean;
+  stopRequested: boolean;
+  stopReason?: string;
+  recoveries: number;
+  lastMetrics: Record<string, number>;
+  recentStepTimes: Array<[number, number]>;
+}
+
+export interface RunInput<C, P> {
+  run: RunRef;
+  config: C;
+  /** Present after continue-as-new: the plan made at the start and the state reached. */
+  plan?: P;
+  state?: RunState;
+}
+
+export interface RunResult {
+  status: 'completed' | 'stopped';
+  steps: number;
+  finalCheckpoint?: CheckpointRef;
+  lastMetrics: Record<string, number>;
+  logPath: string;
+  recoveries: number;
+}
+
+export interface LoopSpec {
+  totalSteps: number;
+  /** Runs step `step`: its evals, the training call(s) and its metrics row. */
+  runStep(step: number): Promise<void>;
+  /** checkpoints.jsonl fields for a checkpoint containing the update of `step`. */
+  checkpointRow(step: number): Record<string, unknown>;
+  /** checkpoints.jsonl fields of the final checkpoint. */
+  finalRow(): Record<string, unknown>;
+  /** The training loss shown in the UI's one-line summary. */
+  lossKey: string;
+  /** Model to (re)start from when there is no committed checkpoint yet. */
+  createInitialModel(): Promise<ModelRef>;
+}
+
+const SEARCH_ATTRIBUTE_EVERY_STEPS = 10;
+const RECENT_STEP_TIMES = 20;
+
+export function activitiesFor(d: DurabilityConfig) {
+  return proxyActivities<Activities>({
+    startToCloseTimeout: `${d.step_timeout_s}s`,
+    heartbeatTimeout: `${d.heartbeat_timeout_s}s`,
+    retry: {
+      initialInterval: '1s',
+      backoffCoefficient: 2,
+      maximumInterval: '20s',
+      nonRetryableErrorTypes: NON_RETRYABLE_ERROR_TYPES,
+    },
+  });
+}
+
+function isModelLost(err: unknown): boolean {
+  return err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === ErrorTypes.modelLost;
+}
+
+export class TrainingRun<C extends RunConfig, P> {
+  readonly state: RunState;
+  readonly acts: ReturnType<typeof activitiesFor>;
+  private stepsThisWorkflowRun = 0;
+  /** The step whose settings are already fixed (it has started), if one is running. */
+  private stepInFlight?: number;
+  private totalSteps = 0;
+  private lastUpsertedStep = -1;
+  private lastUpsertedStatus?: RunStatus;
+
+  constructor(
+    readonly kind: string,
+    readonly input: RunInput<C, P>,
+  ) {
+    this.acts = activitiesFor(input.config.durability);
+    this.state = input.state ?? {
+      step: 0,
+      elapsedTokens: 0,
+      hot: { lr_multiplier: 1, eval_every: input.config.eval_every, save_every: input.config.save_every },
+      status: 'starting',
+      paused: false,
+      stopRequested: false,
+      recoveries: 0,
+      lastMetrics: {},
+      recentStepTimes: [],
+    };
+    this.installHandlers();
+  }
+
+  get model(): ModelRef {
+    if (!this.state.model) throw new Error('no model yet');
+    return this.state.model;
+  }
+
+  /** Calls an activity that uses the training model and advances the sequence-id cursor by what it consumed. */
+  async train<A extends { model: ModelRef }, R extends SeqUse>(
+    activity: ((args: A) => Promise<R>) & { executeWithOptions(o: object, a: [A]): Promise<R> },
+    args: Omit<A, 'model'>,
+    summary: string,
+  ): Promise<R> {
+    const model = this.model;
+    const result = await activity.executeWithOptions({ summary }, [{ ...args, model } as A]);
+    this.state.model = { modelId: model.modelId, nextSeqId: model.nextSeqId + result.seqIdsUsed };
+    return result;
+  }
+
+  /** Drives the loop to the end (or a stop), then saves the final checkpoint. */
+  async run(spec: LoopSpec): Promise<RunResult> {
+    this.totalSteps = spec.totalSteps;
+    if (!this.state.model) this.state.model = await spec.createInitialModel();
+    this.setStatus(this.state.paused ? 'paused' : 'running');
+    try {
+      for (;;) {
+        await this.maybeContinueAsNew();
+        if (!this.state.stopRequested && this.state.step < spec.totalSteps) {
+          await this.waitWhilePaused();
+        }
+        if (this.state.stopRequested || this.state.step >= spec.totalSteps) {
+          if (await this.withRecovery(spec, () => this.saveFinal(spec))) break;
+          continue;
+        }
+        const step = this.state.step;
+        this.stepInFlight = step;
+        const done = await this.withRecovery(spec, () => spec.runStep(step));
+        this.stepInFlight = undefined;
+        if (done) {
+          this.completeStep(step, spec.lossKey);
+          if (await this.withRecovery(spec, () => this.maybeSavePeriodic(step, spec))) continue;
+        }
+      }
+    } catch (err) {
+      if (isCancellation(err)) {
+        // A cancel from the UI or CLI still leaves a final checkpoint of what was trained.
+        await CancellationScope.nonCancellable(() => this.withRecovery(spec, () => this.saveFinal(spec)));
+      } else {
+        this.setStatus('failed');
+      }
+      throw err;
+    }
+    const status = this.state.stopRequested ? 'stopped' : 'completed';
+    this.setStatus(status);
+    await condition(allHandlersFinished);
+    return {
+      status,
+      steps: this.state.step,
+      finalCheckpoint: this.state.lastCheckpoint,
+      lastMetrics: this.state.lastMetrics,
+      logPath: this.input.run.logPath,
+      recoveries: this.state.recoveries,
+    };
+  }
+
+  /** Learning rate of a step: schedule × the user's hot multiplier. */
+  learningRate(base: number, scheduleMultiplier: number): number {
+    return base * scheduleMultiplier * this.state.hot.lr_multiplier;
+  }
+
+  shouldEval(step: number): boolean {
+    const every = this.state.hot.eval_every;
+    return every > 0 && step % every === 0;
+  }
+
+  /** Records a metrics row through the logMetrics activity (used for rows no step writes). */
+  async logMetrics(step: number, metrics: Record<string, number>): Promise<void> {
+    await this.acts.logMetrics({ run: this.input.run, step, metrics });
+  }
+
+  setLastMetrics(metrics: Record<string, number>): void {
+    this.state.lastMetrics = metrics;
+  }
+
+  /** Runs `fn`; if the backend lost the model, restores the last checkpoint and returns false. */
+  private async withRecovery(spec: LoopSpec, fn: () => Promise<unknown>): Promise<boolean> {
+    try {
+      await fn();
+      return true;
+    } catch (err) {
+      if (!isModelLost(err)) throw err;
+      await this.recover(spec);
+      return false;
+    }
+  }
+
+  private async recover(spec: LoopSpec): Promise<void> {
+    const before = this.state.status;
+    this.setStatus('recovering');
+    const ckpt = this.state.lastCheckpoint;
+    if (ckpt) {
+      this.state.model = await this.acts.restoreModel({ run: this.input.run, statePath: ckpt.statePath, withOptimizer: true });
+      this.state.step = ckpt.step + 1;
+      this.state.elapsedTokens = ckpt.elapsedTokens;
+    } else {
+      this.state.model = await spec.createInitialModel();
+      this.state.step = 0;
+      this.state.elapsedTokens = 0;
+    }
+    this.state.recoveries += 1;
+    this.setStatus(before === 'recovering' ? 'running' : before);
+  }
+
+  private completeStep(step: number, lossKey: string): void {
+    this.state.step = step + 1;
+    this.stepsThisWorkflowRun += 1;
+    this.state.recentStepTimes = [...this.state.recentStepTimes, [step + 1, Date.now()] as [number, number]].slice(-RECENT_STEP_TIMES);
+    this.publish(lossKey);
+  }
+
+  private async maybeSavePeriodic(step: number, spec: LoopSpec): Promise<void> {
+    const every = this.state.hot.save_every;
+    // As the reference: never at step 0, and the final checkpoint covers the last step.
+    if (every <= 0 || step <= 0 || step % every !== 0 || step + 1 >= spec.totalSteps) return;
+    await this.save(`${String(step).padStart(6, '0')}`, step, 'both', this.input.config.ttl_seconds, spec.checkpointRow(step));
+  }
+
+  private async saveFinal(spec: LoopSpec): Promise<void> {
+    this.setStatus('stopping');
+    const row = { ...spec.finalRow(), ...(this.state.stopRequested ? { stopped_early: true } : {}) };
+    await this.save('final', this.state.step - 1, 'both', null, row);
+  }
+
+  private async save(name: string, step: number, kind: SaveKind, ttlSeconds: number | null, row: Record<string, unknown>): Promise<void> {
+    const result = await this.train(
+      this.acts.saveCheckpoint,
+      { run: this.input.run, name, kind, ttlSeconds, row: { ...row, elapsed_tokens: this.state.elapsedTokens } },
+      `save ${name}`,
+    );
+    if (!result.statePath) return;
+    // Committed only now that both saves completed: this is what recovery restores.
+    this.state.lastCheckpoint = { name, step, statePath: result.statePath, samplerPath: result.samplerPath, elapsedTokens: this.state.elapsedTokens };
+  }
+
+  private async waitWhilePaused(): Promise<void> {
+    if (!this.state.paused) return;
+    this.setStatus('paused');
+    await condition(() => !this.state.paused || this.state.stopRequested);
+    this.setStatus('running');
+  }
+
+  private async maybeContinueAsNew(): Promise<void> {
+    const enough = this.stepsThisWorkflowRun >= this.input.config.durability.steps_per_workflow_run;
+    if (!enough && !workflowInfo().continueAsNewSuggested) return;
+    await condition(allHandlersFinished);
+    await continueAsNew<(input: RunInput<C, P>) => Promise<RunResult>>({ ...this.input, state: this.state });
+  }
+
+  private installHandlers(): void {
+    setHandler(stopSignal, (reason) => {
+      this.state.stopRequested = true;
+      this.state.stopReason = reason;
+    });
+    setHandler(pauseSignal, () => {
+      this.state.paused = true;
+    });
+    setHandler(resumeSignal, () => {
+      this.state.paused = false;
+    });
+    setHandler(
+      setUpdate,
+      (patch) => {
+        this.state.hot = { ...this.state.hot, ...patch };
+        return { settings: this.state.hot, fromStep: this.stepInFlight === undefined ? this.state.step : this.stepInFlight + 1 };
+      },
+      { validator: validateHotSettings },
+    );
+    setHandler(progressQuery, (): Progress => ({
+      kind: this.kind,
+      model: this.input.config.model_name,
+      status: this.state.status,
+      step: this.state.step,
+      totalSteps: this.totalSteps,
+      paused: this.state.paused,
+      stopRequested: this.state.stopRequested,
+      lastMetrics: this.state.lastMetrics,
+      lastCheckpoint: this.state.lastCheckpoint,
+      hot: this.state.hot,
+      recoveries: this.state.recoveries,
+      logPath: this.input.run.logPath,
+      recentStepTimes: this.state.recentStepTimes,
+    }));
+  }
+
+  private setStatus(status: RunStatus): void {
+    this.state.status = status;
+    this.publish();
+  }
+
+  /** UI summary line (free: read through the metadata query) and throttled search attributes. */
+  private publish(lossKey?: string): void {
+    const loss = lossKey ? this.state.lastMetrics[lossKey] : undefined;
+    const parts = [`${this.state.status}`, `step ${this.state.step}/${this.totalSteps}`];
+    if (loss !== undefined) parts.push(`${lossKey} ${loss.toFixed(4)}`);
+    if (this.state.recoveries) parts.push(`${this.state.recoveries} recoveries`);
+    setCurrentDetails(parts.join(' · '));
+    const stepDue = this.state.step - this.lastUpsertedStep >= SEARCH_ATTRIBUTE_EVERY_STEPS || this.state.step >= this.totalSteps;
+    if (this.state.status !== this.lastUpsertedStatus || stepDue) {
+      upsertSearchAttributes([
+        { key: StatusKey, value: this.state.status },
+        { key: StepKey, value: this.state.step },
+      ]);
+      this.lastUpsertedStatus = this.state.status;
+      this.lastUpsertedStep = this.state.step;
+    }
+  }
+}

@@ -1,0 +1,50 @@
+// Supervised fine-tuning (cookbook-spec §1.2): for each step, evaluate on the pre-step weights
+// when due, then one forward_backward + optim_step on the step's batch, then checkpoint when due.
+import { lrMultiplier } from '../cookbook/lr-schedule.js';
+import type { SupervisedConfig } from '../cookbook/config/sl.js';
+import type { SlPlan } from '../activities/types.js';
+import { TrainingRun, type RunInput, type RunResult } from './shared/training-run.js';
+
+export type SupervisedInput = RunInput<SupervisedConfig, SlPlan>;
+
+export async function supervisedWorkflow(input: SupervisedInput): Promise<RunResult> {
+  const run = new TrainingRun<SupervisedConfig, SlPlan>('sl', input);
+  const { acts } = run;
+  const cfg = input.config;
+
+  if (!input.plan) await acts.initRun({ run: input.run, config: cfg });
+  const plan = input.plan ?? (await acts.slPrepare({ run: input.run }));
+  input.plan = plan;
+
+  const nBatches = plan.nBatches;
+  const totalSteps = Math.min(nBatches * cfg.num_epochs, cfg.max_steps ?? Infinity);
+  const progressDenominator = totalSteps > 0 ? totalSteps : 1;
+  const cursor = (step: number) => ({ epoch: Math.floor(step / nBatches), batch: step % nBatches });
+
+  return run.run({
+    totalSteps,
+    lossKey: 'train_mean_nll',
+    createInitialModel: () => acts.createModel({ run: input.run }),
+
+    async runStep(step) {
+      const { epoch, batch } = cursor(step);
+      // Fixed when the step starts: a `set` arriving during the step applies from the next one.
+      const learningRate = run.learningRate(cfg.learning_rate, lrMultiplier(cfg.lr_schedule, step, totalSteps));
+      const preStepMetrics =
+        plan.testSize > 0 && run.shouldEval(step) ? (await run.train(acts.slEval, { run: input.run, step }, `eval before step ${step}`)).metrics : {};
+      const result = await run.train(
+        acts.slStep,
+        { run: input.run, step, epoch, batch, learningRate, progressDenominator, preStepMetrics },
+        `step ${step} · epoch ${epoch} batch ${batch}`,
+      );
+      run.state.elapsedTokens += result.numTokens;
+      run.setLastMetrics(result.metrics);
+    },
+
+    checkpointRow: (step) => cursor(step),
+    // A completed run's final row is the reference's (resuming after it trains nothing); an early
+    // stop's names the last step it contains.
+    finalRow: () =>
+      run.state.stopRequested ? (run.state.step > 0 ? cursor(run.state.step - 1) : {}) : { epoch: cfg.num_epochs, batch: 0 },
+  });
+}

@@ -1,0 +1,32 @@
+// Reading what a run left behind, for comparisons between an interrupted and a clean run.
+import { createHash } from 'node:crypto';
+import { RunStore } from '../../src/cookbook/run-store.js';
+import { createTinkerBackend } from '../../src/backends/index.js';
+
+/** metrics.jsonl rows without wall-clock timings (the only keys two equal runs may differ in). */
+export function metricsOf(logPath: string): Array<Record<string, unknown>> {
+  return new RunStore(logPath).readMetrics().map((row) => Object.fromEntries(Object.entries(row).filter(([k]) => !k.startsWith('time/'))));
+}
+
+/** checkpoints.jsonl rows without the paths, which name the server-side model of each run. */
+export function checkpointsOf(logPath: string): Array<Record<string, unknown>> {
+  return new RunStore(logPath).readCheckpoints().map(({ state_path: _s, sampler_path: _p, ...rest }) => rest);
+}
+
+const PROBE_TOKENS = [785, 6722, 315, 9625, 374, 12095, 13, 576, 6722, 315, 9856, 374, 19846, 13, 151645, 198, 151644, 77091, 198];
+
+/**
+ * A fingerprint of sampler weights: the sha256 of the logprobs they assign to a fixed token
+ * sequence. Any changed weight changes the float32 logprobs, so equal fingerprints mean the same
+ * model function; it reads the weights through the protocol, whatever the server's file layout.
+ */
+export async function weightsFingerprint(baseUrl: string, samplerPath: string): Promise<string> {
+  const backend = createTinkerBackend({ baseUrl, apiKey: 'tml-test' });
+  try {
+    const sampler = await backend.createSamplingSession({ modelPath: samplerPath });
+    const logprobs = await sampler.computeLogprobs({ chunks: [{ type: 'encoded_text', tokens: PROBE_TOKENS }] });
+    return createHash('sha256').update(JSON.stringify(logprobs)).digest('hex');
+  } finally {
+    await backend.close();
+  }
+}

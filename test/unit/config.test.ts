@@ -1,0 +1,64 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { resolveRun } from '../../src/cli/train.js';
+import { applyOverrides, ConfigError, parseOverride } from '../../src/cookbook/config/overrides.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'cookbook-config-'));
+const write = (name: string, body: unknown) => {
+  const p = join(dir, name);
+  writeFileSync(p, typeof body === 'string' ? body : JSON.stringify(body));
+  return p;
+};
+writeFileSync(join(dir, 'chat.jsonl'), '{"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]}\n');
+const base = { model_name: 'tiny-qwen3', dataset: { file_path: 'chat.jsonl', batch_size: 2, max_length: 64 } };
+
+describe('overrides', () => {
+  it('parses JSON values and keeps bare words as strings', () => {
+    expect(parseOverride('a.b=3')).toEqual([['a', 'b'], 3]);
+    expect(parseOverride('x=true')).toEqual([['x'], true]);
+    expect(parseOverride('x=null')).toEqual([['x'], null]);
+    expect(parseOverride('name=tiny-qwen3')).toEqual([['name'], 'tiny-qwen3']);
+    expect(parseOverride('lr=1e-4')).toEqual([['lr'], 1e-4]);
+  });
+  it('sets dotted keys, creating objects on the way', () => {
+    expect(applyOverrides({ a: { b: 1 } }, ['a.c=2', 'd.e=x'])).toEqual({ a: { b: 1, c: 2 }, d: { e: 'x' } });
+  });
+  it('rejects malformed overrides with the offending text', () => {
+    expect(() => parseOverride('novalue')).toThrow(/"novalue" is not of the form key=value/);
+    expect(() => applyOverrides({ a: 1 }, ['a.b=2'])).toThrow(/"a" is not an object/);
+  });
+});
+
+describe('resolveRun', () => {
+  it('fills defaults, resolves paths against the config file, and names the workflow', () => {
+    const r = resolveRun('sl', write('ok.json', base), ['learning_rate=0.001', 'dataset.batch_size=4']);
+    expect(r.workflowId).toMatch(/^sl-ok-\d{8}-\d{6}$/);
+    expect(r.config.learning_rate).toBe(0.001);
+    expect(r.config.dataset.batch_size).toBe(4);
+    expect(r.config.dataset.file_path).toBe(join(dir, 'chat.jsonl'));
+    expect(r.config).toMatchObject({ lr_schedule: 'linear', num_epochs: 1, lora_rank: 32, save_every: 20, eval_every: 10, adam_beta2: 0.95 });
+    expect(r.config.log_path).toMatch(/runs\/sl-ok-/);
+  });
+  it('names the offending path of every zod error', () => {
+    const p = write('bad.json', { ...base, learning_rat: 1, num_epochs: 'two', dataset: { ...base.dataset, batch_size: -1 } });
+    let message = '';
+    try {
+      resolveRun('sl', p, []);
+    } catch (err) {
+      expect(err).toBeInstanceOf(ConfigError);
+      message = (err as Error).message;
+    }
+    expect(message).toContain('unknown config key learning_rat');
+    expect(message).toMatch(/num_epochs: .*number/i);
+    expect(message).toMatch(/dataset\.batch_size: /);
+    expect(message).toContain(p);
+  });
+  it('reports a missing dataset file, a missing config and broken JSON clearly', () => {
+    expect(() => resolveRun('sl', write('nofile.json', { ...base, dataset: { ...base.dataset, file_path: 'nope.jsonl' } }), [])).toThrow(/dataset.file_path: .*nope.jsonl does not exist/);
+    expect(() => resolveRun('sl', join(dir, 'missing.json'), [])).toThrow(/missing.json does not exist/);
+    expect(() => resolveRun('sl', write('broken.json', '{"model_name": '), [])).toThrow(/broken.json is not valid JSON/);
+    expect(() => resolveRun('xx', write('k.json', base), [])).toThrow(/unknown run kind "xx"/);
+  });
+});

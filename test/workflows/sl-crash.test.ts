@@ -1,0 +1,77 @@
+// Exactly-once steps under a worker crash: a worker process is SIGKILLed in the middle of a run
+// (mid-step, so the engine may have applied a step the workflow has not heard of), a new worker
+// takes over, and the run ends with the metrics and final weights of an uninterrupted run.
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startRun } from '../../src/cli/train.js';
+import { progressQuery } from '../../src/workflows/shared/messages.js';
+import type { RunResult } from '../../src/workflows/shared/training-run.js';
+import { checkpointsOf, metricsOf, weightsFingerprint } from '../support/runs.js';
+import { startTestStack, testRun, waitUntil, workerProcess, type TestStack } from '../support/stack.js';
+
+const config = join(import.meta.dirname, '..', 'fixtures', 'sl_small.json');
+
+describe('supervised workflow under a worker crash', () => {
+  let stack: TestStack;
+  beforeAll(async () => {
+    stack = await startTestStack();
+  });
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  it('a SIGKILLed worker is replaced and the run equals an uninterrupted one', async () => {
+    const clean = testRun(stack, config);
+    const crashed = testRun(stack, config);
+
+    let worker = await workerProcess(stack, 'worker-clean');
+    const cleanResult = (await (await startRun(stack.client, clean, stack.taskQueue)).result()) as RunResult;
+
+    const handle = await startRun(stack.client, crashed, stack.taskQueue);
+    // Kill twice: once in the first epoch and once in the second, each while a step is in flight.
+    for (const [killAt, name] of [[3, 'worker-2'], [7, 'worker-3']] as const) {
+      await waitUntil(`step ${killAt}`, async () => (await handle.query(progressQuery)).step >= killAt, 120_000, 50);
+      await worker.kill();
+      worker = await workerProcess(stack, name);
+    }
+    const crashedResult = (await handle.result()) as RunResult;
+    await worker.stop();
+
+    expect(crashedResult.status).toBe('completed');
+    expect(crashedResult.steps).toBe(cleanResult.steps);
+    expect(crashedResult.recoveries).toBe(0); // the engine kept the model: seq-id dedupe, no restore
+    expect(metricsOf(crashed.run.logPath)).toEqual(metricsOf(clean.run.logPath));
+    expect(checkpointsOf(crashed.run.logPath)).toEqual(checkpointsOf(clean.run.logPath));
+    const [a, b] = await Promise.all([
+      weightsFingerprint(stack.engine.baseUrl, cleanResult.finalCheckpoint!.samplerPath!),
+      weightsFingerprint(stack.engine.baseUrl, crashedResult.finalCheckpoint!.samplerPath!),
+    ]);
+    expect(b).toBe(a);
+  });
+
+  it('an engine restart mid-run restores the last checkpoint, replays, and equals an uninterrupted run', async () => {
+    const clean = testRun(stack, config);
+    const crashed = testRun(stack, config);
+    const worker = await workerProcess(stack, 'worker-engine-test');
+    try {
+      const cleanResult = (await (await startRun(stack.client, clean, stack.taskQueue)).result()) as RunResult;
+      const handle = await startRun(stack.client, crashed, stack.taskQueue);
+      // After the checkpoint of step 4 and before the next one: steps 5.. are replayed from it.
+      await waitUntil('step 6', async () => (await handle.query(progressQuery)).step >= 6, 120_000, 50);
+      await stack.restartEngine();
+      const crashedResult = (await handle.result()) as RunResult;
+
+      expect(crashedResult.status).toBe('completed');
+      expect(crashedResult.recoveries).toBeGreaterThanOrEqual(1);
+      expect(metricsOf(crashed.run.logPath)).toEqual(metricsOf(clean.run.logPath));
+      expect(checkpointsOf(crashed.run.logPath)).toEqual(checkpointsOf(clean.run.logPath));
+      const [a, b] = await Promise.all([
+        weightsFingerprint(stack.engine.baseUrl, cleanResult.finalCheckpoint!.samplerPath!),
+        weightsFingerprint(stack.engine.baseUrl, crashedResult.finalCheckpoint!.samplerPath!),
+      ]);
+      expect(b).toBe(a);
+    } finally {
+      await worker.stop();
+    }
+  });
+});

@@ -1,0 +1,153 @@
+// The supervised workflow on the real stack: Temporal dev server, engine over HTTP, real tokenizer.
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startRun } from '../../src/cli/train.js';
+import { lrMultiplier } from '../../src/cookbook/lr-schedule.js';
+import { pauseSignal, progressQuery, resumeSignal, setUpdate, stopSignal } from '../../src/workflows/shared/messages.js';
+import { KindKey, ModelKey, StatusKey, StepKey } from '../../src/workflows/shared/search-attributes.js';
+import type { RunResult } from '../../src/workflows/shared/training-run.js';
+import { checkpointsOf, metricsOf } from '../support/runs.js';
+import { startTestStack, testRun, waitUntil, withWorker, type TestStack } from '../support/stack.js';
+
+const config = join(import.meta.dirname, '..', 'fixtures', 'sl_small.json');
+const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+
+describe('supervised workflow', () => {
+  let stack: TestStack;
+  beforeAll(async () => {
+    stack = await startTestStack();
+  });
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  it('trains: loss falls, files use the reference names, checkpoints name their step', async () => {
+    const run = testRun(stack, config);
+    const result = await withWorker(stack, async () => {
+      const handle = await startRun(stack.client, run, stack.taskQueue);
+      return (await handle.result()) as RunResult;
+    });
+    expect(result.status).toBe('completed');
+    expect(result.steps).toBe(10); // 20 train rows / batch 4 = 5 batches × 2 epochs
+
+    const rows = metricsOf(run.run.logPath);
+    expect(rows.map((r) => r.step)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    for (const key of ['epoch', 'progress', 'learning_rate', 'num_sequences', 'num_tokens', 'num_loss_tokens', 'train_mean_nll', 'train_mean_bpb']) {
+      expect(rows[0]).toHaveProperty(key);
+    }
+    expect(rows[0].learning_rate).toBeCloseTo(0.01 * lrMultiplier('linear', 0, 10), 12);
+    expect(rows[9].learning_rate).toBeCloseTo(0.01 * lrMultiplier('linear', 9, 10), 12);
+    expect(rows[9].progress).toBe(1);
+    // Evals run before steps 0, 3, 6, 9 on the pre-step weights.
+    expect(rows.filter((r) => 'test/nll' in r).map((r) => r.step)).toEqual([0, 3, 6, 9]);
+    const nll = rows.map((r) => r.train_mean_nll as number);
+    expect(mean(nll.slice(-3))).toBeLessThan(mean(nll.slice(0, 3)));
+    const testNll = rows.filter((r) => 'test/nll' in r).map((r) => r['test/nll'] as number);
+    expect(testNll[testNll.length - 1]).toBeLessThan(testNll[0]);
+
+    const ckpts = checkpointsOf(run.run.logPath);
+    expect(ckpts.map((c) => c.name)).toEqual(['000004', '000008', 'final']);
+    expect(ckpts[0]).toMatchObject({ epoch: 0, batch: 4 });
+    expect(ckpts[1]).toMatchObject({ epoch: 1, batch: 3 });
+    expect(ckpts[2]).toMatchObject({ epoch: 2, batch: 0 });
+    expect(result.finalCheckpoint?.statePath).toMatch(/^tinker:\/\/.+\/weights\/final$/);
+    expect(result.finalCheckpoint?.samplerPath).toMatch(/^tinker:\/\/.+\/sampler_weights\/final$/);
+
+    const savedConfig = readFileSync(join(run.run.logPath, 'config.json'), 'utf8');
+    expect(savedConfig).toContain('"learning_rate": 0.01');
+    expect(savedConfig).toContain('"model_name": "tiny-qwen3"');
+    expect(existsSync(join(run.run.logPath, 'logs.log'))).toBe(true);
+
+    const desc = await stack.client.workflow.getHandle(run.workflowId).describe();
+    expect(desc.typedSearchAttributes.get(KindKey)).toBe('sl');
+    expect(desc.typedSearchAttributes.get(ModelKey)).toBe('tiny-qwen3');
+    expect(desc.typedSearchAttributes.get(StepKey)).toBe(10);
+    expect(desc.typedSearchAttributes.get(StatusKey)).toBe('completed');
+    expect(((await desc.memo) as { config: { model_name: string } }).config.model_name).toBe('tiny-qwen3');
+  });
+
+  it('stop finishes the step, saves a final checkpoint and ends as stopped', async () => {
+    const run = testRun(stack, config, ['num_epochs=20']);
+    const result = await withWorker(stack, async () => {
+      const handle = await startRun(stack.client, run, stack.taskQueue);
+      await waitUntil('step 2', async () => (await handle.query(progressQuery)).step >= 2);
+      await handle.signal(stopSignal, 'test');
+      return (await handle.result()) as RunResult;
+    });
+    expect(result.status).toBe('stopped');
+    expect(result.steps).toBeGreaterThanOrEqual(2);
+    expect(result.steps).toBeLessThan(100);
+    const ckpts = checkpointsOf(run.run.logPath);
+    const final = ckpts[ckpts.length - 1];
+    expect(final.name).toBe('final');
+    expect(final.stopped_early).toBe(true);
+    const last = result.steps - 1;
+    expect(final).toMatchObject({ epoch: Math.floor(last / 5), batch: last % 5 });
+    expect(metricsOf(run.run.logPath)).toHaveLength(result.steps);
+    const desc = await stack.client.workflow.getHandle(run.workflowId).describe();
+    expect(desc.typedSearchAttributes.get(StatusKey)).toBe('stopped');
+  });
+
+  it('pause holds the run between steps; resume carries on', async () => {
+    const run = testRun(stack, config, ['num_epochs=1']);
+    const result = await withWorker(stack, async () => {
+      const handle = await startRun(stack.client, run, stack.taskQueue);
+      await waitUntil('step 1', async () => (await handle.query(progressQuery)).step >= 1);
+      await handle.signal(pauseSignal);
+      await waitUntil('paused', async () => (await handle.query(progressQuery)).status === 'paused');
+      const held = (await handle.query(progressQuery)).step;
+      await new Promise((r) => setTimeout(r, 2000));
+      expect((await handle.query(progressQuery)).step).toBe(held);
+      await handle.signal(resumeSignal);
+      return (await handle.result()) as RunResult;
+    });
+    expect(result.status).toBe('completed');
+    expect(result.steps).toBe(5);
+  });
+
+  it('set changes the learning rate from the next step and rejects bad values', async () => {
+    const run = testRun(stack, config, ['num_epochs=4']);
+    const { result, changedAt } = await withWorker(stack, async () => {
+      const handle = await startRun(stack.client, run, stack.taskQueue);
+      await expect(handle.executeUpdate(setUpdate, { args: [{ lr_multiplier: -1 }] })).rejects.toThrow(/lr_multiplier must be > 0/);
+      await expect(handle.executeUpdate(setUpdate, { args: [{ learning_rate: 1 } as never] })).rejects.toThrow(/unknown setting/);
+      await waitUntil('step 2', async () => (await handle.query(progressQuery)).step >= 2);
+      const { settings, fromStep: changedAt } = await handle.executeUpdate(setUpdate, { args: [{ lr_multiplier: 0.5, save_every: 0 }] });
+      expect(settings).toEqual({ lr_multiplier: 0.5, eval_every: 3, save_every: 0 });
+      return { result: (await handle.result()) as RunResult, changedAt };
+    });
+    expect(result.status).toBe('completed');
+    const rows = metricsOf(run.run.logPath);
+    const total = rows.length;
+    for (const row of rows) {
+      const step = row.step as number;
+      const scheduled = 0.01 * lrMultiplier('linear', step, total);
+      // Steps started before the update keep their rate; every step from `fromStep` is halved.
+      expect(row.learning_rate).toBeCloseTo(step < changedAt ? scheduled : scheduled * 0.5, 12);
+    }
+    // save_every=0 from then on: no periodic checkpoint after the change.
+    const periodic = checkpointsOf(run.run.logPath).filter((c) => c.name !== 'final').map((c) => Number(c.name));
+    expect(periodic.every((s) => s < changedAt)).toBe(true);
+  });
+
+  it('continue-as-new carries the run on with the same result', async () => {
+    const plain = testRun(stack, config, ['num_epochs=1', 'save_every=2']);
+    const chained = testRun(stack, config, ['num_epochs=1', 'save_every=2', 'durability.steps_per_workflow_run=2']);
+    const [a, b] = await withWorker(stack, async () => {
+      const ha = await startRun(stack.client, plain, stack.taskQueue);
+      const ra = (await ha.result()) as RunResult;
+      const hb = await startRun(stack.client, chained, stack.taskQueue);
+      const rb = (await hb.result()) as RunResult;
+      return [ra, rb];
+    });
+    expect(b.status).toBe('completed');
+    expect(b.steps).toBe(a.steps);
+    expect(metricsOf(chained.run.logPath)).toEqual(metricsOf(plain.run.logPath));
+    expect(checkpointsOf(chained.run.logPath)).toEqual(checkpointsOf(plain.run.logPath));
+    // Several workflow runs in the chain, one execution id.
+    let runs = 0;
+    for await (const _ of stack.client.workflow.list({ query: `WorkflowId = "${chained.workflowId}"` })) runs++;
+    expect(runs).toBeGreaterThanOrEqual(2);
+  });
+});
