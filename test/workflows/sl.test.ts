@@ -7,6 +7,7 @@ import { lrMultiplier } from '../../src/cookbook/lr-schedule.js';
 import { pauseSignal, progressQuery, resumeSignal, setUpdate, stopSignal } from '../../src/workflows/shared/messages.js';
 import { KindKey, ModelKey, StatusKey, StepKey } from '../../src/workflows/shared/search-attributes.js';
 import type { RunResult } from '../../src/workflows/shared/training-run.js';
+import { checkHistories, PAYLOAD_HARD_CAP } from '../support/history.js';
 import { checkpointsOf, metricsOf } from '../support/runs.js';
 import { startTestStack, testRun, waitUntil, withWorker, type TestStack } from '../support/stack.js';
 
@@ -65,6 +66,12 @@ describe('supervised workflow', () => {
     expect(desc.typedSearchAttributes.get(StepKey)).toBe(10);
     expect(desc.typedSearchAttributes.get(StatusKey)).toBe('completed');
     expect(((await desc.memo) as { config: { model_name: string } }).config.model_name).toBe('tiny-qwen3');
+
+    // Claim check and secrets: payloads stay far below the cap, the worker's API key is nowhere.
+    const hygiene = await checkHistories(stack.client, run.workflowId, ['tml-test']);
+    expect(hygiene.maxPayloadBytes).toBeLessThan(16 * 1024);
+    expect(hygiene.maxPayloadBytes).toBeLessThan(PAYLOAD_HARD_CAP);
+    expect(readFileSync(join(run.run.logPath, 'logs.log'), 'utf8')).not.toContain('tml-test');
   });
 
   it('stop finishes the step, saves a final checkpoint and ends as stopped', async () => {
@@ -146,8 +153,10 @@ describe('supervised workflow', () => {
     expect(metricsOf(chained.run.logPath)).toEqual(metricsOf(plain.run.logPath));
     expect(checkpointsOf(chained.run.logPath)).toEqual(checkpointsOf(plain.run.logPath));
     // Several workflow runs in the chain, one execution id.
-    let runs = 0;
-    for await (const _ of stack.client.workflow.list({ query: `WorkflowId = "${chained.workflowId}"` })) runs++;
-    expect(runs).toBeGreaterThanOrEqual(2);
+    const stats = await checkHistories(stack.client, chained.workflowId, ['tml-test']);
+    expect(stats.runs).toBeGreaterThanOrEqual(2);
+    // Bounded: each run's history stays small however long the whole run is.
+    const single = await checkHistories(stack.client, plain.workflowId, []);
+    expect(stats.maxEvents).toBeLessThan(single.maxEvents);
   });
 });

@@ -1,0 +1,92 @@
+// bench/overhead: the same N supervised steps driven by the workflow (Temporal dev server, worker,
+// activities) and by a direct loop over the same client and engine. Both create the model, run N
+// forward_backward + optim_step steps and save a final checkpoint. Prints the wall-clock ratio
+// (goal ≤ 1.02 for steps of ≥ 0.5 s) and the milliseconds the workflow adds per step.
+//   npm run bench:overhead [-- --steps 12 --batch 32 --max-length 256 --rounds 2]
+import { parseArgs } from 'node:util';
+import { join } from 'node:path';
+import { createTinkerBackend } from '../../src/backends/index.js';
+import { startRun } from '../../src/cli/train.js';
+import type { SupervisedConfig } from '../../src/cookbook/config/sl.js';
+import { lrMultiplier } from '../../src/cookbook/lr-schedule.js';
+import { buildChatDatasets } from '../../src/cookbook/supervised/dataset.js';
+import { startTestStack, testRun, withWorker, type TestStack } from '../../test/support/stack.js';
+
+const { values } = parseArgs({
+  options: {
+    steps: { type: 'string', default: '12' },
+    batch: { type: 'string', default: '32' },
+    'max-length': { type: 'string', default: '256' },
+    rounds: { type: 'string', default: '2' },
+    model: { type: 'string', default: 'tiny-qwen3' },
+  },
+});
+const steps = Number(values.steps);
+const config = join(import.meta.dirname, '..', '..', 'configs', 'sl_demo.json');
+const overrides = [
+  `model_name=${values.model}`,
+  `dataset.batch_size=${values.batch}`,
+  `dataset.max_length=${values['max-length']}`,
+  'dataset.test_size=0',
+  `max_steps=${steps}`,
+  'eval_every=0',
+  'save_every=0',
+];
+
+async function direct(stack: TestStack): Promise<number> {
+  const cfg = testRun(stack, config, overrides).config as SupervisedConfig;
+  const backend = createTinkerBackend({ baseUrl: stack.engine.baseUrl, apiKey: 'tml-bench' });
+  const { train } = await buildChatDatasets(cfg.dataset, cfg.model_name);
+  const t0 = performance.now();
+  const session = await backend.createTrainingSession({ baseModel: cfg.model_name, lora: { rank: cfg.lora_rank, seed: cfg.seed } });
+  let seqId = 1;
+  const nBatches = train.length;
+  for (let step = 0; step < steps; step++) {
+    train.setEpoch(Math.floor(step / nBatches));
+    const batch = train.getBatch(step % nBatches);
+    const lr = cfg.learning_rate * lrMultiplier(cfg.lr_schedule, step, steps);
+    const fb = await session.forwardBackward(batch, 'cross_entropy', { seqId });
+    seqId += fb.seqIds;
+    const opt = await session.optimStep({ learning_rate: lr, beta1: cfg.adam_beta1, beta2: cfg.adam_beta2, eps: cfg.adam_eps }, { seqId });
+    seqId += opt.seqIds;
+    await Promise.all([fb.result(), opt.result()]);
+  }
+  const state = await session.saveState('final', { seqId: seqId++ });
+  const sampler = await session.saveWeightsForSampler('final', { seqId: seqId++ });
+  await Promise.all([state.result(), sampler.result()]);
+  const ms = performance.now() - t0;
+  await backend.close();
+  return ms;
+}
+
+async function viaWorkflow(stack: TestStack): Promise<number> {
+  const run = testRun(stack, config, overrides);
+  return withWorker(stack, async () => {
+    const t0 = performance.now();
+    await (await startRun(stack.client, run, stack.taskQueue)).result();
+    return performance.now() - t0;
+  });
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const stack = await startTestStack();
+try {
+  await direct(stack); // warm-up: tokenizer, dataset, engine caches, workflow bundle below
+  await viaWorkflow(stack);
+  const d: number[] = [];
+  const w: number[] = [];
+  for (let round = 0; round < Number(values.rounds); round++) {
+    d.push(await direct(stack));
+    w.push(await viaWorkflow(stack));
+    console.log(`round ${round + 1}: direct ${(d[round] / 1000).toFixed(2)} s, workflow ${(w[round] / 1000).toFixed(2)} s`);
+  }
+  const dm = median(d);
+  const wm = median(w);
+  console.log(`\nsteps ${steps}, batch ${values.batch} × max_length ${values['max-length']}, ${values.model}`);
+  console.log(`direct loop:   ${(dm / steps).toFixed(1)} ms/step (incl. model creation and final save)`);
+  console.log(`workflow:      ${(wm / steps).toFixed(1)} ms/step`);
+  console.log(`added per step by the workflow: ${((wm - dm) / steps).toFixed(1)} ms`);
+  console.log(`wall-clock ratio workflow / direct: ${(wm / dm).toFixed(3)}`);
+} finally {
+  await stack.stop();
+}

@@ -1,0 +1,37 @@
+// The quick chaos suite for CI: one trial per kill target (worker, engine, Temporal server), each
+// killing its target twice at seeded moments, plus a stop sent while the run recovers from an
+// engine crash. The long variant is `npm run chaos -- --trials 20`.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ChaosLab, type Baseline, type Target } from './harness.js';
+
+describe('chaos (quick)', () => {
+  let lab: ChaosLab;
+  let baseline: Baseline;
+  beforeAll(async () => {
+    lab = await ChaosLab.start();
+    baseline = await lab.baseline();
+  });
+  afterAll(async () => {
+    await lab?.stop();
+  });
+
+  for (const [target, seed] of [['worker', 11], ['engine', 12], ['temporal', 13]] as Array<[Target, number]>) {
+    it(`killing the ${target} twice leaves the result of an uninterrupted run`, async () => {
+      const outcome = await lab.trial(seed, baseline, { kills: 2, targets: [target], maxGapMs: 3000 });
+      expect(outcome.kills.length).toBeGreaterThan(0);
+      expect(outcome.differences).toEqual([]);
+      if (target === 'engine') expect(outcome.recoveries).toBeGreaterThan(0);
+    });
+  }
+
+  it('a stop during recovery ends the run stopped, with a final checkpoint of trained steps only', async () => {
+    const { result, run } = await lab.stopDuringRecovery();
+    expect(result.status).toBe('stopped');
+    const observed = await lab.observe(run, result);
+    // Whatever was trained is exactly the uninterrupted run's prefix.
+    expect(observed.metrics).toEqual(baseline.metrics.slice(0, observed.metrics.length));
+    expect(observed.metrics).toHaveLength(result.steps);
+    const final = observed.checkpoints[observed.checkpoints.length - 1];
+    expect(final).toMatchObject({ name: 'final', stopped_early: true });
+  });
+});

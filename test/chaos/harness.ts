@@ -1,0 +1,160 @@
+// Chaos harness: fixed-seed runs during which the worker, the engine or the Temporal dev server
+// is SIGKILLed at seeded random moments and restarted; each trial's final weights (fingerprint),
+// metrics.jsonl and checkpoints.jsonl must equal those of an uninterrupted run of the same seed.
+import { join } from 'node:path';
+import type { Service } from '../../src/cli/services.js';
+import { startRun, type ResolvedRun } from '../../src/cli/train.js';
+import { stopSignal } from '../../src/workflows/shared/messages.js';
+import type { RunResult } from '../../src/workflows/shared/training-run.js';
+import { checkpointsOf, metricsOf, weightsFingerprint } from '../support/runs.js';
+import { startTestStack, testRun, workerProcess, type TestStack } from '../support/stack.js';
+
+export type Target = 'worker' | 'engine' | 'temporal';
+
+export interface TrialOutcome {
+  seed: number;
+  kills: Array<{ target: Target; atMs: number }>;
+  equal: boolean;
+  differences: string[];
+  recoveries: number;
+}
+
+export interface Baseline {
+  metrics: Array<Record<string, unknown>>;
+  checkpoints: Array<Record<string, unknown>>;
+  fingerprint: string;
+  steps: number;
+}
+
+/** mulberry32: a tiny seeded PRNG, so a failing trial can be re-run from its seed. */
+export function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export const CHAOS_CONFIG = join(import.meta.dirname, '..', 'fixtures', 'sl_chaos.json');
+
+export class ChaosLab {
+  private worker?: Service;
+  private constructor(readonly stack: TestStack) {}
+
+  static async start(): Promise<ChaosLab> {
+    const lab = new ChaosLab(await startTestStack({ persist: true }));
+    lab.worker = await workerProcess(lab.stack, 'worker-0');
+    return lab;
+  }
+
+  async stop(): Promise<void> {
+    await this.worker?.stop();
+    await this.stack.stop();
+  }
+
+  run(overrides: string[] = []): ResolvedRun {
+    return testRun(this.stack, CHAOS_CONFIG, overrides);
+  }
+
+  async baseline(overrides: string[] = []): Promise<Baseline> {
+    const run = this.run(overrides);
+    const result = await this.finish(run, await this.startAndWaitForStart(run));
+    return this.observe(run, result);
+  }
+
+  async kill(target: Target): Promise<void> {
+    if (target === 'worker') {
+      await this.worker!.kill();
+      this.worker = await workerProcess(this.stack, `worker-${Date.now()}`);
+    } else if (target === 'engine') {
+      await this.stack.restartEngine();
+    } else {
+      await this.stack.restartTemporal();
+    }
+  }
+
+  /** One trial: `kills` SIGKILLs at seeded moments while the run goes on, then compare. */
+  async trial(seed: number, baseline: Baseline, opts: { kills: number; targets: Target[]; maxGapMs: number; overrides?: string[] }): Promise<TrialOutcome> {
+    const random = rng(seed);
+    const run = this.run(opts.overrides);
+    const t0 = Date.now();
+    await this.startAndWaitForStart(run);
+    const kills: TrialOutcome['kills'] = [];
+    for (let i = 0; i < opts.kills; i++) {
+      await sleep(200 + random() * opts.maxGapMs);
+      if (await this.closed(run.workflowId)) break;
+      const target = opts.targets[Math.floor(random() * opts.targets.length)];
+      kills.push({ target, atMs: Date.now() - t0 });
+      await this.kill(target);
+    }
+    const result = await this.finish(run);
+    const observed = await this.observe(run, result);
+    return { seed, kills, recoveries: result.recoveries, ...compare(baseline, observed) };
+  }
+
+  /** A stop signal sent while the run is recovering from an engine crash still ends cleanly. */
+  async stopDuringRecovery(overrides: string[] = []): Promise<{ result: RunResult; run: ResolvedRun }> {
+    const run = this.run(overrides);
+    await this.startAndWaitForStart(run);
+    await sleep(1500);
+    await this.stack.engine.kill();
+    await this.stack.client.workflow.getHandle(run.workflowId).signal(stopSignal, 'chaos: stop during recovery');
+    await this.stack.restartEngine();
+    return { result: await this.finish(run), run };
+  }
+
+  private async startAndWaitForStart(run: ResolvedRun) {
+    return startRun(this.stack.client, run, this.stack.taskQueue);
+  }
+
+  private async closed(workflowId: string): Promise<boolean> {
+    try {
+      return (await this.stack.client.workflow.getHandle(workflowId).describe()).status.name !== 'RUNNING';
+    } catch {
+      return false;
+    }
+  }
+
+  /** Waits for the result, riding out a Temporal server restart under the client. */
+  async finish(run: ResolvedRun, _handle?: unknown): Promise<RunResult> {
+    for (;;) {
+      try {
+        return (await this.stack.client.workflow.getHandle(run.workflowId).result()) as RunResult;
+      } catch (err) {
+        const status = await this.stack.client.workflow
+          .getHandle(run.workflowId)
+          .describe()
+          .then((d) => d.status.name)
+          .catch(() => 'UNKNOWN');
+        if (status !== 'RUNNING' && status !== 'UNKNOWN' && status !== 'COMPLETED') throw err;
+        await sleep(500);
+      }
+    }
+  }
+
+  async observe(run: ResolvedRun, result: RunResult): Promise<Baseline> {
+    return {
+      metrics: metricsOf(run.run.logPath),
+      checkpoints: checkpointsOf(run.run.logPath),
+      fingerprint: await weightsFingerprint(this.stack.engine.baseUrl, result.finalCheckpoint!.samplerPath!),
+      steps: result.steps,
+    };
+  }
+}
+
+export function compare(expected: Baseline, got: Baseline): { equal: boolean; differences: string[] } {
+  const differences: string[] = [];
+  if (got.steps !== expected.steps) differences.push(`steps ${got.steps} ≠ ${expected.steps}`);
+  if (got.fingerprint !== expected.fingerprint) differences.push('final weights differ');
+  if (JSON.stringify(got.metrics) !== JSON.stringify(expected.metrics)) {
+    const i = got.metrics.findIndex((row, k) => JSON.stringify(row) !== JSON.stringify(expected.metrics[k]));
+    differences.push(`metrics.jsonl differs (first at row ${i === -1 ? Math.min(got.metrics.length, expected.metrics.length) : i})`);
+  }
+  if (JSON.stringify(got.checkpoints) !== JSON.stringify(expected.checkpoints)) differences.push('checkpoints.jsonl differs');
+  return { equal: differences.length === 0, differences };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -1,0 +1,24 @@
+// The long chaos command: `npm run chaos -- --trials 20 [--kills 4] [--seed 1]`. Every trial kills
+// random targets (worker, engine, Temporal server) several times; prints `trials equal / trials run`.
+import { parseArgs } from 'node:util';
+import { ChaosLab } from './harness.js';
+
+const { values } = parseArgs({ options: { trials: { type: 'string', default: '20' }, kills: { type: 'string', default: '4' }, seed: { type: 'string', default: '1' } } });
+const trials = Number(values.trials);
+const lab = await ChaosLab.start();
+let equal = 0;
+try {
+  const baseline = await lab.baseline();
+  console.log(`baseline: ${baseline.steps} steps, fingerprint ${baseline.fingerprint.slice(0, 12)}`);
+  for (let i = 0; i < trials; i++) {
+    const seed = Number(values.seed) + i;
+    const o = await lab.trial(seed, baseline, { kills: Number(values.kills), targets: ['worker', 'engine', 'temporal'], maxGapMs: 4000 });
+    if (o.equal) equal++;
+    const kills = o.kills.map((k) => `${k.target}@${(k.atMs / 1000).toFixed(1)}s`).join(' ');
+    console.log(`trial ${i + 1} (seed ${seed}): ${o.equal ? 'equal' : 'DIFFERENT: ' + o.differences.join('; ')} · kills ${kills} · recoveries ${o.recoveries}`);
+  }
+} finally {
+  await lab.stop();
+}
+console.log(`\n${equal} trials equal / ${trials} trials run`);
+process.exit(equal === trials ? 0 : 1);
