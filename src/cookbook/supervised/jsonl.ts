@@ -1,0 +1,95 @@
+// Loading chat conversations from JSONL (`{"messages": [...]}` per line), with errors that name
+// the file and the line.
+
+import { readFile } from 'node:fs/promises';
+import { DataFormatError } from '../errors.js';
+import type { ContentPart, Message } from '../renderers/types.js';
+
+export const MESSAGE_ROLES = ['system', 'user', 'assistant', 'tool'] as const;
+
+export interface ConversationRow {
+  messages: Message[];
+  /** 1-based line number in the source file, for error messages. */
+  line: number;
+}
+
+function describe(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'a list';
+  return typeof v === 'object' ? 'an object' : `${typeof v} ${JSON.stringify(v)}`;
+}
+
+function validateContent(content: unknown, where: string): void {
+  if (typeof content === 'string') return;
+  if (!Array.isArray(content)) throw new DataFormatError(`${where} "content" must be a string or a list of parts, got ${describe(content)}`);
+  content.forEach((p: unknown, k) => {
+    const part = p as Partial<ContentPart> | null;
+    if (part === null || typeof part !== 'object') throw new DataFormatError(`${where} content part ${k} is not an object`);
+    if (part.type === 'text' && typeof (part as { text?: unknown }).text === 'string') return;
+    if (part.type === 'thinking' && typeof (part as { thinking?: unknown }).thinking === 'string') return;
+    throw new DataFormatError(
+      `${where} content part ${k} must be {"type": "text", "text": …} or {"type": "thinking", "thinking": …}`,
+    );
+  });
+}
+
+/** Validate one parsed JSONL row; `at` is "file:line". */
+export function validateConversation(data: unknown, at: string): Message[] {
+  if (data === null || typeof data !== 'object' || Array.isArray(data)) {
+    throw new DataFormatError(`${at}: expected a JSON object with "messages", got ${describe(data)}`);
+  }
+  const obj = data as Record<string, unknown>;
+  if (!('messages' in obj)) {
+    throw new DataFormatError(`${at}: missing "messages" (keys: ${Object.keys(obj).join(', ') || 'none'})`);
+  }
+  const messages = obj.messages;
+  if (!Array.isArray(messages)) throw new DataFormatError(`${at}: "messages" must be a list, got ${describe(messages)}`);
+  if (messages.length === 0) throw new DataFormatError(`${at}: "messages" is empty`);
+  messages.forEach((m: unknown, i) => {
+    const where = `${at}: message ${i}`;
+    if (m === null || typeof m !== 'object' || Array.isArray(m)) throw new DataFormatError(`${where} is not an object`);
+    const msg = m as Record<string, unknown>;
+    if (!('role' in msg)) throw new DataFormatError(`${where} has no "role"`);
+    if (!('content' in msg)) throw new DataFormatError(`${where} has no "content"`);
+    if (typeof msg.role !== 'string' || !(MESSAGE_ROLES as readonly string[]).includes(msg.role)) {
+      throw new DataFormatError(`${where} role ${JSON.stringify(msg.role)} is not one of ${MESSAGE_ROLES.join(', ')}`);
+    }
+    validateContent(msg.content, where);
+    if ('trainable' in msg && typeof msg.trainable !== 'boolean') {
+      throw new DataFormatError(`${where} "trainable" must be true or false`);
+    }
+  });
+  return messages as Message[];
+}
+
+/** Parse JSONL text. Blank lines are skipped; `displayPath` is used in error messages. */
+export function parseConversationsJsonl(text: string, displayPath: string): ConversationRow[] {
+  const rows: ConversationRow[] = [];
+  const lines = text.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const raw = lines[i].trim();
+    if (raw === '') continue;
+    const at = `${displayPath}:${i + 1}`;
+    let data: unknown;
+    try {
+      data = JSON.parse(raw);
+    } catch (e) {
+      throw new DataFormatError(`${at}: invalid JSON (${(e as Error).message})`);
+    }
+    rows.push({ messages: validateConversation(data, at), line: i + 1 });
+  }
+  if (rows.length === 0) throw new DataFormatError(`${displayPath}: no conversations (the file is empty)`);
+  return rows;
+}
+
+export async function loadConversationsJsonl(filePath: string, displayPath = filePath): Promise<ConversationRow[]> {
+  let text: string;
+  try {
+    text = await readFile(filePath, 'utf8');
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') throw new DataFormatError(`${displayPath}: no such file`);
+    throw e;
+  }
+  return parseConversationsJsonl(text, displayPath);
+}
