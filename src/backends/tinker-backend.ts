@@ -1,0 +1,269 @@
+// The production TrainingBackend: the Tinker HTTP protocol (shared/reference/tinker-protocol.md)
+// against the hosted service, any Tinker-compatible server, or the local engine.
+import { resolveOptions, type ServerSettings, type TinkerBackendOptions } from './config.js';
+import { ClientCore } from './core.js';
+import { HealthResponse } from './schemas.js';
+import {
+  CheckpointsListResponse,
+  CreateModelResponse,
+  CreateSamplingSessionResponse,
+  GetSamplerResponse,
+  ServerCapabilities as CapabilitiesSchema,
+  TrainingRun,
+  TrainingRunsResponse,
+  UnloadModelResponse,
+  WeightsInfoResponse,
+} from './schemas.js';
+import { TinkerSamplingSession } from './sampling-session.js';
+import { TinkerTrainingSession } from './training-session.js';
+import {
+  BackendError,
+  type Checkpoint,
+  type CreateModelOpts,
+  type SamplingSession,
+  type ServerCapabilities,
+  type TrainingBackend,
+  type TrainingSession,
+  type WeightsInfo,
+} from './types.js';
+
+const enc = encodeURIComponent;
+
+/** Path segments: ids may contain ':' (kept raw, as the SDK sends them) but never need escaping of '/'. */
+function seg(s: string): string {
+  return enc(s).replace(/%3A/gi, ':');
+}
+
+function checkpointFrom(c: ReturnType<typeof CheckpointsListResponse.parse>['checkpoints'][number]): Checkpoint {
+  return {
+    checkpoint_id: c.checkpoint_id,
+    checkpoint_type: c.checkpoint_type,
+    tinker_path: c.tinker_path,
+    ...(c.time != null ? { time: c.time } : {}),
+    ...(c.size_bytes !== undefined ? { size_bytes: c.size_bytes } : {}),
+    ...(c.public != null ? { public: c.public } : {}),
+    ...(c.expires_at !== undefined ? { expires_at: c.expires_at } : {}),
+  };
+}
+
+export class TinkerBackend implements TrainingBackend {
+  private readonly core: ClientCore;
+
+  constructor(options: TinkerBackendOptions = {}) {
+    this.core = new ClientCore(resolveOptions(options));
+  }
+
+  get baseUrl(): string {
+    return this.core.opts.baseUrl;
+  }
+
+  /** client/config negotiation (runs lazily before the first call; call it to fail fast). */
+  ready(): Promise<ServerSettings> {
+    return this.core.settings();
+  }
+
+  /** The server session id, creating the session (and its heartbeat) if needed. */
+  sessionId(): Promise<string> {
+    return this.core.session();
+  }
+
+  get heartbeatActive(): boolean {
+    return this.core.heartbeatActive;
+  }
+
+  async healthz(): Promise<{ status: string }> {
+    return this.core.callJson({ method: 'GET', path: '/api/v1/healthz', requestType: 'healthz' }, HealthResponse);
+  }
+
+  async capabilities(): Promise<ServerCapabilities> {
+    const r = await this.core.callJson(
+      { method: 'GET', path: '/api/v1/get_server_capabilities', requestType: 'get_server_capabilities' },
+      CapabilitiesSchema,
+    );
+    return {
+      supported_models: r.supported_models.flatMap((m) =>
+        m.model_name ? [{ model_name: m.model_name, ...(m.max_context_length != null ? { max_context_length: m.max_context_length } : {}) }] : [],
+      ),
+    };
+  }
+
+  /** create_model (the model's seq 0); its first training request uses seq id 1. */
+  async createTrainingSession(opts: CreateModelOpts): Promise<TinkerTrainingSession> {
+    const { lora } = opts;
+    const train = { train_unembed: lora.train_unembed ?? true, train_mlp: lora.train_mlp ?? true, train_attn: lora.train_attn ?? true };
+    if (!train.train_attn && !train.train_mlp && !train.train_unembed) {
+      throw new BackendError('create_model: at least one of train_attn/train_mlp/train_unembed must be true', undefined, 'create_model', lora, 'bad_request');
+    }
+    const requestId = await this.core.withSession((sessionId) => {
+      const body: Record<string, unknown> = {
+        session_id: sessionId,
+        model_seq_id: this.core.nextModelSeqId(),
+        base_model: opts.baseModel,
+        lora_config: { rank: lora.rank, ...(lora.seed !== undefined ? { seed: lora.seed } : {}), ...train },
+        type: 'create_model',
+      };
+      if (opts.userMetadata) body.user_metadata = opts.userMetadata;
+      return this.core.submit({ method: 'POST', path: '/api/v1/create_model', body, requestType: 'create_model' });
+    });
+    const r = await this.core.poll(requestId, 'CreateModel', { json: CreateModelResponse });
+    return new TinkerTrainingSession(this.core, r.model_id);
+  }
+
+  openTrainingSession(modelId: string): TinkerTrainingSession {
+    return new TinkerTrainingSession(this.core, modelId);
+  }
+
+  /** weights_info → create_model (same base model, rank, train_* flags) → load_weights at seq 1. */
+  async createTrainingSessionFromState(
+    path: string,
+    opts: { withOptimizer: boolean; userMetadata?: Record<string, string> },
+  ): Promise<{ session: TrainingSession; nextSeqId: number }> {
+    const info = await this.weightsInfo(path);
+    if (info.lora_rank == null) {
+      throw new BackendError(`weights_info for ${path} has no lora_rank; cannot recreate a LoRA model`, undefined, 'weights_info', info, 'bad_request');
+    }
+    const session = await this.createTrainingSession({
+      baseModel: info.base_model,
+      lora: {
+        rank: info.lora_rank,
+        train_unembed: info.train_unembed ?? true,
+        train_mlp: info.train_mlp ?? true,
+        train_attn: info.train_attn ?? true,
+      },
+      userMetadata: opts.userMetadata,
+    });
+    const load = await session.loadState(path, { seqId: 1, withOptimizer: opts.withOptimizer });
+    await load.result();
+    return { session, nextSeqId: 1 + load.seqIds };
+  }
+
+  async weightsInfo(path: string): Promise<WeightsInfo> {
+    const r = await this.core.callJson(
+      { method: 'POST', path: '/api/v1/weights_info', body: { tinker_path: path }, requestType: 'weights_info' },
+      WeightsInfoResponse,
+    );
+    return {
+      base_model: r.base_model,
+      is_lora: r.is_lora,
+      lora_rank: r.lora_rank ?? null,
+      train_unembed: r.train_unembed ?? null,
+      train_mlp: r.train_mlp ?? null,
+      train_attn: r.train_attn ?? null,
+    };
+  }
+
+  async createSamplingSession(source: { modelPath: string } | { baseModel: string }): Promise<SamplingSession> {
+    const body: Record<string, unknown> = { type: 'create_sampling_session' };
+    if ('modelPath' in source) {
+      if (!source.modelPath.startsWith('tinker://')) {
+        throw new BackendError(`sampler path must start with tinker://: ${source.modelPath}`, undefined, 'create_sampling_session', source, 'bad_request');
+      }
+      body.model_path = source.modelPath;
+    } else {
+      body.base_model = source.baseModel;
+    }
+    const r = await this.core.withSession((sessionId) =>
+      this.core.callJson(
+        {
+          method: 'POST',
+          path: '/api/v1/create_sampling_session',
+          body: { session_id: sessionId, sampling_session_seq_id: this.core.nextSamplingSeqId(), ...body },
+          requestType: 'create_sampling_session',
+        },
+        CreateSamplingSessionResponse,
+      ),
+    );
+    return new TinkerSamplingSession(this.core, r.sampling_session_id);
+  }
+
+  /** A sampler for an existing sampling session id (e.g. from an ephemeral save). */
+  openSamplingSession(samplingSessionId: string): TinkerSamplingSession {
+    return new TinkerSamplingSession(this.core, samplingSessionId);
+  }
+
+  async getSampler(samplerId: string): Promise<{ sampler_id: string; base_model: string; model_path?: string | null }> {
+    return this.core.callJson({ method: 'GET', path: `/api/v1/samplers/${seg(samplerId)}`, requestType: 'get_sampler' }, GetSamplerResponse);
+  }
+
+  async listCheckpoints(trainingRunId: string): Promise<Checkpoint[]> {
+    const r = await this.core.callJson(
+      { method: 'GET', path: `/api/v1/training_runs/${seg(trainingRunId)}/checkpoints`, requestType: 'list_checkpoints' },
+      CheckpointsListResponse,
+    );
+    return r.checkpoints.map(checkpointFrom);
+  }
+
+  /** All checkpoints of the account, newest first (RestClient.list_user_checkpoints). */
+  async listUserCheckpoints(page: { limit?: number; offset?: number } = {}): Promise<Checkpoint[]> {
+    const q = `limit=${page.limit ?? 100}&offset=${page.offset ?? 0}`;
+    const r = await this.core.callJson({ method: 'GET', path: `/api/v1/checkpoints?${q}`, requestType: 'list_user_checkpoints' }, CheckpointsListResponse);
+    return r.checkpoints.map(checkpointFrom);
+  }
+
+  /** `checkpointId` is `<kind>/<name>`; its '/' stays a path separator (§3.4). */
+  async deleteCheckpoint(trainingRunId: string, checkpointId: string): Promise<void> {
+    const [kind, ...rest] = checkpointId.split('/');
+    if (!kind || rest.length !== 1 || !rest[0]) {
+      throw new BackendError(`checkpoint id must be <kind>/<name>: ${checkpointId}`, undefined, 'delete_checkpoint', checkpointId, 'bad_request');
+    }
+    await this.core.settings();
+    await this.core.http.call({
+      method: 'DELETE',
+      path: `/api/v1/training_runs/${seg(trainingRunId)}/checkpoints/${seg(kind)}/${seg(rest[0])}`,
+      requestType: 'delete_checkpoint',
+    });
+  }
+
+  /** Delete by `tinker://<run>/<kind>/<name>` path (RestClient.delete_checkpoint_from_tinker_path). */
+  async deleteCheckpointByPath(tinkerPath: string): Promise<void> {
+    const p = parseTinkerPath(tinkerPath);
+    await this.deleteCheckpoint(p.trainingRunId, `${p.kind}/${p.name}`);
+  }
+
+  async getTrainingRun(trainingRunId: string): Promise<TrainingRun> {
+    return this.core.callJson(
+      { method: 'GET', path: `/api/v1/training_runs/${seg(trainingRunId)}?access_scope=owned`, requestType: 'get_training_run' },
+      TrainingRun,
+    );
+  }
+
+  async listTrainingRuns(page: { limit?: number; offset?: number } = {}): Promise<TrainingRun[]> {
+    const q = `limit=${page.limit ?? 20}&offset=${page.offset ?? 0}&access_scope=owned`;
+    const r = await this.core.callJson({ method: 'GET', path: `/api/v1/training_runs?${q}`, requestType: 'list_training_runs' }, TrainingRunsResponse);
+    return r.training_runs;
+  }
+
+  async unloadModel(modelId: string): Promise<void> {
+    await this.core.settings();
+    const requestId = await this.core.submit({
+      method: 'POST',
+      path: '/api/v1/unload_model',
+      body: { model_id: modelId, type: 'unload_model' },
+      requestType: 'unload_model',
+    });
+    await this.core.poll(requestId, 'UnloadModel', { json: UnloadModelResponse });
+  }
+
+  /** Stops the heartbeat and aborts in-flight requests; idempotent. */
+  async close(): Promise<void> {
+    this.core.close();
+  }
+}
+
+export interface TinkerPath {
+  trainingRunId: string;
+  kind: 'weights' | 'sampler_weights';
+  name: string;
+}
+
+/** `tinker://<training_run_id>/<kind>/<name>` exactly (§10). */
+export function parseTinkerPath(path: string): TinkerPath {
+  const m = /^tinker:\/\/([^/]+)\/(weights|sampler_weights)\/([^/]+)$/.exec(path);
+  if (!m) throw new BackendError(`not a tinker checkpoint path: ${path}`, undefined, 'parse_tinker_path', path, 'bad_request');
+  return { trainingRunId: m[1], kind: m[2] as TinkerPath['kind'], name: m[3] };
+}
+
+/** The TrainingBackend over HTTP. Synchronous: nothing is contacted until the first call. */
+export function createTinkerBackend(options: TinkerBackendOptions = {}): TinkerBackend {
+  return new TinkerBackend(options);
+}

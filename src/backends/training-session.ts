@@ -1,0 +1,285 @@
+// A training model on the server (SDK TrainingClient), addressed by model id from any process.
+// Sequence ids come from the caller (see SeqOpts in types.ts and docs/tinker-client.md): a call
+// with seqId s and k chunks sends s, s+1, …, s+k−1, and a retry of the call sends them again with
+// byte-identical payloads, so the server's (model id, seq id) dedupe makes it exactly-once.
+import * as zlib from 'node:zlib';
+import { chunkData } from './chunking.js';
+import { checkSeqId, type ClientCore, submitted } from './core.js';
+import { runCustomLoss } from './custom-loss.js';
+import type { FutureRequestType, ResultDecoder } from './futures.js';
+import { combineForwardBackwardOutputs } from './merge.js';
+import { decodeForwardBackwardOutput, encodeForwardBackwardRequest, PROTOBUF_CONTENT_TYPE } from './proto.js';
+import { TinkerSamplingSession } from './sampling-session.js';
+import {
+  ForwardBackwardOutputJson,
+  GetInfoResponse as GetInfoSchema,
+  LoadWeightsResponse,
+  OptimStepResponse as OptimStepSchema,
+  SaveWeightsForSamplerResponse,
+  SaveWeightsResponse,
+} from './schemas.js';
+import {
+  type AdamParams,
+  BackendError,
+  type CustomLossFn,
+  type Datum,
+  type ForwardBackwardOutput,
+  type ForwardOpts,
+  type GetInfoResponse,
+  type LossFn,
+  type OptimStepResponse,
+  type SamplingSession,
+  type SaveOpts,
+  type SeqOpts,
+  type Submitted,
+  type TrainingSession,
+} from './types.js';
+import { forwardBackwardJsonBody, forwardBackwardOutputFromJson } from './wire-json.js';
+
+export const ADAM_DEFAULTS = { beta1: 0.9, beta2: 0.95, eps: 1e-12, weight_decay: 0, grad_clip_norm: 0 } as const;
+
+const FB_DECODER: ResultDecoder<ForwardBackwardOutput> = {
+  json: (v) => {
+    const parsed = ForwardBackwardOutputJson.safeParse(v);
+    if (!parsed.success) {
+      throw new BackendError(`forward_backward result has an unexpected shape: ${parsed.error.message}`, 200, 'ForwardBackward', v, 'server');
+    }
+    return forwardBackwardOutputFromJson(parsed.data);
+  },
+  proto: decodeForwardBackwardOutput,
+};
+
+type ZstdCompress = (buf: Uint8Array) => Buffer;
+const zstdCompress = (zlib as unknown as { zstdCompressSync?: ZstdCompress }).zstdCompressSync;
+
+/** `<session_id>:train:<n>` → session id (§10); undefined for ids of another shape. */
+export function sessionOfModel(modelId: string): string | undefined {
+  const i = modelId.lastIndexOf(':train:');
+  return i > 0 ? modelId.slice(0, i) : undefined;
+}
+
+export class TinkerTrainingSession implements TrainingSession {
+  constructor(
+    private readonly core: ClientCore,
+    readonly modelId: string,
+  ) {}
+
+  async getInfo(): Promise<GetInfoResponse> {
+    const r = await this.core.callJson(
+      { method: 'POST', path: '/api/v1/get_info', body: { model_id: this.modelId, type: 'get_info' }, requestType: 'get_info' },
+      GetInfoSchema,
+    );
+    return {
+      model_id: r.model_id,
+      model_data: {
+        ...(r.model_data.arch != null ? { arch: r.model_data.arch } : {}),
+        ...(r.model_data.model_name != null ? { model_name: r.model_data.model_name } : {}),
+        ...(r.model_data.tokenizer_id != null ? { tokenizer_id: r.model_data.tokenizer_id } : {}),
+      },
+      ...(r.is_lora != null ? { is_lora: r.is_lora } : {}),
+      ...(r.lora_rank != null ? { lora_rank: r.lora_rank } : {}),
+      ...(r.model_name != null ? { model_name: r.model_name } : {}),
+    };
+  }
+
+  forward(data: Datum[], lossFn: LossFn, opts: ForwardOpts): Promise<Submitted<ForwardBackwardOutput>> {
+    return this.runChunked(data, lossFn, opts, true);
+  }
+
+  forwardBackward(data: Datum[], lossFn: LossFn, opts: ForwardOpts): Promise<Submitted<ForwardBackwardOutput>> {
+    return this.runChunked(data, lossFn, opts, false);
+  }
+
+  forwardBackwardCustom(data: Datum[], lossFn: CustomLossFn, opts: SeqOpts): Promise<Submitted<ForwardBackwardOutput>> {
+    return runCustomLoss(this, data, lossFn, opts);
+  }
+
+  /** Splits, submits every chunk, and resolves once all were accepted (not computed). */
+  private async runChunked(data: Datum[], lossFn: LossFn, opts: ForwardOpts, forwardOnly: boolean): Promise<Submitted<ForwardBackwardOutput>> {
+    const requestType: FutureRequestType = forwardOnly ? 'Forward' : 'ForwardBackward';
+    checkSeqId(opts.seqId, requestType);
+    const settings = await this.core.settings();
+    const chunks = chunkData(data, settings.maxChunkLen, settings.maxChunkBytes);
+    checkSeqId(opts.seqId + Math.max(0, chunks.length - 1), requestType);
+    const submitChunk = (chunk: Datum[], i: number) => this.submitChunk(chunk, opts.seqId + i, lossFn, opts.lossFnConfig, forwardOnly);
+
+    let requestIds: string[];
+    if (settings.parallelChunks && chunks.length > 1) {
+      // SDK ≥0.20 order: chunks 2..n concurrently, chunk 1 last, so the server can start as soon as
+      // the first chunk lands with the rest already buffered (§5.3).
+      const rest = await Promise.allSettled(chunks.slice(1).map((c, j) => submitChunk(c, j + 1)));
+      const failed = rest.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+      if (failed) throw failed.reason;
+      const first = await submitChunk(chunks[0], 0);
+      requestIds = [first, ...rest.map((r) => (r as PromiseFulfilledResult<string>).value)];
+    } else {
+      requestIds = [];
+      for (let i = 0; i < chunks.length; i++) requestIds.push(await submitChunk(chunks[i], i));
+    }
+    return submitted(chunks.length, async () => {
+      const results = await Promise.all(requestIds.map((id) => this.core.poll(id, requestType, FB_DECODER)));
+      return combineForwardBackwardOutputs(results);
+    });
+  }
+
+  private async submitChunk(
+    data: Datum[],
+    seqId: number,
+    lossFn: LossFn,
+    lossFnConfig: Record<string, number> | undefined,
+    forwardOnly: boolean,
+  ): Promise<string> {
+    const requestType = forwardOnly ? 'forward' : 'forward_backward';
+    const settings = this.core.currentSettings ?? (await this.core.settings());
+    if (settings.encoding === 'protobuf') {
+      let body: Uint8Array = encodeForwardBackwardRequest({ modelId: this.modelId, seqId, data, lossFn, lossFnConfig, forwardOnly });
+      const headers: Record<string, string> = {};
+      if (settings.compressFwdbwd && zstdCompress) {
+        body = zstdCompress(body);
+        headers['Content-Encoding'] = 'zstd';
+      }
+      try {
+        return await this.core.submit({
+          method: 'POST',
+          path: '/api/v1/forward_backward',
+          body,
+          contentType: PROTOBUF_CONTENT_TYPE,
+          headers,
+          requestType,
+        });
+      } catch (err) {
+        // 415: this server has no protobuf dialect. It rejected the request, so resending the same
+        // seq id as JSON cannot double-apply anything.
+        if (!(err instanceof BackendError && err.status === 415)) throw err;
+        this.core.fallBackToJson();
+      }
+    }
+    return this.core.submit({
+      method: 'POST',
+      // JSON dialect: forward has its own endpoint (≤0.24 SDKs, §3.2).
+      path: forwardOnly ? '/api/v1/forward' : '/api/v1/forward_backward',
+      body: forwardBackwardJsonBody({ modelId: this.modelId, seqId, data, lossFn, lossFnConfig, forwardOnly }),
+      requestType,
+    });
+  }
+
+  async optimStep(adam: AdamParams, opts: SeqOpts): Promise<Submitted<OptimStepResponse>> {
+    checkSeqId(opts.seqId, 'OptimStep');
+    await this.core.settings();
+    const requestId = await this.core.submit({
+      method: 'POST',
+      path: '/api/v1/optim_step',
+      body: {
+        adam_params: { ...ADAM_DEFAULTS, ...stripUndefined(adam) },
+        model_id: this.modelId,
+        seq_id: opts.seqId,
+        type: 'optim_step',
+      },
+      requestType: 'optim_step',
+    });
+    return submitted(1, async () => {
+      const r = await this.core.poll(requestId, 'OptimStep', { json: OptimStepSchema });
+      return { metrics: r.metrics ?? null };
+    });
+  }
+
+  async saveState(name: string, opts: SaveOpts): Promise<Submitted<{ path: string }>> {
+    checkSeqId(opts.seqId, 'SaveWeights');
+    checkName(name, 'save_weights');
+    await this.core.settings();
+    const body: Record<string, unknown> = {
+      model_id: this.modelId,
+      path: name,
+      seq_id: opts.seqId,
+      overwrite: opts.overwrite ?? false,
+      type: 'save_weights',
+    };
+    if (opts.ttlSeconds != null) body.ttl_seconds = opts.ttlSeconds;
+    const requestId = await this.core.submit({ method: 'POST', path: '/api/v1/save_weights', body, requestType: 'save_weights' });
+    return submitted(1, async () => {
+      const r = await this.core.poll(requestId, 'SaveWeights', { json: SaveWeightsResponse });
+      return { path: r.path };
+    });
+  }
+
+  async saveWeightsForSampler(name: string, opts: SaveOpts): Promise<Submitted<{ path: string }>> {
+    checkSeqId(opts.seqId, 'SaveWeightsForSampler');
+    checkName(name, 'save_weights_for_sampler');
+    await this.core.settings();
+    const body: Record<string, unknown> = {
+      model_id: this.modelId,
+      path: name,
+      seq_id: opts.seqId,
+      type: 'save_weights_for_sampler',
+    };
+    if (opts.ttlSeconds != null) body.ttl_seconds = opts.ttlSeconds;
+    const requestId = await this.core.submit({ method: 'POST', path: '/api/v1/save_weights_for_sampler', body, requestType: 'save_weights_for_sampler' });
+    return submitted(1, async () => {
+      const r = await this.core.poll(requestId, 'SaveWeightsForSampler', { json: SaveWeightsForSamplerResponse });
+      if (!r.path) throw new BackendError('save_weights_for_sampler returned no path', 200, 'SaveWeightsForSampler', r, 'server');
+      return { path: r.path };
+    });
+  }
+
+  /**
+   * The sampling-session counter is session-wide (§3.2) and lives in the process that created the
+   * model; a model opened by id elsewhere must be given `samplingSessionSeqId` explicitly.
+   */
+  async saveWeightsAndGetSamplingSession(opts: SeqOpts & { samplingSessionSeqId?: number }): Promise<Submitted<SamplingSession>> {
+    checkSeqId(opts.seqId, 'SaveWeightsForSampler');
+    await this.core.settings();
+    let samplingSeq = opts.samplingSessionSeqId;
+    if (samplingSeq === undefined) {
+      const mine = await this.core.existingSession();
+      if (!mine || sessionOfModel(this.modelId) !== mine) {
+        throw new BackendError(
+          'saveWeightsAndGetSamplingSession: this model belongs to another client session; pass samplingSessionSeqId or use a named sampler path',
+          undefined,
+          'SaveWeightsForSampler',
+          { modelId: this.modelId },
+          'bad_request',
+        );
+      }
+      samplingSeq = this.core.nextSamplingSeqId();
+    }
+    const requestId = await this.core.submit({
+      method: 'POST',
+      path: '/api/v1/save_weights_for_sampler',
+      body: { model_id: this.modelId, sampling_session_seq_id: samplingSeq, seq_id: opts.seqId, type: 'save_weights_for_sampler' },
+      requestType: 'save_weights_for_sampler',
+    });
+    return submitted(1, async () => {
+      const r = await this.core.poll(requestId, 'SaveWeightsForSampler', { json: SaveWeightsForSamplerResponse });
+      if (!r.sampling_session_id) {
+        throw new BackendError('ephemeral save_weights_for_sampler returned no sampling_session_id', 200, 'SaveWeightsForSampler', r, 'server');
+      }
+      return new TinkerSamplingSession(this.core, r.sampling_session_id);
+    });
+  }
+
+  async loadState(path: string, opts: SeqOpts & { withOptimizer: boolean }): Promise<Submitted<{ path: string }>> {
+    checkSeqId(opts.seqId, 'LoadWeights');
+    await this.core.settings();
+    const requestId = await this.core.submit({
+      method: 'POST',
+      path: '/api/v1/load_weights',
+      body: { model_id: this.modelId, seq_id: opts.seqId, path, optimizer: opts.withOptimizer, type: 'load_weights' },
+      requestType: 'load_weights',
+    });
+    return submitted(1, async () => {
+      const r = await this.core.poll(requestId, 'LoadWeights', { json: LoadWeightsResponse });
+      return { path: r.path ?? path };
+    });
+  }
+}
+
+function stripUndefined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/** Checkpoint names become the last segment of a tinker path, which may not contain '/' (§10). */
+function checkName(name: string, requestType: string): void {
+  if (!name || name.includes('/')) {
+    throw new BackendError(`${requestType}: checkpoint name must be non-empty and contain no '/': ${JSON.stringify(name)}`, undefined, requestType, { name }, 'bad_request');
+  }
+}

@@ -1,0 +1,158 @@
+// Trajectory → datums (spec §2.5). Observations are flattened to token ids with image chunks kept
+// as opaque elements; consecutive observations that extend the accumulated sequence are merged
+// into one datum, and a non-prefix observation starts a new datum.
+
+import type { Datum, ImageChunk, ModelInputChunk, TensorData } from '../../backends/types.js';
+import { f32 } from '../float32.js';
+import { chunkLength } from '../model-input.js';
+import { splitList } from '../misc-utils.js';
+import { createRightshiftedModelInputAndLeftshiftedTargets } from '../supervised/datum.js';
+import { getLogprobs, PARSE_ERROR_MASKED_METRIC_KEY, type Observation, type Trajectory, type TrajectoryGroup } from './types.js';
+
+export { splitList };
+
+type FlatElem = number | ImageChunk;
+
+function flattenOb(ob: Observation): FlatElem[] {
+  const out: FlatElem[] = [];
+  for (const c of ob.chunks) {
+    if (c.type === 'encoded_text') out.push(...c.tokens);
+    else out.push(c);
+  }
+  return out;
+}
+
+function elemLength(e: FlatElem): number {
+  return typeof e === 'number' ? 1 : chunkLength(e);
+}
+
+function flatLength(xs: readonly FlatElem[]): number {
+  let n = 0;
+  for (const e of xs) n += elemLength(e);
+  return n;
+}
+
+function elemEqual(a: FlatElem, b: FlatElem): boolean {
+  if (typeof a === 'number' || typeof b === 'number') return a === b;
+  return a === b || JSON.stringify(a) === JSON.stringify(b);
+}
+
+function isPrefix(prefix: readonly FlatElem[], xs: readonly FlatElem[]): boolean {
+  if (prefix.length > xs.length) return false;
+  for (let i = 0; i < prefix.length; i++) if (!elemEqual(prefix[i], xs[i])) return false;
+  return true;
+}
+
+function toChunks(xs: readonly FlatElem[]): ModelInputChunk[] {
+  const chunks: ModelInputChunk[] = [];
+  let text: number[] = [];
+  for (const e of xs) {
+    if (typeof e === 'number') text.push(e);
+    else {
+      if (text.length > 0) chunks.push({ type: 'encoded_text', tokens: text });
+      text = [];
+      chunks.push(e);
+    }
+  }
+  if (text.length > 0) chunks.push({ type: 'encoded_text', tokens: text });
+  return chunks;
+}
+
+const f32Tensor = (data: number[]): TensorData => ({ data: data.map((x) => f32(x)), dtype: 'float32', shape: [data.length] });
+
+interface Accumulator {
+  fullSequence: FlatElem[];
+  sampledLogprobs: number[];
+  advantages: number[];
+  mask: number[];
+}
+
+function emptyAcc(): Accumulator {
+  return { fullSequence: [], sampledLogprobs: [], advantages: [], mask: [] };
+}
+
+function makeDatum(acc: Accumulator): Datum {
+  const { modelInput, targetTokens } = createRightshiftedModelInputAndLeftshiftedTargets(toChunks(acc.fullSequence));
+  const n = targetTokens.length;
+  return {
+    model_input: modelInput,
+    loss_fn_inputs: {
+      target_tokens: { data: targetTokens, dtype: 'int64', shape: [n] },
+      logprobs: f32Tensor(acc.sampledLogprobs.slice(1)),
+      advantages: f32Tensor(acc.advantages.slice(1)),
+      mask: f32Tensor(acc.mask.slice(1)),
+    },
+  };
+}
+
+/** The datums of one trajectory with its (float32) advantage. */
+export function trajectoryToData(traj: Trajectory, trajAdvantage: number): Datum[] {
+  const data: Datum[] = [];
+  let acc = emptyAcc();
+  for (const t of traj.transitions) {
+    const ob = flattenOb(t.ob);
+    let delta: FlatElem[];
+    if (acc.fullSequence.length === 0) delta = ob;
+    else if (isPrefix(acc.fullSequence, ob)) delta = ob.slice(acc.fullSequence.length);
+    else {
+      data.push(makeDatum(acc));
+      acc = emptyAcc();
+      delta = ob;
+    }
+    const deltaLen = flatLength(delta);
+    const acTokens = t.ac.tokens;
+    const masked = (t.metrics[PARSE_ERROR_MASKED_METRIC_KEY] ?? 0) >= 1.0;
+    const acLogprobs = acTokens.length === 0 ? [] : getLogprobs(t.ac);
+    if (acLogprobs.length !== acTokens.length) {
+      throw new RangeError(`action has ${acTokens.length} tokens but ${acLogprobs.length} logprobs`);
+    }
+    acc.fullSequence.push(...delta, ...acTokens);
+    for (let i = 0; i < deltaLen; i++) {
+      acc.sampledLogprobs.push(0);
+      acc.advantages.push(0);
+      acc.mask.push(0);
+    }
+    for (let i = 0; i < acTokens.length; i++) {
+      acc.sampledLogprobs.push(acLogprobs[i]);
+      acc.advantages.push(masked ? 0 : trajAdvantage);
+      acc.mask.push(masked ? 0 : 1);
+    }
+  }
+  if (acc.fullSequence.length > 0) data.push(makeDatum(acc));
+  return data;
+}
+
+export interface DatumMetadata {
+  group_idx: number;
+  traj_idx: number;
+}
+
+/** Datums of every trajectory, in group then trajectory order, with where each came from. */
+export function assembleTrainingData(
+  groups: readonly TrajectoryGroup[],
+  advantages: readonly number[][],
+): { data_D: Datum[]; metadata_D: DatumMetadata[] } {
+  if (groups.length !== advantages.length) {
+    throw new RangeError(`${groups.length} groups but ${advantages.length} advantage lists`);
+  }
+  const data_D: Datum[] = [];
+  const metadata_D: DatumMetadata[] = [];
+  groups.forEach((g, i) => {
+    if (g.trajectoriesG.length !== advantages[i].length) {
+      throw new RangeError(`group ${i}: ${g.trajectoriesG.length} trajectories but ${advantages[i].length} advantages`);
+    }
+    g.trajectoriesG.forEach((traj, j) => {
+      for (const d of trajectoryToData(traj, advantages[i][j])) {
+        data_D.push(d);
+        metadata_D.push({ group_idx: i, traj_idx: j });
+      }
+    });
+  });
+  return { data_D, metadata_D };
+}
+
+/** The datum as sent to the server: the mask stays client-side (spec §2.6, §9.5). */
+export function removeMask(datum: Datum): Datum {
+  const { mask: _mask, ...rest } = datum.loss_fn_inputs;
+  return { model_input: datum.model_input, loss_fn_inputs: rest };
+}

@@ -1,0 +1,96 @@
+// RL dataset configs and builders (the reference's ArithmeticDatasetBuilder and
+// Gsm8kDatasetBuilder): small serialisable configs that activities turn into datasets.
+
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+import { getRecommendedRendererName, getRenderer } from '../renderers/registry.js';
+import type { Renderer } from '../renderers/types.js';
+import { getTokenizer, type Tokenizer } from '../tokenizer.js';
+import { ArithmeticDataset } from './envs/arithmetic.js';
+import { Gsm8kDataset } from './envs/gsm8k.js';
+import { loadGsm8kJsonl, standardFewshotPrefix } from './envs/math.js';
+import type { RLDataset } from './types.js';
+
+export const GSM8K_SAMPLE_PATH = 'data/gsm8k_sample.jsonl';
+
+export const ArithmeticDatasetConfigSchema = z.strictObject({
+  kind: z.literal('arithmetic'),
+  /** Groups per batch. */
+  batch_size: z.int().positive(),
+  group_size: z.int().positive(),
+  n_batches: z.int().positive().default(100),
+  include_fewshot: z.boolean().default(true),
+});
+
+export const Gsm8kDatasetConfigSchema = z.strictObject({
+  kind: z.literal('gsm8k'),
+  /** GSM8K-format JSONL; defaults to the shipped sample. Relative paths resolve against the base dir. */
+  file_path: z.string().min(1).optional(),
+  test_file_path: z.string().min(1).optional(),
+  batch_size: z.int().positive(),
+  group_size: z.int().positive(),
+  seed: z.int().nonnegative().default(0),
+  convo_prefix: z.literal('standard').nullable().default('standard'),
+});
+
+export const RLDatasetConfigSchema = z.discriminatedUnion('kind', [ArithmeticDatasetConfigSchema, Gsm8kDatasetConfigSchema]);
+export type RLDatasetConfig = z.output<typeof RLDatasetConfigSchema>;
+export type RLDatasetConfigInput = z.input<typeof RLDatasetConfigSchema>;
+
+/** The repository root: the nearest ancestor of this module holding the shipped sample. */
+export function rlRepoRoot(): string {
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 8; i++) {
+    if (existsSync(path.join(dir, GSM8K_SAMPLE_PATH))) return dir;
+    const parent = path.dirname(dir);
+    if (parent === dir) break;
+    dir = parent;
+  }
+  throw new Error(`cannot find ${GSM8K_SAMPLE_PATH} above ${fileURLToPath(import.meta.url)}`);
+}
+
+export interface BuiltRLDatasets {
+  train: RLDataset;
+  test?: RLDataset;
+  renderer: Renderer;
+  tokenizer: Tokenizer;
+}
+
+export interface BuildRLDatasetsOptions {
+  rendererName?: string | null;
+  /** Base directory for relative file paths (default: the process's cwd). */
+  baseDir?: string;
+}
+
+export async function buildRLDatasets(
+  cfgInput: RLDatasetConfigInput | RLDatasetConfig,
+  modelName: string,
+  opts: BuildRLDatasetsOptions = {},
+): Promise<BuiltRLDatasets> {
+  const cfg = RLDatasetConfigSchema.parse(cfgInput);
+  const tokenizer = await getTokenizer(modelName);
+  const renderer = getRenderer(opts.rendererName ?? getRecommendedRendererName(modelName), tokenizer);
+  if (cfg.kind === 'arithmetic') {
+    const train = new ArithmeticDataset(renderer, {
+      batchSize: cfg.batch_size,
+      groupSize: cfg.group_size,
+      nBatches: cfg.n_batches,
+      includeFewshot: cfg.include_fewshot,
+    });
+    return { train, renderer, tokenizer };
+  }
+  const resolve = (p: string) => path.resolve(opts.baseDir ?? process.cwd(), p);
+  const trainPath = cfg.file_path === undefined ? path.join(rlRepoRoot(), GSM8K_SAMPLE_PATH) : resolve(cfg.file_path);
+  const convoPrefix = cfg.convo_prefix === 'standard' ? standardFewshotPrefix() : null;
+  const trainRows = await loadGsm8kJsonl(trainPath, cfg.file_path ?? GSM8K_SAMPLE_PATH);
+  const common = { batchSize: cfg.batch_size, groupSize: cfg.group_size, convoPrefix, seed: cfg.seed };
+  const train = new Gsm8kDataset(trainRows, renderer, { ...common, split: 'train' });
+  let test: RLDataset | undefined;
+  if (cfg.test_file_path !== undefined) {
+    const testRows = await loadGsm8kJsonl(resolve(cfg.test_file_path), cfg.test_file_path);
+    test = new Gsm8kDataset(testRows, renderer, { ...common, split: 'test' });
+  }
+  return { train, test, renderer, tokenizer };
+}

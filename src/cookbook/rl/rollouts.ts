@@ -1,0 +1,406 @@
+// Single and group rollouts (spec §2.3) and the rollout strategies (spec §2.8).
+//
+// Determinism (DESIGN §3.2) changes two details against the reference, on purpose:
+//   * trajectories come back in env (slot) order, not completion order;
+//   * failures are handled in rounds: every pending rollout of a round settles, then the failures
+//     are visited in slot order to spend the retry budget. Which rollout gets retried therefore
+//     never depends on timing, and the retry/raise outcome equals the reference's (a group fails
+//     exactly when more rollouts fail than the budget allows).
+// Retries use a fresh env from `builder.makeEnvs()[0]`; the policy for a retry is asked for with
+// its slot and attempt number so callers can seed it from the logical position.
+
+import { modelInputFromInts } from '../model-input.js';
+import type { TokenCompleter } from './completers.js';
+import {
+  AllTrajectoriesFailedError,
+  InitialObservationOverflow,
+  RolloutTimeoutError,
+  STOP_METRIC_PREFIX,
+  TrajectoryGroup,
+  type Env,
+  type EnvGroupBuilder,
+  type Metrics,
+  type RolloutError,
+  type Trajectory,
+  type Transition,
+} from './types.js';
+
+/** Which rollout of a group a policy serves: env slot and attempt (0 = first try). */
+export interface RolloutSlot {
+  sampleIndex: number;
+  attempt: number;
+}
+
+/** A policy per rollout, so each can get its own deterministic seeds. */
+export interface RolloutPolicyFactory {
+  forRollout(slot: RolloutSlot): TokenCompleter;
+}
+
+export type PolicySource = TokenCompleter | RolloutPolicyFactory;
+
+function policyFor(source: PolicySource, slot: RolloutSlot): TokenCompleter {
+  return typeof source === 'function' ? source : source.forRollout(slot);
+}
+
+function stopReasonFromMetrics(metrics: Metrics): string | null {
+  for (const k of Object.keys(metrics)) {
+    if (k.startsWith(STOP_METRIC_PREFIX)) return k.slice(STOP_METRIC_PREFIX.length);
+  }
+  return null;
+}
+
+const EMPTY_OB = () => modelInputFromInts([]);
+
+/** Run one env to completion with the policy (the reference's unconfigured `run_rollout`). */
+export async function doSingleRollout(policy: TokenCompleter, env: Env): Promise<Trajectory> {
+  const init = await env.initialObservation();
+  if (init instanceof InitialObservationOverflow) {
+    const metrics = { ...init.metrics };
+    return {
+      transitions: [
+        {
+          ob: EMPTY_OB(),
+          ac: { tokens: [], maybeLogprobs: [], stopReason: 'stop' },
+          reward: init.reward,
+          episodeDone: true,
+          metrics,
+          logs: { ...init.logs },
+        },
+      ],
+      finalOb: EMPTY_OB(),
+      stopReason: stopReasonFromMetrics(metrics),
+    };
+  }
+  let { ob, stopCondition } = init;
+  const transitions: Transition[] = [];
+  for (;;) {
+    const ac = await policy(ob, stopCondition);
+    const step = await env.step(ac.tokens, { extra: { stop_reason: ac.stopReason } });
+    const metrics = step.metrics ?? {};
+    transitions.push({ ob, ac, reward: step.reward, episodeDone: step.episodeDone, metrics, logs: step.logs ?? {} });
+    ob = step.nextObservation;
+    stopCondition = step.nextStopCondition;
+    if (step.episodeDone) {
+      return { transitions, finalOb: ob, stopReason: stopReasonFromMetrics(metrics) };
+    }
+  }
+}
+
+/** Cancellation is never turned into a recorded rollout error. */
+export function isCancellation(e: unknown): boolean {
+  const name = (e as { name?: unknown } | null)?.name;
+  return name === 'AbortError' || name === 'CancelledFailure' || name === 'CancelledError';
+}
+
+function toRolloutError(e: unknown): RolloutError {
+  // Python records type(e).__name__; the constructor name is the closest JS equivalent.
+  if (e instanceof Error) return { errorType: e.constructor?.name || e.name, errorMessage: e.message };
+  return { errorType: typeof e, errorMessage: String(e) };
+}
+
+async function withTimeout<T>(p: Promise<T>, seconds: number | null | undefined): Promise<T> {
+  if (!seconds || seconds <= 0) return p;
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new RolloutTimeoutError(`rollout exceeded ${seconds}s`)), seconds * 1000);
+  });
+  try {
+    return await Promise.race([p, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export interface StrategyResult {
+  /** Successful trajectories in slot order. */
+  trajectories: Trajectory[];
+  /** The env each trajectory ran in (a fresh one for a retried slot). */
+  envs: Env[];
+  errors: RolloutError[];
+}
+
+export interface RolloutStrategy {
+  readonly kind: 'fail_fast' | 'retry_on_failure' | 'min_viable_group';
+  /** Whether a group-level error drops the group (null) instead of failing the batch. */
+  readonly catchesGroupErrors: boolean;
+  execute(builder: EnvGroupBuilder, policy: PolicySource): Promise<StrategyResult>;
+}
+
+export function failFast(): RolloutStrategy {
+  return {
+    kind: 'fail_fast',
+    catchesGroupErrors: false,
+    async execute(builder, policy) {
+      const envs = await builder.makeEnvs();
+      const trajectories = await Promise.all(
+        envs.map((env, i) => doSingleRollout(policyFor(policy, { sampleIndex: i, attempt: 0 }), env)),
+      );
+      return { trajectories, envs, errors: [] };
+    },
+  };
+}
+
+interface Slot {
+  env: Env;
+  attempt: number;
+  traj?: Trajectory;
+}
+
+/**
+ * Rounds of concurrent rollouts. After each round `decide(failedSlotIndex, successes)` says
+ * whether to retry that slot, 'raise' to abort with its error, or 'give_up' to leave it failed.
+ */
+async function runInRounds(
+  builder: EnvGroupBuilder,
+  policy: PolicySource,
+  timeoutSeconds: number | null | undefined,
+  decide: (successes: number, scheduledRetries: number) => 'retry' | 'raise' | 'give_up',
+): Promise<{ slots: Slot[]; errors: RolloutError[] }> {
+  const slots: Slot[] = (await builder.makeEnvs()).map((env) => ({ env, attempt: 0 }));
+  const errors: RolloutError[] = [];
+  let pending = slots.map((_, i) => i);
+  while (pending.length > 0) {
+    const settled = await Promise.allSettled(
+      pending.map((i) =>
+        withTimeout(doSingleRollout(policyFor(policy, { sampleIndex: i, attempt: slots[i].attempt }), slots[i].env), timeoutSeconds),
+      ),
+    );
+    const failed: Array<{ i: number; reason: unknown }> = [];
+    settled.forEach((r, k) => {
+      if (r.status === 'fulfilled') slots[pending[k]].traj = r.value;
+      else failed.push({ i: pending[k], reason: r.reason });
+    });
+    const cancelled = failed.find((f) => isCancellation(f.reason));
+    if (cancelled) throw cancelled.reason;
+    const successes = slots.filter((s) => s.traj !== undefined).length;
+    const retry: number[] = [];
+    for (const f of failed) {
+      errors.push(toRolloutError(f.reason));
+      const verdict = decide(successes, retry.length);
+      if (verdict === 'raise') throw f.reason;
+      if (verdict === 'retry') retry.push(f.i);
+    }
+    for (const i of retry) {
+      const fresh = await builder.makeEnvs();
+      if (fresh.length === 0) throw new Error('makeEnvs() returned no envs for a retry');
+      slots[i] = { env: fresh[0], attempt: slots[i].attempt + 1 };
+    }
+    pending = retry;
+  }
+  return { slots, errors };
+}
+
+function collect(slots: Slot[], errors: RolloutError[]): StrategyResult {
+  const ok = slots.filter((s) => s.traj !== undefined);
+  return { trajectories: ok.map((s) => s.traj as Trajectory), envs: ok.map((s) => s.env), errors };
+}
+
+export interface RetryOnFailureOptions {
+  maxRetries?: number;
+  /** Seconds; 0 or absent = no per-rollout timeout. */
+  perRolloutTimeout?: number | null;
+}
+
+/** All-or-nothing: each failure spends one retry on a fresh env; past the budget the group fails. */
+export function retryOnFailure(opts: RetryOnFailureOptions = {}): RolloutStrategy {
+  const maxRetries = opts.maxRetries ?? 3;
+  if (!Number.isInteger(maxRetries) || maxRetries < 0) throw new RangeError(`maxRetries must be ≥ 0, got ${maxRetries}`);
+  return {
+    kind: 'retry_on_failure',
+    catchesGroupErrors: true,
+    async execute(builder, policy) {
+      let budget = maxRetries;
+      const { slots, errors } = await runInRounds(builder, policy, opts.perRolloutTimeout, () => {
+        if (budget <= 0) return 'raise';
+        budget--;
+        return 'retry';
+      });
+      return collect(slots, errors);
+    },
+  };
+}
+
+export interface MinViableGroupOptions {
+  minSuccessful?: number | null;
+  maxRetries?: number;
+  perRolloutTimeout?: number | null;
+}
+
+/** The floor of a MinViableGroup: `minSuccessful`, or ceil(0.75·G). */
+export function minViableFloor(groupSize: number, minSuccessful?: number | null): number {
+  return minSuccessful ?? Math.ceil(0.75 * groupSize);
+}
+
+/** Keep a partial group when at least the floor succeeded; retry only what the floor needs. */
+export function minViableGroup(opts: MinViableGroupOptions = {}): RolloutStrategy {
+  const maxRetries = opts.maxRetries ?? 3;
+  if (!Number.isInteger(maxRetries) || maxRetries < 0) throw new RangeError(`maxRetries must be ≥ 0, got ${maxRetries}`);
+  return {
+    kind: 'min_viable_group',
+    catchesGroupErrors: true,
+    async execute(builder, policy) {
+      let budget = maxRetries;
+      let floor = 0;
+      const wrapped: EnvGroupBuilder = {
+        makeEnvs: async () => {
+          const envs = await builder.makeEnvs();
+          if (floor === 0) floor = minViableFloor(envs.length, opts.minSuccessful);
+          return envs;
+        },
+        computeGroupRewards: (t, e) => builder.computeGroupRewards(t, e),
+        cleanup: () => builder.cleanup(),
+        loggingTags: () => builder.loggingTags(),
+      };
+      const { slots, errors } = await runInRounds(wrapped, policy, opts.perRolloutTimeout, (successes, scheduled) => {
+        if (successes + scheduled < floor && budget > 0) {
+          budget--;
+          return 'retry';
+        }
+        return 'give_up';
+      });
+      const result = collect(slots, errors);
+      if (result.trajectories.length < floor) {
+        throw new AllTrajectoriesFailedError(
+          `Only ${result.trajectories.length}/${slots.length} rollouts succeeded (need ${floor}); errors: ` +
+            errors.map((e) => `${e.errorType}: ${e.errorMessage}`).join('; '),
+        );
+      }
+      return result;
+    },
+  };
+}
+
+/** Serialisable strategy settings for configs and workflow state. */
+export type RolloutStrategyConfig =
+  | { kind: 'fail_fast' }
+  | { kind: 'retry_on_failure'; max_retries?: number; per_rollout_timeout?: number | null }
+  | { kind: 'min_viable_group'; min_successful?: number | null; max_retries?: number; per_rollout_timeout?: number | null };
+
+export function strategyFromConfig(cfg: RolloutStrategyConfig): RolloutStrategy {
+  switch (cfg.kind) {
+    case 'fail_fast':
+      return failFast();
+    case 'retry_on_failure':
+      return retryOnFailure({ maxRetries: cfg.max_retries, perRolloutTimeout: cfg.per_rollout_timeout });
+    case 'min_viable_group':
+      return minViableGroup({ minSuccessful: cfg.min_successful, maxRetries: cfg.max_retries, perRolloutTimeout: cfg.per_rollout_timeout });
+  }
+}
+
+/**
+ * `rollout_error_tolerance` (spec §2.7): null → MinViableGroup for Inkling models, else FailFast;
+ * false → FailFast; true → RetryOnFailure(3); a config object is used as given.
+ */
+export function resolveRolloutStrategyConfig(
+  tolerance: boolean | null | undefined | RolloutStrategyConfig,
+  modelName: string,
+): RolloutStrategyConfig {
+  if (tolerance === null || tolerance === undefined) {
+    return modelName.startsWith('thinkingmachines/Inkling') ? { kind: 'min_viable_group' } : { kind: 'fail_fast' };
+  }
+  if (tolerance === false) return { kind: 'fail_fast' };
+  if (tolerance === true) return { kind: 'retry_on_failure', max_retries: 3 };
+  return tolerance;
+}
+
+/** Roll out a group with the strategy, grade it, and always clean up the builder. */
+export async function doGroupRollout(
+  builder: EnvGroupBuilder,
+  policy: PolicySource,
+  strategy: RolloutStrategy = failFast(),
+): Promise<TrajectoryGroup> {
+  try {
+    const result = await strategy.execute(builder, policy);
+    const rewards = await builder.computeGroupRewards(result.trajectories, result.envs);
+    if (rewards.length !== result.trajectories.length) {
+      throw new RangeError(`computeGroupRewards returned ${rewards.length} rewards for ${result.trajectories.length} trajectories`);
+    }
+    return new TrajectoryGroup(
+      result.trajectories,
+      rewards.map((r) => r[0]),
+      rewards.map((r) => r[1]),
+      result.errors,
+    );
+  } finally {
+    await builder.cleanup();
+  }
+}
+
+export interface GroupRolloutOptions {
+  strategy?: RolloutStrategy;
+  doRemoveConstantRewardGroups?: boolean;
+  /** Called with a warning line when a group is dropped. */
+  onWarning?: (message: string) => void;
+}
+
+/**
+ * `do_group_rollout_and_filter_constant_reward` minus the sampler construction: null when every
+ * trajectory failed, when a catching strategy hit a group error, or when constant-reward groups
+ * are removed and this one is constant. Other errors propagate.
+ */
+export async function doGroupRolloutAndFilterConstantReward(
+  builder: EnvGroupBuilder,
+  policy: PolicySource,
+  opts: GroupRolloutOptions = {},
+): Promise<TrajectoryGroup | null> {
+  const strategy = opts.strategy ?? failFast();
+  let group: TrajectoryGroup;
+  try {
+    group = await doGroupRollout(builder, policy, strategy);
+  } catch (e) {
+    if (isCancellation(e)) throw e;
+    if (e instanceof AllTrajectoriesFailedError || strategy.catchesGroupErrors) {
+      opts.onWarning?.(`Dropping group: ${(e as Error).message}`);
+      return null;
+    }
+    throw e;
+  }
+  if (opts.doRemoveConstantRewardGroups) {
+    const totals = group.getTotalRewards();
+    if (totals.every((r) => r === totals[0])) return null;
+  }
+  return group;
+}
+
+export interface RolloutErrorCounterState {
+  counts: Array<[string, number]>;
+  groupsSkipped: number;
+}
+
+/** Cumulative rollout error counts for a run; its state is plain JSON for workflow state. */
+export class RolloutErrorCounter {
+  private readonly counts = new Map<string, number>();
+  private groupsSkipped = 0;
+
+  constructor(state?: RolloutErrorCounterState) {
+    if (state) {
+      for (const [k, v] of state.counts) this.counts.set(k, v);
+      this.groupsSkipped = state.groupsSkipped;
+    }
+  }
+
+  ingest(result: TrajectoryGroup | { rolloutErrors: RolloutError[] } | null): void {
+    if (result === null) {
+      this.groupsSkipped++;
+      return;
+    }
+    for (const err of result.rolloutErrors) this.counts.set(err.errorType, (this.counts.get(err.errorType) ?? 0) + 1);
+  }
+
+  getMetrics(prefix = 'rollout_errors'): Record<string, number> {
+    const out: Record<string, number> = {};
+    if (this.counts.size === 0 && this.groupsSkipped === 0) return out;
+    let total = 0;
+    for (const [k, v] of this.counts) {
+      out[`${prefix}/${k}`] = v;
+      total += v;
+    }
+    out[`${prefix}/total`] = total;
+    out[`${prefix}/groups_skipped`] = this.groupsSkipped;
+    return out;
+  }
+
+  toJSON(): RolloutErrorCounterState {
+    return { counts: [...this.counts.entries()], groupsSkipped: this.groupsSkipped };
+  }
+}

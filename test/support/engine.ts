@@ -1,0 +1,50 @@
+// The real local engine for integration tests, on the shared service launcher (own process group,
+// log file, healthz probe), with a temp data dir owned by the handle unless one is given.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort, startEngine as startEngineService, type Service } from '../../src/cli/services.js';
+
+export interface StartEngineOptions {
+  /** Default: a fresh temp dir, removed by stop(). A given dir is kept. */
+  dataDir?: string;
+  /** Default: a free port. */
+  port?: number;
+  extraArgs?: string[];
+}
+
+export interface EngineHandle {
+  baseUrl: string;
+  port: number;
+  dataDir: string;
+  logFile: string;
+  /** SIGTERM (SIGKILL after a grace period), then remove an owned temp dir. */
+  stop(): Promise<void>;
+  /** SIGKILL the engine's process group; the data dir is kept. */
+  kill(): Promise<void>;
+  /** kill() then start again on the same port and data dir. */
+  restart(): Promise<void>;
+}
+
+export async function startEngine(opts: StartEngineOptions = {}): Promise<EngineHandle> {
+  const ownsDir = opts.dataDir === undefined;
+  const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'tinker-engine-'));
+  const port = opts.port ?? (await freePort());
+  const launch = () => startEngineService({ port, dataDir, extraArgs: opts.extraArgs });
+  let service: Service & { baseUrl: string } = await launch();
+  return {
+    baseUrl: service.baseUrl,
+    port,
+    dataDir,
+    logFile: service.logFile,
+    async stop() {
+      await service.stop();
+      if (ownsDir) rmSync(dataDir, { recursive: true, force: true });
+    },
+    kill: () => service.kill(),
+    async restart() {
+      await service.kill();
+      service = await launch();
+    },
+  };
+}
