@@ -1,5 +1,6 @@
 // All activities, built from their dependencies by the worker.
 import type { ActivityDeps } from './context.js';
+import { rlActivities } from './rl.js';
 import { supervisedActivities } from './sl.js';
 import { trainingActivities } from './training.js';
 import type { Activities } from './types.js';
@@ -7,5 +8,5 @@ import type { Activities } from './types.js';
 export type { ActivityDeps } from './context.js';
 
 export function createActivities(deps: ActivityDeps): Activities {
-  return { ...trainingActivities(deps), ...supervisedActivities(deps) };
+  return { ...trainingActivities(deps), ...supervisedActivities(deps), ...rlActivities(deps) };
 }

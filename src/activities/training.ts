@@ -69,7 +69,7 @@ export function trainingActivities(deps: ActivityDeps) {
       return { modelId: session.modelId, nextSeqId };
     },
 
-    async saveCheckpoint({ run, model, name, kind, ttlSeconds, row }: SaveCheckpointInput): Promise<SaveCheckpointResult> {
+    async saveCheckpoint({ run, model, name, kind, ttlSeconds, row, record = true }: SaveCheckpointInput): Promise<SaveCheckpointResult> {
       const { backend } = backendOf(run);
       const session = backend.openTrainingSession(model.modelId);
       let seqId = model.nextSeqId;
@@ -82,7 +82,7 @@ export function trainingActivities(deps: ActivityDeps) {
         heartbeating(Promise.all([state?.result().then((r) => r.path), sampler?.result().then((r) => r.path)])),
       );
       // Recorded only after both saves completed, so a row always names restorable weights.
-      new RunStore(run.logPath).writeCheckpoint({ name, ...row, state_path: statePath, sampler_path: samplerPath });
+      if (record) new RunStore(run.logPath).writeCheckpoint({ name, ...row, state_path: statePath, sampler_path: samplerPath });
       return { seqIdsUsed: seqId - model.nextSeqId, statePath, samplerPath };
     },
 

@@ -1,6 +1,9 @@
 // The contract between workflows and activities. Everything here crosses Temporal as a payload, so
 // it holds references and small summaries only: no token arrays, logprobs or weights (DESIGN §3.3).
 import type { CheckpointRow, RunRef } from '../cookbook/run-store.js';
+import type { RLPlan, RLTrainInput, RLTrainResult, RolloutGroupInput, RolloutGroupResult } from './rl.js';
+
+export type { RLPlan, RLTrainInput, RLTrainResult, RolloutGroupInput, RolloutGroupResult };
 
 /** A training model on the backend and the next sequence id the workflow will hand out for it. */
 export interface ModelRef {
@@ -31,6 +34,8 @@ export interface SaveCheckpointInput {
   ttlSeconds: number | null;
   /** checkpoints.jsonl fields besides name and paths (loop state, extras such as elapsed_tokens). */
   row: Omit<CheckpointRow, 'name' | 'state_path' | 'sampler_path'>;
+  /** false: weights for samplers only, not a checkpoint row (default true). */
+  record?: boolean;
 }
 export interface SaveCheckpointResult extends SeqUse {
   statePath?: string;
@@ -79,6 +84,10 @@ export interface Activities {
   slPrepare(input: { run: RunRef }): Promise<SlPlan>;
   slStep(input: SlStepInput): Promise<SlStepResult>;
   slEval(input: EvalInput): Promise<EvalResult>;
+  rlPrepare(input: { run: RunRef }): Promise<RLPlan>;
+  rlRolloutGroup(input: RolloutGroupInput): Promise<RolloutGroupResult>;
+  rlTrain(input: RLTrainInput): Promise<RLTrainResult>;
+  rlEval(input: { run: RunRef; step: number; samplerPath: string }): Promise<{ metrics: Record<string, number> }>;
 }
 
 /**
@@ -94,6 +103,7 @@ export const ErrorTypes = {
   seqConflict: 'SeqConflict',
   nonFiniteLoss: 'NonFiniteLoss',
   auth: 'AuthError',
+  rollout: 'RolloutFailed',
 } as const;
 
 export const NON_RETRYABLE_ERROR_TYPES = Object.values(ErrorTypes);

@@ -1,5 +1,5 @@
 // Commands on existing runs: runs, status, watch, stop, pause, resume, set.
-import { WorkflowNotFoundError, type Client, type WorkflowHandle } from '@temporalio/client';
+import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client, type WorkflowHandle } from '@temporalio/client';
 import { applyOverrides, ConfigError } from '../cookbook/config/overrides.js';
 import {
   pauseSignal,
@@ -116,7 +116,13 @@ export async function setHot(client: Client, id: string, assignments: string[]):
   const patch = applyOverrides({}, assignments) as Partial<HotSettings>;
   validateHotSettings(patch);
   const handle = await handleFor(client, id);
-  return handle.executeUpdate(setUpdate, { args: [patch] });
+  try {
+    return await handle.executeUpdate(setUpdate, { args: [patch] });
+  } catch (err) {
+    // The workflow's validator explains a rejection in the cause.
+    if (err instanceof WorkflowUpdateFailedError && err.cause) throw new ConfigError(err.cause.message);
+    throw err;
+  }
 }
 
 export type { Progress };

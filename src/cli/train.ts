@@ -5,6 +5,7 @@ import { basename, dirname, isAbsolute, resolve } from 'node:path';
 import type { Client } from '@temporalio/client';
 import type { z } from 'zod';
 import { applyOverrides, ConfigError, parseConfig } from '../cookbook/config/overrides.js';
+import { RLConfigSchema } from '../cookbook/config/rl.js';
 import { SupervisedConfigSchema } from '../cookbook/config/sl.js';
 import type { RunKind, RunRef } from '../cookbook/run-store.js';
 import { DEFAULT_TASK_QUEUE } from '../workers/worker.js';
@@ -15,6 +16,11 @@ export const TRAINABLE_KINDS: Record<string, { schema: z.ZodType; workflowType: 
     schema: SupervisedConfigSchema,
     workflowType: 'supervisedWorkflow',
     describe: (cfg) => `supervised fine-tune of ${cfg.model_name} on ${cfg.dataset.file_path ?? cfg.dataset.builtin}`,
+  },
+  rl: {
+    schema: RLConfigSchema,
+    workflowType: 'rlWorkflow',
+    describe: (cfg) => `RL of ${cfg.model_name} on ${cfg.dataset.kind}${cfg.async_config ? ` (async, ≤${cfg.async_config.max_steps_off_policy} steps off-policy)` : ''}`,
   },
 };
 
@@ -32,9 +38,11 @@ export function readConfigFile(path: string): Record<string, unknown> {
 /** Paths in a config are relative to the config file, so a config works from any directory. */
 function resolvePaths(cfg: Record<string, any>, baseDir: string): void {
   const abs = (p: string) => (isAbsolute(p) ? p : resolve(baseDir, p));
-  if (cfg.dataset?.file_path) cfg.dataset.file_path = abs(cfg.dataset.file_path);
+  for (const key of ['file_path', 'test_file_path']) if (cfg.dataset?.[key]) cfg.dataset[key] = abs(cfg.dataset[key]);
   if (typeof cfg.model_name === 'string' && (cfg.model_name.startsWith('./') || cfg.model_name.startsWith('../'))) cfg.model_name = abs(cfg.model_name);
-  if (cfg.dataset?.file_path && !existsSync(cfg.dataset.file_path)) throw new ConfigError(`dataset.file_path: ${cfg.dataset.file_path} does not exist`);
+  for (const key of ['file_path', 'test_file_path']) {
+    if (cfg.dataset?.[key] && !existsSync(cfg.dataset[key])) throw new ConfigError(`dataset.${key}: ${cfg.dataset[key]} does not exist`);
+  }
 }
 
 function timestamp(d = new Date()): string {

@@ -161,6 +161,11 @@ export class RunStore {
     return readJsonl(this.checkpointsJsonl) as CheckpointRow[];
   }
 
+  /** A per-iteration file of the reference's layout: `iteration_{step:06d}/<name>`. */
+  writeIterationFile(step: number, name: string, text: string): void {
+    writeFileAtomic(join(this.logPath, `iteration_${String(step).padStart(6, '0')}`, name), text);
+  }
+
   /** Claim-check storage: immutable, step-named blobs that workflows reference by relative path. */
   writeBlob(relPath: string, data: string | Uint8Array): string {
     writeFileAtomic(join(this.logPath, '.cookbook', 'store', relPath), data);

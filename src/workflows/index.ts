@@ -1,2 +1,3 @@
 // The workflow bundle's entry point: every workflow type the worker registers.
 export { supervisedWorkflow } from './sl.js';
+export { rlWorkflow } from './rl.js';

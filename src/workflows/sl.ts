@@ -41,7 +41,8 @@ export async function supervisedWorkflow(input: SupervisedInput): Promise<RunRes
       run.setLastMetrics(result.metrics);
     },
 
-    checkpointRow: (step) => cursor(step),
+    // As the reference: a checkpoint after every `save_every`-th step, never after step 0.
+    periodicCheckpoint: (step, every) => (step > 0 && step % every === 0 ? { name: String(step).padStart(6, '0'), row: cursor(step) } : undefined),
     // A completed run's final row is the reference's (resuming after it trains nothing); an early
     // stop's names the last step it contains.
     finalRow: () =>

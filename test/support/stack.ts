@@ -59,9 +59,9 @@ export async function startTestStack(opts: { persist?: boolean } = {}): Promise<
 }
 
 /** Resolves a run config like the CLI does, with a fresh log dir inside the stack's temp dir. */
-export function testRun(stack: TestStack, configPath: string, overrides: string[] = []): ResolvedRun {
-  const id = `sl-test-${Date.now()}-${++counter}`;
-  return resolveRun('sl', configPath, [...overrides, `log_path=${join(stack.dir, 'runs', id)}`], { workflowId: id });
+export function testRun(stack: TestStack, configPath: string, overrides: string[] = [], kind = 'sl'): ResolvedRun {
+  const id = `${kind}-test-${Date.now()}-${++counter}`;
+  return resolveRun(kind, configPath, [...overrides, `log_path=${join(stack.dir, 'runs', id)}`], { workflowId: id });
 }
 
 /** Runs `fn` with a worker polling in this process, then shuts the worker down. */

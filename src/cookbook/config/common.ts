@@ -32,7 +32,6 @@ export const CommonTrainingFields = {
   seed: z.int().nonnegative().default(0),
   base_url: z.string().nullable().default(null),
   learning_rate: z.number().positive().default(1e-4),
-  lr_schedule: LrScheduleSchema.default('linear'),
   save_every: z.int().nonnegative().default(20),
   eval_every: z.int().nonnegative().default(10),
   ttl_seconds: z.int().positive().nullable().default(604800),

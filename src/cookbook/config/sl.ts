@@ -2,11 +2,12 @@
 // (cookbook-spec §1.1), with `dataset` standing in for `dataset_builder`.
 import { z } from 'zod';
 import { ChatDatasetConfigSchema } from '../supervised/dataset.js';
-import { CommonTrainingFields } from './common.js';
+import { CommonTrainingFields, LrScheduleSchema } from './common.js';
 
 export const SupervisedConfigSchema = z.strictObject({
   ...CommonTrainingFields,
   recipe_name: z.string().default('sl'),
+  lr_schedule: LrScheduleSchema.default('linear'),
   dataset: ChatDatasetConfigSchema,
   num_epochs: z.int().positive().default(1),
 });

@@ -18,6 +18,8 @@ export interface CheckpointRef {
   statePath: string;
   samplerPath?: string;
   elapsedTokens: number;
+  /** The paradigm's state as of this checkpoint. */
+  custom?: unknown;
 }
 
 export interface Progress {

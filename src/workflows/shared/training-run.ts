@@ -61,6 +61,8 @@ export interface RunState {
   recoveries: number;
   lastMetrics: Record<string, number>;
   recentStepTimes: Array<[number, number]>;
+  /** Paradigm state (e.g. RL's rollout error counts); rolled back with the model on recovery. */
+  custom?: unknown;
 }
 
 export interface RunInput<C, P> {
@@ -84,14 +86,16 @@ export interface LoopSpec {
   totalSteps: number;
   /** Runs step `step`: its evals, the training call(s) and its metrics row. */
   runStep(step: number): Promise<void>;
-  /** checkpoints.jsonl fields for a checkpoint containing the update of `step`. */
-  checkpointRow(step: number): Record<string, unknown>;
+  /** The periodic checkpoint due after `step` with cadence `every` (>0), if any: name and row fields. */
+  periodicCheckpoint(step: number, every: number): { name: string; row: Record<string, unknown> } | undefined;
   /** checkpoints.jsonl fields of the final checkpoint. */
   finalRow(): Record<string, unknown>;
   /** The training loss shown in the UI's one-line summary. */
   lossKey: string;
   /** Model to (re)start from when there is no committed checkpoint yet. */
   createInitialModel(): Promise<ModelRef>;
+  /** Paradigm state at step 0 (restored when a run restarts from scratch). */
+  initialCustom?: unknown;
 }
 
 const SEARCH_ATTRIBUTE_EVERY_STEPS = 10;
@@ -245,10 +249,12 @@ export class TrainingRun<C extends RunConfig, P> {
       this.state.model = await this.acts.restoreModel({ run: this.input.run, statePath: ckpt.statePath, withOptimizer: true });
       this.state.step = ckpt.step + 1;
       this.state.elapsedTokens = ckpt.elapsedTokens;
+      this.state.custom = ckpt.custom;
     } else {
       this.state.model = await spec.createInitialModel();
       this.state.step = 0;
       this.state.elapsedTokens = 0;
+      this.state.custom = spec.initialCustom;
     }
     this.state.recoveries += 1;
     this.setStatus(before === 'recovering' ? 'running' : before);
@@ -263,9 +269,18 @@ export class TrainingRun<C extends RunConfig, P> {
 
   private async maybeSavePeriodic(step: number, spec: LoopSpec): Promise<void> {
     const every = this.state.hot.save_every;
-    // As the reference: never at step 0, and the final checkpoint covers the last step.
-    if (every <= 0 || step <= 0 || step % every !== 0 || step + 1 >= spec.totalSteps) return;
-    await this.save(`${String(step).padStart(6, '0')}`, step, 'both', this.input.config.ttl_seconds, spec.checkpointRow(step));
+    const due = every > 0 ? spec.periodicCheckpoint(step, every) : undefined;
+    if (due) await this.save(due.name, step, 'both', this.input.config.ttl_seconds, due.row);
+  }
+
+  /** Sampler weights of the current model under `name` (not a checkpoint row): what rollouts sample from. */
+  async saveSamplerWeights(name: string): Promise<string> {
+    const result = await this.train(
+      this.acts.saveCheckpoint,
+      { run: this.input.run, name, kind: 'sampler', ttlSeconds: this.input.config.ttl_seconds, row: {}, record: false },
+      `sampler weights ${name}`,
+    );
+    return result.samplerPath!;
   }
 
   private async saveFinal(spec: LoopSpec): Promise<void> {
@@ -282,7 +297,14 @@ export class TrainingRun<C extends RunConfig, P> {
     );
     if (!result.statePath) return;
     // Committed only now that both saves completed: this is what recovery restores.
-    this.state.lastCheckpoint = { name, step, statePath: result.statePath, samplerPath: result.samplerPath, elapsedTokens: this.state.elapsedTokens };
+    this.state.lastCheckpoint = {
+      name,
+      step,
+      statePath: result.statePath,
+      samplerPath: result.samplerPath,
+      elapsedTokens: this.state.elapsedTokens,
+      custom: this.state.custom,
+    };
   }
 
   private async waitWhilePaused(): Promise<void> {

@@ -1,0 +1,127 @@
+// The engine's Python virtual environment: created once per version of engine/requirements.txt
+// under ~/.cache/durable-cookbook/engine-venv-<hash>, built under a temporary name and renamed
+// into place when complete (a crashed build never looks usable), serialised by a lock directory
+// so concurrent callers (tests, demo, CI) build it once.
+
+import { spawn, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const ENGINE_DIR = path.join(REPO_ROOT, 'engine');
+const REQUIREMENTS = path.join(ENGINE_DIR, 'requirements.txt');
+const MARKER = '.complete';
+const STALE_LOCK_MS = 60 * 60 * 1000;
+
+export function cacheRoot() {
+  return process.env.DURABLE_COOKBOOK_CACHE || path.join(os.homedir(), '.cache', 'durable-cookbook');
+}
+
+export function engineVenvPath() {
+  const hash = createHash('sha256').update(fs.readFileSync(REQUIREMENTS)).digest('hex').slice(0, 12);
+  return path.join(cacheRoot(), `engine-venv-${hash}`);
+}
+
+function basePython() {
+  const candidates = [process.env.DURABLE_COOKBOOK_PYTHON, 'python3.11', 'python3', 'python'].filter(Boolean);
+  for (const candidate of candidates) {
+    const probe = spawnSync(candidate, ['-c', 'import sys; print("%d.%d" % sys.version_info[:2])'], {
+      encoding: 'utf8',
+    });
+    if (probe.status !== 0) continue;
+    const [major, minor] = probe.stdout.trim().split('.').map(Number);
+    if (major === 3 && minor >= 11) return candidate;
+  }
+  throw new Error('the engine needs Python >= 3.11 (set DURABLE_COOKBOOK_PYTHON to its path)');
+}
+
+function isComplete(venv) {
+  return fs.existsSync(path.join(venv, MARKER)) && fs.existsSync(path.join(venv, 'bin', 'python'));
+}
+
+function run(cmd, args, log) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout.on('data', (d) => log(d.toString()));
+    child.stderr.on('data', (d) => log(d.toString()));
+    child.on('error', reject);
+    child.on('close', (code) =>
+      code === 0 ? resolve() : reject(new Error(`${cmd} ${args.join(' ')} exited with ${code}`)),
+    );
+  });
+}
+
+function pidAlive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return e.code === 'EPERM';
+  }
+}
+
+async function acquireLock(lockDir) {
+  for (;;) {
+    try {
+      fs.mkdirSync(lockDir);
+      fs.writeFileSync(path.join(lockDir, 'pid'), String(process.pid));
+      return;
+    } catch (e) {
+      if (e.code !== 'EEXIST') throw e;
+    }
+    let stale = false;
+    try {
+      const pid = Number(fs.readFileSync(path.join(lockDir, 'pid'), 'utf8'));
+      const age = Date.now() - fs.statSync(lockDir).mtimeMs;
+      stale = (pid > 0 && !pidAlive(pid)) || age > STALE_LOCK_MS;
+    } catch {
+      // lock being created right now (no pid file yet) or just released
+    }
+    if (stale) fs.rmSync(lockDir, { recursive: true, force: true });
+    else await new Promise((r) => setTimeout(r, 1000));
+  }
+}
+
+/**
+ * Ensures the cached engine venv exists and is complete.
+ * @param {{ log?: (chunk: string) => void }} [opts] where pip's progress goes (default: stderr)
+ * @returns {Promise<{ python: string, venv: string }>}
+ */
+export async function ensureEngineEnv(opts = {}) {
+  const log = opts.log ?? ((chunk) => process.stderr.write(chunk));
+  const venv = engineVenvPath();
+  const result = { python: path.join(venv, 'bin', 'python'), venv };
+  if (isComplete(venv)) return result;
+  fs.mkdirSync(cacheRoot(), { recursive: true });
+  const lockDir = `${venv}.lock`;
+  await acquireLock(lockDir);
+  try {
+    if (isComplete(venv)) return result;
+    const tmp = path.join(cacheRoot(), `.${path.basename(venv)}.tmp-${process.pid}`);
+    fs.rmSync(tmp, { recursive: true, force: true });
+    const started = Date.now();
+    log(`[engine-env] building ${venv} (first run downloads PyTorch; this takes a few minutes)\n`);
+    await run(basePython(), ['-m', 'venv', tmp], log);
+    const python = path.join(tmp, 'bin', 'python');
+    await run(python, ['-m', 'pip', 'install', '--disable-pip-version-check', '-r', REQUIREMENTS], log);
+    fs.writeFileSync(
+      path.join(tmp, MARKER),
+      JSON.stringify({ requirements: fs.readFileSync(REQUIREMENTS, 'utf8'), builtAt: new Date().toISOString() }),
+    );
+    fs.rmSync(venv, { recursive: true, force: true });
+    fs.renameSync(tmp, venv);
+    log(`[engine-env] ready in ${Math.round((Date.now() - started) / 1000)} s\n`);
+    return result;
+  } finally {
+    fs.rmSync(lockDir, { recursive: true, force: true });
+  }
+}
+
+/** Environment for running engine code from the repository checkout with the venv's python. */
+export function engineProcessEnv(extra = {}) {
+  const pythonPath = [ENGINE_DIR, process.env.PYTHONPATH].filter(Boolean).join(path.delimiter);
+  return { ...process.env, PYTHONPATH: pythonPath, PYTHONUNBUFFERED: '1', ...extra };
+}

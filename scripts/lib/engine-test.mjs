@@ -1,0 +1,30 @@
+// Runs the engine's pytest suite (engine/tests) with the cached engine venv.
+// `node scripts/lib/engine-test.mjs [pytest args]` or `await runEngineTests({ args })`.
+
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { ENGINE_DIR, engineProcessEnv, ensureEngineEnv } from './engine-env.mjs';
+
+/**
+ * @param {{ args?: string[] }} [opts] extra pytest arguments (e.g. ['-k', 'conformance'])
+ * @returns {Promise<number>} pytest's exit code
+ */
+export async function runEngineTests(opts = {}) {
+  const { python } = await ensureEngineEnv();
+  const args = ['-m', 'pytest', 'tests', ...(opts.args ?? [])];
+  return new Promise((resolve) => {
+    const child = spawn(python, args, {
+      cwd: ENGINE_DIR,
+      env: engineProcessEnv({ TINKER_TELEMETRY: '0' }),
+      stdio: 'inherit',
+    });
+    child.on('error', () => resolve(1));
+    child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0)));
+  });
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  process.exit(await runEngineTests({ args: process.argv.slice(2) }));
+}

@@ -1,0 +1,241 @@
+// RL activities (cookbook-spec §2.9): one activity per group rollout (all groups of a batch run in
+// parallel), one activity per training step. Trajectories go to the run store and travel as
+// references; sampling seeds come from (run seed, step, group, sample, attempt), so a retried or
+// replayed rollout samples exactly what the first attempt sampled.
+import { ApplicationFailure } from '@temporalio/activity';
+import { BackendError, type Datum, type ForwardBackwardOutput, type OptimStepResponse, type SamplingSession, type Submitted, type TrainingBackend } from '../backends/types.js';
+import type { RLConfig } from '../cookbook/config/rl.js';
+import { computeAdvantages, removeConstantRewardGroups } from '../cookbook/rl/advantages.js';
+import { tinkerTokenCompleter } from '../cookbook/rl/completers.js';
+import { assembleTrainingData, removeMask, splitList } from '../cookbook/rl/data.js';
+import { buildRLDatasets } from '../cookbook/rl/datasets.js';
+import { alignScoredLogprobs, computeKlSampleTrain, computePostKl, fullSequenceForScoring, incorporateKlPenalty } from '../cookbook/rl/kl.js';
+import { computeTrajectoryMetrics, rolloutSummariesJsonl, rolloutSummaryRows } from '../cookbook/rl/metrics.js';
+import { doGroupRolloutAndFilterConstantReward, resolveRolloutStrategyConfig, strategyFromConfig, type RolloutPolicyFactory } from '../cookbook/rl/rollouts.js';
+import { sequentialSeeds } from '../cookbook/rl/seeds.js';
+import { deserializeTrajectoryGroup, serializeTrajectoryGroup } from '../cookbook/rl/serialize.js';
+import type { TrajectoryGroup } from '../cookbook/rl/types.js';
+import { RunStore, type RunRef } from '../cookbook/run-store.js';
+import { callBackend, heartbeating, type ActivityDeps } from './context.js';
+import { readRunConfig } from './training.js';
+import { ErrorTypes, type ModelRef, type SeqUse } from './types.js';
+
+type RLData = Awaited<ReturnType<typeof buildRLDatasets>>;
+const datasets = new Map<string, Promise<RLData>>();
+
+function rlData(run: RunRef): { cfg: RLConfig; data: Promise<RLData> } {
+  const cfg = readRunConfig<RLConfig>(run);
+  const key = JSON.stringify([cfg.model_name, cfg.renderer_name, cfg.dataset]);
+  let data = datasets.get(key);
+  if (!data) {
+    data = buildRLDatasets(cfg.dataset, cfg.model_name, { rendererName: cfg.renderer_name }).catch((err: unknown) => {
+      datasets.delete(key);
+      throw ApplicationFailure.nonRetryable(err instanceof Error ? err.message : String(err), ErrorTypes.data);
+    });
+    datasets.set(key, data);
+  }
+  return { cfg, data };
+}
+
+const pad = (n: number) => String(n).padStart(6, '0');
+/** Seeds of eval rollouts live apart from training ones: a fixed marker in the seed path. */
+const EVAL_SEED_MARKER = 1_000_003;
+
+export interface RolloutGroupInput {
+  run: RunRef;
+  step: number;
+  group: number;
+  samplerPath: string;
+  /** The step whose weights the sampler holds (for staleness in async mode and summaries). */
+  samplingStep: number;
+}
+export interface RolloutGroupResult {
+  /** Run-store reference of the trajectory group; null when the strategy dropped the group. */
+  ref: string | null;
+  group: number;
+  samplingStep: number;
+  errorTypes: string[];
+  meanReward: number | null;
+}
+
+export interface RLPlan {
+  nBatches: number;
+  groupsPerBatch: number;
+  hasTest: boolean;
+}
+
+export interface RLTrainInput {
+  run: RunRef;
+  model: ModelRef;
+  step: number;
+  groups: RolloutGroupResult[];
+  learningRate: number;
+  /** Progress and eval metrics, first in the row (§2.9 step 1–2). */
+  preStepMetrics: Record<string, number>;
+  /** Run-cumulative rollout error metrics, last in the row (§2.9 step 12). */
+  errorMetrics: Record<string, number>;
+}
+export interface RLTrainResult extends SeqUse {
+  metrics: Record<string, number>;
+  /** Sampler weights after this step: what the next step's rollouts sample from. */
+  samplerPath: string;
+}
+
+function policyFor(session: SamplingSession, cfg: RLConfig, seedPrefix: number[]): RolloutPolicyFactory {
+  return {
+    forRollout: ({ sampleIndex, attempt }) =>
+      tinkerTokenCompleter(session, { maxTokens: cfg.max_tokens, temperature: cfg.temperature, seedFor: sequentialSeeds(cfg.seed, ...seedPrefix, sampleIndex, attempt) }),
+  };
+}
+
+/** Backend trouble is infrastructure (retry the activity); anything else is the env's own failure. */
+function rolloutFailure(err: unknown, where: string): unknown {
+  if (err instanceof BackendError) return ApplicationFailure.retryable(`${where}: ${err.message}`, 'BackendUnavailable');
+  if (err instanceof ApplicationFailure) return err;
+  return ApplicationFailure.nonRetryable(`${where}: ${(err as Error)?.message ?? String(err)}`, ErrorTypes.rollout);
+}
+
+export function rlActivities(deps: ActivityDeps) {
+  const backendOf = (cfg: RLConfig): TrainingBackend => deps.backendFor(cfg.base_url);
+
+  async function rolloutGroups(cfg: RLConfig, samplerPath: string, builders: ReturnType<RLData['train']['getBatch']>, seedPrefix: (g: number) => number[]) {
+    const session = await callBackend('create sampling session', 'bad-path', () => backendOf(cfg).createSamplingSession({ modelPath: samplerPath }));
+    const strategy = strategyFromConfig(resolveRolloutStrategyConfig(cfg.rollout_error_tolerance, cfg.model_name));
+    return Promise.all(builders.map((b, g) => doGroupRolloutAndFilterConstantReward(b, policyFor(session, cfg, seedPrefix(g)), { strategy })));
+  }
+
+  return {
+    async rlPrepare({ run }: { run: RunRef }): Promise<RLPlan> {
+      const { data } = rlData(run);
+      const { train, test } = await heartbeating(data);
+      if (train.length === 0) throw ApplicationFailure.nonRetryable('the RL dataset has no batches', ErrorTypes.data);
+      return { nBatches: train.length, groupsPerBatch: train.getBatch(0).length, hasTest: Boolean(test && test.length > 0) };
+    },
+
+    async rlRolloutGroup({ run, step, group, samplerPath, samplingStep }: RolloutGroupInput): Promise<RolloutGroupResult> {
+      const { cfg, data } = rlData(run);
+      const { train } = await heartbeating(data);
+      const builder = train.getBatch(step)[group];
+      if (!builder) throw ApplicationFailure.nonRetryable(`batch ${step} has no group ${group}`, ErrorTypes.data);
+      let result: TrajectoryGroup | null;
+      try {
+        [result] = await heartbeating(rolloutGroups(cfg, samplerPath, [builder], () => [step, group]), { step, group });
+      } catch (err) {
+        throw rolloutFailure(err, `rollout of step ${step} group ${group}`);
+      }
+      if (!result) return { ref: null, group, samplingStep, errorTypes: [], meanReward: null };
+      const ref = new RunStore(run.logPath).writeBlob(`rollouts/iteration_${pad(step)}/group_${String(group).padStart(4, '0')}.json`, serializeTrajectoryGroup(result));
+      const totals = result.getTotalRewards();
+      return {
+        ref,
+        group,
+        samplingStep,
+        errorTypes: result.rolloutErrors.map((e) => e.errorType),
+        meanReward: totals.reduce((a, b) => a + b, 0) / Math.max(totals.length, 1),
+      };
+    },
+
+    async rlTrain(input: RLTrainInput): Promise<RLTrainResult> {
+      const { run, model, step, learningRate, preStepMetrics, errorMetrics } = input;
+      const { cfg, data } = rlData(run);
+      const { train } = await heartbeating(data);
+      const store = new RunStore(run.logPath);
+      const builders = train.getBatch(step);
+      const kept = input.groups.filter((g) => g.ref !== null);
+      let groups = kept.map((g) => deserializeTrajectoryGroup(store.readBlob(g.ref!).toString('utf8')));
+      const tags = kept.map((g) => builders[g.group]?.loggingTags() ?? []);
+      if (cfg.rollout_json_export) {
+        const rows = rolloutSummaryRows(groups, tags, { iteration: step, split: 'train', samplingClientStep: kept[0]?.samplingStep ?? null });
+        store.writeIterationFile(step, 'train_rollout_summaries.jsonl', rolloutSummariesJsonl(rows));
+      }
+      if (cfg.remove_constant_reward_groups) groups = removeConstantRewardGroups(groups);
+      const trajectoryMetrics = computeTrajectoryMetrics(groups, tags.slice(0, groups.length));
+      const advantages = computeAdvantages(groups);
+      const { data_D } = assembleTrainingData(groups, advantages);
+      const klMetrics = cfg.kl_penalty_coef > 0 ? await heartbeating(klPenalty(cfg, data_D)) : {};
+
+      const session = backendOf(cfg).openTrainingSession(model.modelId);
+      const adam = { learning_rate: learningRate, beta1: cfg.adam_beta1, beta2: cfg.adam_beta2, eps: cfg.adam_eps };
+      let seqId = model.nextSeqId;
+      const submitted: Array<{ fb: Submitted<ForwardBackwardOutput>; optim: Submitted<OptimStepResponse> }> = [];
+      for (const chunk of splitList(data_D, Math.min(cfg.num_substeps, data_D.length))) {
+        const fb = await callBackend('forward_backward', 'model-lost', () =>
+          session.forwardBackward(chunk.map(removeMask), cfg.loss_fn, { seqId, lossFnConfig: cfg.loss_fn_config ?? undefined }),
+        );
+        seqId += fb.seqIds;
+        const optim = await callBackend('optim_step', 'model-lost', () => session.optimStep(adam, { seqId }));
+        seqId += optim.seqIds;
+        submitted.push({ fb, optim });
+      }
+      // Submitted right behind the last optim_step, so the server pipelines it.
+      const sampler = await callBackend('save_weights_for_sampler', 'model-lost', () => session.saveWeightsForSampler(`sampler_${pad(step + 1)}`, { seqId, ttlSeconds: cfg.ttl_seconds }));
+      seqId += sampler.seqIds;
+      const results = await callBackend('train step', 'model-lost', () =>
+        heartbeating(Promise.all([...submitted.map(({ fb, optim }) => Promise.all([fb.result(), optim.result()])), sampler.result()]), { step }),
+      );
+      const trainOuts = results.slice(0, submitted.length) as Array<[ForwardBackwardOutput, OptimStepResponse]>;
+      const samplerPath = (results[results.length - 1] as { path: string }).path;
+      const trainLogprobs_D = trainOuts.flatMap(([fbOut]) => fbOut.loss_fn_outputs.map((o) => o.logprobs.data));
+      const lastOptim = trainOuts[trainOuts.length - 1]?.[1].metrics ?? {};
+
+      const postKl = cfg.compute_post_kl ? computePostKl(data_D, await heartbeating(scoreAll(await newSampler(cfg, samplerPath), data_D))) : {};
+      const metrics: Record<string, number> = {
+        ...preStepMetrics,
+        ...trajectoryMetrics,
+        ...klMetrics,
+        ...lastOptim,
+        ...computeKlSampleTrain(data_D, trainLogprobs_D),
+        ...postKl,
+        ...errorMetrics,
+      };
+      store.writeMetrics({ step, ...metrics });
+      return { seqIdsUsed: seqId - model.nextSeqId, metrics, samplerPath };
+    },
+
+    /** The RL test-set evaluator (§2.11) on the pre-update sampler: every test group in parallel. */
+    async rlEval({ run, step, samplerPath }: { run: RunRef; step: number; samplerPath: string }): Promise<{ metrics: Record<string, number> }> {
+      const { cfg, data } = rlData(run);
+      const { test } = await heartbeating(data);
+      if (!test) return { metrics: {} };
+      const builders = Array.from({ length: test.length }, (_, i) => test.getBatch(i)).flat();
+      let groups: Array<TrajectoryGroup | null>;
+      try {
+        groups = await heartbeating(rolloutGroups(cfg, samplerPath, builders, (g) => [EVAL_SEED_MARKER, step, g]), { step, eval: true });
+      } catch (err) {
+        throw rolloutFailure(err, `evaluation before step ${step}`);
+      }
+      const ok = groups.filter((g): g is TrajectoryGroup => g !== null);
+      const tags = groups.flatMap((g, i) => (g ? [builders[i].loggingTags()] : []));
+      const metrics = computeTrajectoryMetrics(ok, tags);
+      const skipped = groups.length - ok.length;
+      const errors = ok.flatMap((g) => g.rolloutErrors.map((e) => e.errorType));
+      if (errors.length || skipped) {
+        for (const type of new Set(errors)) metrics[`rollout_errors/${type}`] = errors.filter((e) => e === type).length;
+        metrics['rollout_errors/total'] = errors.length;
+        metrics['rollout_errors/groups_skipped'] = skipped;
+      }
+      if (cfg.rollout_json_export) {
+        const rows = rolloutSummaryRows(ok, tags, { iteration: step, split: 'eval/test', samplingClientStep: step });
+        new RunStore(run.logPath).writeIterationFile(step, 'eval_test_rollout_summaries.jsonl', rolloutSummariesJsonl(rows));
+      }
+      return { metrics: Object.fromEntries(Object.entries(metrics).map(([k, v]) => [`test/${k}`, v])) };
+    },
+  };
+
+  async function newSampler(cfg: RLConfig, modelPath: string): Promise<SamplingSession> {
+    return callBackend('create sampling session', 'bad-path', () => backendOf(cfg).createSamplingSession({ modelPath }));
+  }
+
+  /** Logprob of every target token of each datum under a sampler (compute_logprobs[1:]). */
+  async function scoreAll(sampler: SamplingSession, data_D: Datum[]): Promise<number[][]> {
+    return callBackend('compute_logprobs', 'bad-path', () => Promise.all(data_D.map(async (d) => alignScoredLogprobs(await sampler.computeLogprobs(fullSequenceForScoring(d))))));
+  }
+
+  /** §2.10: a centred KL penalty against the reference model, added to the advantages. */
+  async function klPenalty(cfg: RLConfig, data_D: Datum[]): Promise<Record<string, number>> {
+    const ref = cfg.kl_reference_config!;
+    const source = ref.load_checkpoint_path ? { modelPath: ref.load_checkpoint_path } : { baseModel: ref.base_model };
+    const base = await callBackend('create reference sampler', 'bad-path', () => backendOf(cfg).createSamplingSession(source));
+    return incorporateKlPenalty(data_D, await scoreAll(base, data_D), cfg.kl_penalty_coef, cfg.kl_discount_factor);
+  }
+}
