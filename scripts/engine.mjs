@@ -3,6 +3,7 @@
 // engine server in the foreground with the given arguments (see engine/README.md for flags).
 
 import { spawn } from 'node:child_process';
+import os from 'node:os';
 
 import { ENGINE_DIR, engineProcessEnv, ensureEngineEnv } from './lib/engine-env.mjs';
 
@@ -15,4 +16,4 @@ const child = spawn(python, ['-m', 'tinker_engine', ...process.argv.slice(2)], {
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
   process.on(signal, () => child.kill(signal));
 }
-child.on('exit', (code, signal) => process.exit(code ?? (signal ? 128 + 15 : 1)));
+child.on('exit', (code, signal) => process.exit(code ?? 128 + (os.constants.signals[signal] ?? 1)));

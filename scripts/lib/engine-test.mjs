@@ -8,12 +8,15 @@ import { fileURLToPath } from 'node:url';
 import { ENGINE_DIR, engineProcessEnv, ensureEngineEnv } from './engine-env.mjs';
 
 /**
- * @param {{ args?: string[] }} [opts] extra pytest arguments (e.g. ['-k', 'conformance'])
+ * @param {{ args?: string[], extraArgs?: string[], junitXml?: string }} [opts]
+ *   args / extraArgs: extra pytest arguments (e.g. ['-k', 'conformance']);
+ *   junitXml: also write a JUnit XML report to this path
  * @returns {Promise<number>} pytest's exit code
  */
 export async function runEngineTests(opts = {}) {
   const { python } = await ensureEngineEnv();
-  const args = ['-m', 'pytest', 'tests', ...(opts.args ?? [])];
+  const args = ['-m', 'pytest', 'tests', ...(opts.args ?? []), ...(opts.extraArgs ?? [])];
+  if (opts.junitXml) args.push(`--junitxml=${opts.junitXml}`);
   return new Promise((resolve) => {
     const child = spawn(python, args, {
       cwd: ENGINE_DIR,

@@ -1,0 +1,94 @@
+"""Command line: `python -m tinker_engine --port 8765 [--data-dir DIR] ...`."""
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+
+DEFAULT_DATA_DIR = Path.home() / ".cache" / "durable-cookbook" / "engine-data"
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(prog="tinker-engine", description="Local Tinker-compatible training engine")
+    p.add_argument("--port", type=int, default=int(os.environ.get("TINKER_ENGINE_PORT", "8765")))
+    p.add_argument("--host", default=os.environ.get("TINKER_ENGINE_HOST", "127.0.0.1"),
+                   help="address to bind (default loopback only)")
+    p.add_argument("--data-dir", default=os.environ.get("TINKER_ENGINE_DATA_DIR", str(DEFAULT_DATA_DIR)),
+                   help="where checkpoints and training-run records are kept")
+    p.add_argument("--api-key", default=os.environ.get("TINKER_ENGINE_API_KEY"),
+                   help="require exactly this X-API-Key (otherwise any 'tml-' key is accepted)")
+    p.add_argument("--threads", type=int, default=int(os.environ.get("TINKER_ENGINE_THREADS", "0")) or os.cpu_count(),
+                   help="torch intra-op threads (default: number of cores)")
+    p.add_argument("--device", default=os.environ.get("TINKER_ENGINE_DEVICE", "auto"),
+                   help="auto (CUDA when present, else CPU), cpu, cuda, cuda:N")
+    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"],
+                   help="dtype of base model weights (adapters always train in float32)")
+    p.add_argument("--model", action="append", default=[], metavar="NAME=DIR",
+                   help="register a local Hugging Face checkpoint directory under a model name (repeatable)")
+    p.add_argument("--max-body-mb", type=float, default=64.0, help="largest accepted request body")
+    p.add_argument("--max-batch-tokens", type=int, default=8192,
+                   help="padded tokens per forward/backward micro-batch")
+    p.add_argument("--long-poll-seconds", type=float, default=20.0,
+                   help="how long retrieve_future waits for a result before answering 408 try_again")
+    p.add_argument("--log-level", default=os.environ.get("TINKER_ENGINE_LOG_LEVEL", "info"))
+    args = p.parse_args(argv)
+    if args.api_key is not None and not args.api_key.startswith("tml-"):
+        p.error("--api-key must start with 'tml-' (the Tinker SDK refuses other keys)")
+    aliases = {}
+    for item in args.model:
+        name, sep, directory = item.partition("=")
+        if not sep or not name or not directory:
+            p.error(f"--model expects NAME=DIR, got {item!r}")
+        aliases[name] = directory
+    args.aliases = aliases
+    return args
+
+
+def configure_determinism():
+    # Must be set before CUDA initialises for deterministic cuBLAS.
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    import torch
+
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    if torch.backends.cudnn.is_available():
+        torch.backends.cudnn.benchmark = False
+    return torch
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    torch = configure_determinism()
+    torch.set_num_threads(max(1, args.threads))
+    if args.device == "auto":
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    else:
+        device = torch.device(args.device)
+    dtype = getattr(torch, args.dtype)
+
+    import uvicorn
+
+    from .engine import Engine
+    from .server import create_app
+
+    engine = Engine(
+        Path(args.data_dir),
+        device,
+        dtype,
+        aliases=args.aliases,
+        max_batch_tokens=args.max_batch_tokens,
+        long_poll_seconds=args.long_poll_seconds,
+    )
+    app = create_app(engine, api_key=args.api_key, max_body_bytes=int(args.max_body_mb * (1 << 20)))
+    logging.getLogger("tinker_engine").info(
+        "engine on http://%s:%d (device %s, %d threads, data %s)", args.host, args.port, device,
+        torch.get_num_threads(), args.data_dir,
+    )
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level.lower(), access_log=False,
+                timeout_keep_alive=75)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,702 @@
+"""Engine state and request semantics: sessions, training models, samplers, ordering, dedupe.
+
+All bookkeeping happens on the asyncio loop thread; all tensor work runs on one compute thread,
+in submission order. A model's requests are dispatched to that thread strictly by seq_id
+(out-of-order arrivals wait in a buffer), so the compute thread sees each model's operations
+in sequence order.
+"""
+
+import asyncio
+import collections
+import concurrent.futures
+import logging
+import time
+import traceback
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from . import checkpoints as ckpt
+from .base_models import BaseModelCache, BaseModelSpec, ModelRegistry, instance_sharing_weights
+from .body import Body
+from .errors import EngineError, RequestFailed, bad_request, conflict, not_found
+from .futures import FutureStore
+from .lora import LoraSpec, attach_lora, load_adapter_state
+from .sampler import SamplingParams, generate
+from .trainer import ADAM_DEFAULTS, TrainingModel
+from .validation import validate_forward
+from .wire import ForwardRequest, fingerprint_json, parse_tokens_json
+
+log = logging.getLogger("tinker_engine")
+
+MAX_SEQ_LOOKAHEAD = 100_000
+MAX_NUM_SAMPLES = 256
+MAX_TOPK_PROMPT_LOGPROBS = 1000
+DEFAULT_MAX_TOKENS = 128
+SAMPLER_MODEL_CACHE = 8
+MAX_EPHEMERAL_SAMPLERS = 256
+
+
+@dataclass
+class SeqRecord:
+    fingerprint: str
+    request_id: str | None = None
+    error: tuple | None = None  # (status, detail) of a request rejected at submit time
+
+
+@dataclass
+class ModelHandle:
+    model_id: str
+    session_id: str
+    spec: BaseModelSpec
+    lora: LoraSpec
+    user_metadata: dict
+    create_fingerprint: str
+    trainer: TrainingModel | None = None
+    create_error: str | None = None
+    unloaded: bool = False
+    next_seq: int = 1
+    buffered: dict = field(default_factory=dict)
+    seen: dict = field(default_factory=dict)
+    last_request_time: str = field(default_factory=ckpt.now_iso)
+
+
+@dataclass
+class SamplerHandle:
+    sampler_id: str
+    session_id: str
+    spec: BaseModelSpec
+    model_path: str | None = None
+    lora: LoraSpec | None = None
+    adapter: dict | None = None  # ephemeral samplers carry their weights in memory
+    fingerprint: str = ""
+    seen: dict = field(default_factory=dict)
+
+
+@dataclass
+class Session:
+    session_id: str
+    tags: list
+    user_metadata: dict
+    sdk_version: str
+    created_at: str = field(default_factory=ckpt.now_iso)
+    last_heartbeat: float = field(default_factory=time.time)
+    training_run_ids: list = field(default_factory=list)
+    sampler_ids: list = field(default_factory=list)
+
+
+def parse_adam(body: Body) -> dict:
+    raw = body.obj("adam_params", None)
+    adam = dict(ADAM_DEFAULTS)
+    if raw is not None:
+        for key, default in ADAM_DEFAULTS.items():
+            adam[key] = raw.float(key, default)
+    if adam["learning_rate"] < 0:
+        raise bad_request("adam_params.learning_rate must be >= 0")
+    for key in ("beta1", "beta2"):
+        if not 0 <= adam[key] < 1:
+            raise bad_request(f"adam_params.{key} must be in [0, 1)")
+    for key in ("eps", "weight_decay", "grad_clip_norm"):
+        if adam[key] < 0:
+            raise bad_request(f"adam_params.{key} must be >= 0")
+    return adam
+
+
+def parse_lora(body: Body) -> LoraSpec:
+    raw = body.obj("lora_config", None)
+    if raw is None:
+        return LoraSpec()
+    spec = LoraSpec(
+        rank=raw.int("rank", 32),
+        seed=raw.int("seed", 0),
+        train_attn=raw.bool("train_attn", True),
+        train_mlp=raw.bool("train_mlp", True),
+        train_unembed=raw.bool("train_unembed", True),
+    )
+    if not 1 <= spec.rank <= 4096:
+        raise bad_request(f"lora_config.rank must be between 1 and 4096, got {spec.rank}")
+    if not (spec.train_attn or spec.train_mlp or spec.train_unembed):
+        raise bad_request("lora_config: at least one of train_attn, train_mlp, train_unembed must be true")
+    return spec
+
+
+def parse_sampling_params(body: Body) -> SamplingParams:
+    raw = body.obj("sampling_params", None) or Body({}, "sampling_params")
+    params = SamplingParams(
+        max_tokens=raw.int("max_tokens", DEFAULT_MAX_TOKENS),
+        temperature=raw.float("temperature", 1.0),
+        top_k=raw.int("top_k", -1),
+        top_p=raw.float("top_p", 1.0),
+        seed=raw.int("seed", None),
+    )
+    if params.max_tokens < 0:
+        raise bad_request("sampling_params.max_tokens must be >= 0")
+    if params.temperature < 0:
+        raise bad_request("sampling_params.temperature must be >= 0")
+    if not 0 < params.top_p <= 1:
+        raise bad_request("sampling_params.top_p must be in (0, 1]")
+    stop = raw.raw("stop")
+    if isinstance(stop, str):
+        params.stop_strings = [stop]
+    elif isinstance(stop, list):
+        if all(isinstance(s, str) for s in stop):
+            params.stop_strings = list(stop)
+        elif all(isinstance(s, int) and not isinstance(s, bool) for s in stop):
+            params.stop_tokens = list(stop)
+        else:
+            raise bad_request("sampling_params.stop must be a string, a list of strings or a list of token ids")
+    elif stop is not None:
+        raise bad_request("sampling_params.stop must be a string, a list of strings or a list of token ids")
+    return params
+
+
+class Engine:
+    def __init__(self, data_dir: Path, device: torch.device, dtype: torch.dtype, aliases: dict | None = None,
+                 max_batch_tokens: int = 8192, long_poll_seconds: float = 20.0):
+        self.store = ckpt.CheckpointStore(data_dir)
+        self.registry = ModelRegistry(aliases)
+        self.bases = BaseModelCache(device, dtype)
+        self.device = device
+        self.max_batch_tokens = max_batch_tokens
+        self.long_poll_seconds = long_poll_seconds
+        self.futures = FutureStore()
+        self.sessions: dict = {}
+        self.models: dict = {}
+        self.samplers: dict = {}
+        self.ephemeral_order: collections.deque = collections.deque()
+        self.sampler_models: collections.OrderedDict = collections.OrderedDict()
+        self.executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="compute")
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.started_at = time.time()
+
+    def bind_loop(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+
+    def shutdown(self) -> None:
+        self.executor.shutdown(wait=False, cancel_futures=True)
+
+    # ----------------------------------------------------------------------- execution
+
+    def _dispatch(self, fut, fn) -> None:
+        """Runs fn() on the compute thread and settles `fut` on the loop thread."""
+        loop = self.loop
+
+        def run():
+            try:
+                result = fn()
+            except RequestFailed as e:
+                loop.call_soon_threadsafe(self.futures.fail, fut, e.message, e.category)
+            except EngineError as e:
+                loop.call_soon_threadsafe(self.futures.fail, fut, e.detail, "user")
+            except Exception as e:  # a bug or resource problem: report it, keep serving
+                log.error("request %s failed:\n%s", fut.request_id, traceback.format_exc())
+                loop.call_soon_threadsafe(self.futures.fail, fut, f"{type(e).__name__}: {e}", "server")
+            else:
+                loop.call_soon_threadsafe(self.futures.complete, fut, result)
+
+        self.executor.submit(run)
+
+    def _enqueue(self, handle: ModelHandle, seq_id: int, job) -> None:
+        handle.buffered[seq_id] = job
+        while handle.next_seq in handle.buffered:
+            step = handle.buffered.pop(handle.next_seq)
+            handle.next_seq += 1
+            if step is not None:
+                step()
+
+    def reject(self, model_id, seq_id, fingerprint: str, error: EngineError):
+        """Answers `error`, consuming the request's seq id when it names a live model, so that a
+        malformed request cannot leave a gap that blocks every later request of the model."""
+        handle = self.models.get(model_id) if isinstance(model_id, str) else None
+        if handle is not None and isinstance(seq_id, int) and seq_id >= handle.next_seq:
+            if seq_id not in handle.seen and seq_id - handle.next_seq <= MAX_SEQ_LOOKAHEAD:
+                handle.seen[seq_id] = SeqRecord(fingerprint, error=(error.status, error.detail))
+                self._enqueue(handle, seq_id, None)
+        raise error
+
+    def submit_model_op(self, handle: ModelHandle, seq_id, fingerprint: str, request_type: str, validate, work) -> str:
+        """Sequenced, deduplicated submission of one model operation; returns its request id.
+
+        `validate()` runs now (a failure answers 4xx and still consumes the seq id, so later ids
+        are not blocked); `work(trainer)` runs on the compute thread when the seq id is reached.
+        """
+        if not isinstance(seq_id, int) or seq_id < 1:
+            raise bad_request(f"seq_id must be an integer >= 1, got {seq_id!r}")
+        record = handle.seen.get(seq_id)
+        if record is not None:
+            if record.fingerprint != fingerprint:
+                raise conflict(
+                    f"seq_id {seq_id} of model {handle.model_id} was already used by a different request"
+                )
+            if record.error is not None:
+                raise EngineError(*record.error)
+            return record.request_id
+        if seq_id < handle.next_seq:
+            raise conflict(f"seq_id {seq_id} of model {handle.model_id} was already used")
+        if seq_id - handle.next_seq > MAX_SEQ_LOOKAHEAD:
+            raise bad_request(f"seq_id {seq_id} is too far ahead of the next expected seq_id {handle.next_seq}")
+        try:
+            validate()
+        except EngineError as e:
+            handle.seen[seq_id] = SeqRecord(fingerprint, error=(e.status, e.detail))
+            self._enqueue(handle, seq_id, None)
+            raise
+        request_id = f"{handle.model_id}:{seq_id}"
+        fut = self.futures.create(request_id, request_type)
+        handle.seen[seq_id] = SeqRecord(fingerprint, request_id=request_id)
+        handle.last_request_time = ckpt.now_iso()
+
+        def run():
+            if handle.unloaded:
+                raise RequestFailed(f"model {handle.model_id} was unloaded")
+            if handle.trainer is None:
+                raise RequestFailed(f"model {handle.model_id} could not be created: {handle.create_error}")
+            return work(handle.trainer)
+
+        self._enqueue(handle, seq_id, lambda: self._dispatch(fut, run))
+        return request_id
+
+    # ------------------------------------------------------------------------ sessions
+
+    def create_session(self, body: Body) -> dict:
+        session_id = str(uuid.uuid4())
+        self.sessions[session_id] = Session(
+            session_id=session_id,
+            tags=body.list("tags", []),
+            user_metadata=body.raw("user_metadata", {}),
+            sdk_version=body.str("sdk_version", ""),
+        )
+        return {"type": "create_session", "session_id": session_id}
+
+    def session(self, session_id) -> Session:
+        if not isinstance(session_id, str) or session_id not in self.sessions:
+            raise not_found(f"unknown session {session_id!r}")
+        return self.sessions[session_id]
+
+    def heartbeat(self, body: Body) -> dict:
+        self.session(body.str("session_id")).last_heartbeat = time.time()
+        return {"type": "session_heartbeat"}
+
+    # -------------------------------------------------------------------------- models
+
+    def model(self, model_id) -> ModelHandle:
+        handle = self.models.get(model_id) if isinstance(model_id, str) else None
+        if handle is None:
+            raise not_found(
+                f"unknown model {model_id!r} (never created, unloaded, or lost in an engine restart; "
+                "recreate it from a checkpoint)"
+            )
+        return handle
+
+    def create_model(self, body: Body) -> dict:
+        session = self.session(body.str("session_id"))
+        model_seq_id = body.int("model_seq_id", 0)
+        base_model = body.str("base_model")
+        lora = parse_lora(body)
+        user_metadata = body.raw("user_metadata", {})
+        if not isinstance(user_metadata, dict):
+            raise bad_request("user_metadata must be an object")
+        model_id = f"{session.session_id}:train:{model_seq_id}"
+        fingerprint = fingerprint_json("create_model", [base_model, lora.to_json(), user_metadata])
+        request_id = f"{model_id}:0"
+        existing = self.models.get(model_id)
+        if existing is not None:
+            if existing.create_fingerprint != fingerprint:
+                raise conflict(f"model_seq_id {model_seq_id} of session {session.session_id} was already used")
+            return {"request_id": request_id, "model_id": model_id}
+        spec = self.registry.resolve(base_model)
+        handle = ModelHandle(model_id, session.session_id, spec, lora, user_metadata, fingerprint)
+        self.models[model_id] = handle
+        session.training_run_ids.append(model_id)
+        fut = self.futures.create(request_id, "CreateModel")
+        run_meta = {
+            "training_run_id": model_id,
+            "base_model": base_model,
+            "model_owner": "local",
+            "is_lora": True,
+            "lora_rank": lora.rank,
+            "lora": lora.to_json(),
+            "user_metadata": {str(k): str(v) for k, v in user_metadata.items()},
+            "created_at": ckpt.now_iso(),
+            "session_id": session.session_id,
+        }
+
+        def run():
+            try:
+                base = self.bases.model(spec)
+                handle.trainer = TrainingModel(base, spec, lora, self.device, self.max_batch_tokens)
+            except Exception as e:
+                handle.create_error = f"{type(e).__name__}: {e}"
+                raise
+            self.store.save_run(run_meta)
+            return {"type": "create_model", "model_id": model_id}
+
+        self._dispatch(fut, run)
+        return {"request_id": request_id, "model_id": model_id}
+
+    def get_info(self, body: Body) -> dict:
+        handle = self.model(body.str("model_id"))
+        return {
+            "type": "get_info",
+            "model_id": handle.model_id,
+            "model_data": {
+                "arch": handle.spec.arch,
+                "model_name": handle.spec.name,
+                "tokenizer_id": handle.spec.tokenizer_id,
+            },
+            "is_lora": True,
+            "lora_rank": handle.lora.rank,
+            "model_name": handle.spec.name,
+        }
+
+    def unload_model(self, body: Body) -> dict:
+        handle = self.model(body.str("model_id"))
+        handle.unloaded = True
+        del self.models[handle.model_id]
+        # Requests still waiting for an earlier seq id would otherwise stay pending forever.
+        for seq_id, record in handle.seen.items():
+            fut = self.futures.get(record.request_id) if record.request_id else None
+            if fut is not None and seq_id >= handle.next_seq and fut.state == "pending":
+                self.futures.fail(fut, f"model {handle.model_id} was unloaded", "user")
+        handle.buffered.clear()
+        fut = self.futures.create(f"{handle.model_id}:unload", "UnloadModel")
+
+        def run():
+            handle.trainer = None  # frees the adapter and optimizer state
+            return {"type": "unload_model", "model_id": handle.model_id}
+
+        self._dispatch(fut, run)
+        return {"request_id": fut.request_id, "model_id": handle.model_id}
+
+    def forward_backward(self, model_id, seq_id, req: ForwardRequest) -> dict:
+        handle = self.model(model_id)
+        fingerprint = req.fingerprint()
+        request_type = "Forward" if req.forward_only else "ForwardBackward"
+        request_id = self.submit_model_op(
+            handle,
+            seq_id,
+            fingerprint,
+            request_type,
+            lambda: validate_forward(req, handle.spec),
+            lambda trainer: trainer.forward_backward(req),
+        )
+        return {"request_id": request_id, "model_id": handle.model_id}
+
+    def optim_step(self, body: Body) -> dict:
+        handle = self.model(body.str("model_id"))
+        seq_id = body.int("seq_id")
+        try:
+            adam = parse_adam(body)
+        except EngineError as e:
+            self.reject(handle.model_id, seq_id, fingerprint_json("optim_step", body.raw("adam_params")), e)
+        request_id = self.submit_model_op(
+            handle,
+            seq_id,
+            fingerprint_json("optim_step", adam),
+            "OptimStep",
+            lambda: None,
+            lambda trainer: {"metrics": trainer.optim_step(adam) or None},
+        )
+        return {"request_id": request_id, "model_id": handle.model_id}
+
+    def _checkpoint_metadata(self, handle: ModelHandle, ttl_seconds) -> dict:
+        return {
+            "base_model": handle.spec.name,
+            "is_lora": True,
+            "lora_rank": handle.lora.rank,
+            "lora": handle.lora.to_json(),
+            "expires_at": ckpt.expires_at(ttl_seconds),
+        }
+
+    def _save(self, handle: ModelHandle, trainer: TrainingModel, kind: str, name: str, ttl, overwrite) -> dict:
+        with_optimizer = kind == "weights"
+        try:
+            info = self.store.write(
+                handle.model_id,
+                kind,
+                name,
+                lambda d: trainer.save(d, with_optimizer),
+                self._checkpoint_metadata(handle, ttl),
+                overwrite,
+            )
+        except FileExistsError:
+            raise RequestFailed(
+                f"checkpoint {ckpt.tinker_path(handle.model_id, kind, name)} already exists; "
+                "use another name or overwrite=true"
+            ) from None
+        return info
+
+    def save_weights(self, body: Body) -> dict:
+        handle = self.model(body.str("model_id"))
+        seq_id = body.int("seq_id")
+        name = body.str("path", None) or f"seq-{seq_id}"
+        ttl = body.int("ttl_seconds", None)
+        overwrite = body.bool("overwrite", False)
+        fingerprint = fingerprint_json("save_weights", [name, ttl, overwrite])
+
+        def work(trainer):
+            info = self._save(handle, trainer, "weights", name, ttl, overwrite)
+            return {"type": "save_weights", "path": info["tinker_path"]}
+
+        request_id = self.submit_model_op(
+            handle, seq_id, fingerprint, "SaveWeights", lambda: ckpt.check_name(name), work
+        )
+        return {"request_id": request_id, "model_id": handle.model_id}
+
+    def save_weights_for_sampler(self, body: Body) -> dict:
+        handle = self.model(body.str("model_id"))
+        seq_id = body.int("seq_id")
+        name = body.str("path", None)
+        sampling_seq = body.int("sampling_session_seq_id", None)
+        ttl = body.int("ttl_seconds", None)
+        overwrite = body.bool("overwrite", False)
+        fingerprint = fingerprint_json("save_weights_for_sampler", [name, sampling_seq, ttl, overwrite])
+        record = handle.seen.get(seq_id) if isinstance(seq_id, int) else None
+        if name is None and sampling_seq is None:
+            raise bad_request("save_weights_for_sampler needs either path (a name) or sampling_session_seq_id")
+
+        if name is not None:
+            def work(trainer):
+                info = self._save(handle, trainer, "sampler_weights", name, ttl, overwrite)
+                return {"type": "save_weights_for_sampler", "path": info["tinker_path"], "sampling_session_id": None}
+
+            validate = lambda: ckpt.check_name(name)  # noqa: E731
+        else:
+            sampler_id = None if record else self._ephemeral_sampler_id(handle, sampling_seq, seq_id)
+
+            def work(trainer):
+                sampler = SamplerHandle(
+                    sampler_id, handle.session_id, handle.spec, lora=handle.lora, adapter=trainer.adapter_state()
+                )
+                self._register_ephemeral(sampler)
+                return {"type": "save_weights_for_sampler", "path": None, "sampling_session_id": sampler_id}
+
+            validate = lambda: None  # noqa: E731
+
+        request_id = self.submit_model_op(handle, seq_id, fingerprint, "SaveWeightsForSampler", validate, work)
+        return {"request_id": request_id, "model_id": handle.model_id}
+
+    def _ephemeral_sampler_id(self, handle: ModelHandle, sampling_seq: int, seq_id: int) -> str:
+        preferred = f"{handle.session_id}:sample:{sampling_seq}"
+        # A model driven by another session (e.g. after a worker restart) may reuse a counter value.
+        sampler_id = preferred if preferred not in self.samplers else f"{handle.model_id}:sample:{seq_id}"
+        self.samplers.setdefault(sampler_id, None)  # reserved until the save runs
+        return sampler_id
+
+    def _register_ephemeral(self, sampler: SamplerHandle) -> None:
+        def register():
+            self.samplers[sampler.sampler_id] = sampler
+            self.ephemeral_order.append(sampler.sampler_id)
+            while len(self.ephemeral_order) > MAX_EPHEMERAL_SAMPLERS:
+                old = self.ephemeral_order.popleft()
+                self.samplers.pop(old, None)
+                self.sampler_models.pop(("ephemeral", old), None)
+
+        # Registered before the future completes (call_soon callbacks run in order).
+        self.loop.call_soon_threadsafe(register)
+
+    def load_weights(self, body: Body) -> dict:
+        handle = self.model(body.str("model_id"))
+        path = body.str("path")
+        with_optimizer = body.bool("optimizer", False)
+
+        def validate():
+            meta = self.store.metadata(path)
+            if meta.get("lora_rank") != handle.lora.rank:
+                raise bad_request(
+                    f"checkpoint {path} has LoRA rank {meta.get('lora_rank')}, model has rank {handle.lora.rank}"
+                )
+            if self.registry.resolve(meta["base_model"]).name != handle.spec.name:
+                raise bad_request(
+                    f"checkpoint {path} is for base model {meta['base_model']!r}, model uses {handle.spec.name!r}"
+                )
+            if with_optimizer and meta["checkpoint_type"] != "training":
+                raise bad_request(f"checkpoint {path} has no optimizer state (a sampler checkpoint)")
+
+        def work(trainer):
+            trainer.load(self.store.directory(path), with_optimizer)
+            return {"type": "load_weights", "path": path, "model_id": handle.model_id}
+
+        request_id = self.submit_model_op(
+            handle,
+            body.int("seq_id"),
+            fingerprint_json("load_weights", [path, with_optimizer]),
+            "LoadWeights",
+            validate,
+            work,
+        )
+        return {"request_id": request_id, "model_id": handle.model_id}
+
+    def weights_info(self, body: Body) -> dict:
+        meta = self.store.metadata(body.str("tinker_path"))
+        lora = meta.get("lora", {})
+        return {
+            "base_model": meta["base_model"],
+            "is_lora": True,
+            "lora_rank": meta["lora_rank"],
+            "train_unembed": lora.get("train_unembed", True),
+            "train_mlp": lora.get("train_mlp", True),
+            "train_attn": lora.get("train_attn", True),
+        }
+
+    # ------------------------------------------------------------------------ samplers
+
+    def create_sampling_session(self, body: Body) -> dict:
+        session = self.session(body.str("session_id"))
+        seq = body.int("sampling_session_seq_id", 0)
+        sampler_id = f"{session.session_id}:sample:{seq}"
+        sampler = self._new_sampler(sampler_id, session.session_id, body.str("base_model", None),
+                                    body.str("model_path", None))
+        existing = self.samplers.get(sampler_id)
+        if existing is not None or sampler_id in self.samplers:
+            if existing is None or existing.fingerprint != sampler.fingerprint:
+                raise conflict(f"sampling_session_seq_id {seq} of session {session.session_id} was already used")
+            return {"type": "create_sampling_session", "sampling_session_id": sampler_id}
+        self.samplers[sampler_id] = sampler
+        session.sampler_ids.append(sampler_id)
+        return {"type": "create_sampling_session", "sampling_session_id": sampler_id}
+
+    def _new_sampler(self, sampler_id, session_id, base_model, model_path) -> SamplerHandle:
+        if model_path is not None:
+            meta = self.store.metadata(model_path)
+            lora = LoraSpec(**meta["lora"])
+            spec = self.registry.resolve(meta["base_model"])
+            return SamplerHandle(sampler_id, session_id, spec, model_path=model_path, lora=lora,
+                                 fingerprint=f"path:{model_path}")
+        if base_model is None:
+            raise bad_request("create_sampling_session needs base_model or model_path")
+        spec = self.registry.resolve(base_model)
+        return SamplerHandle(sampler_id, session_id, spec, fingerprint=f"base:{base_model}")
+
+    def sampler(self, sampler_id) -> SamplerHandle:
+        handle = self.samplers.get(sampler_id) if isinstance(sampler_id, str) else None
+        if handle is None:
+            raise not_found(f"unknown sampling session {sampler_id!r}")
+        return handle
+
+    def get_sampler(self, sampler_id: str) -> dict:
+        s = self.sampler(sampler_id)
+        out = {"sampler_id": s.sampler_id, "base_model": s.spec.name}
+        if s.model_path:
+            out["model_path"] = s.model_path
+        return out
+
+    def _sampler_model(self, sampler: SamplerHandle):
+        """The module a sampler generates with (compute thread); adapters are cached LRU."""
+        base = self.bases.model(sampler.spec)
+        if sampler.lora is None:
+            return base
+        key = ("path", sampler.model_path) if sampler.model_path else ("ephemeral", sampler.sampler_id)
+        model = self.sampler_models.get(key)
+        if model is None:
+            if sampler.model_path:
+                from safetensors.torch import load_file
+
+                directory = self.store.directory(sampler.model_path)
+                adapter = load_file(str(directory / "adapter_model.safetensors"), device=str(self.device))
+            else:
+                adapter = sampler.adapter
+            model = attach_lora(instance_sharing_weights(base), sampler.lora)
+            load_adapter_state(model, adapter)
+            self.sampler_models[key] = model
+            while len(self.sampler_models) > SAMPLER_MODEL_CACHE:
+                self.sampler_models.popitem(last=False)
+        else:
+            self.sampler_models.move_to_end(key)
+        return model
+
+    def asample(self, body: Body) -> dict:
+        sampler_id = body.str("sampling_session_id", None)
+        if sampler_id is not None:
+            sampler = self.sampler(sampler_id)
+        else:
+            # Direct addressing (SDKs before sessions): an anonymous sampler per source.
+            sampler = self._new_sampler(None, None, body.str("base_model", None), body.str("model_path", None))
+            sampler.sampler_id = f"direct:{sampler.fingerprint}"
+            sampler = self.samplers.setdefault(sampler.sampler_id, sampler)
+        prompt = parse_tokens_json(body.raw("prompt"), "prompt") if body.has("prompt") else None
+        if prompt is None:
+            raise bad_request("missing required field 'prompt'")
+        params = parse_sampling_params(body)
+        num_samples = body.int("num_samples", 1)
+        want_prompt_logprobs = body.bool("prompt_logprobs", False)
+        topk = body.int("topk_prompt_logprobs", 0)
+        spec = sampler.spec
+        if not 1 <= num_samples <= MAX_NUM_SAMPLES:
+            raise bad_request(f"num_samples must be between 1 and {MAX_NUM_SAMPLES}")
+        if not 0 <= topk <= MAX_TOPK_PROMPT_LOGPROBS:
+            raise bad_request(f"topk_prompt_logprobs must be between 0 and {MAX_TOPK_PROMPT_LOGPROBS}")
+        if len(prompt) == 0:
+            raise bad_request("prompt must contain at least one token")
+        if prompt.min() < 0 or prompt.max() >= spec.vocab_size:
+            raise bad_request(f"prompt contains token ids outside the vocabulary [0, {spec.vocab_size})")
+        if any(not 0 <= t < spec.vocab_size for t in params.stop_tokens):
+            raise bad_request(f"sampling_params.stop contains token ids outside the vocabulary [0, {spec.vocab_size})")
+        if len(prompt) + params.max_tokens > spec.max_context:
+            raise bad_request(
+                f"prompt ({len(prompt)} tokens) + max_tokens ({params.max_tokens}) exceeds the context {spec.max_context}"
+            )
+        seq_id = body.int("seq_id", None)
+        fingerprint = fingerprint_json(
+            "sample",
+            [prompt.tolist(), vars(params), num_samples, want_prompt_logprobs, topk],
+        )
+        if seq_id is not None:
+            record = sampler.seen.get(seq_id)
+            if record is not None:
+                if record.fingerprint != fingerprint:
+                    raise conflict(f"seq_id {seq_id} of sampling session {sampler.sampler_id} was already used")
+                return {"request_id": record.request_id}
+            request_id = f"{sampler.sampler_id}:{seq_id}"
+            sampler.seen[seq_id] = SeqRecord(fingerprint, request_id=request_id)
+        else:
+            request_id = f"{sampler.sampler_id}:{uuid.uuid4()}"
+        fut = self.futures.create(request_id, "Sample")
+        tokens = prompt.tolist()
+
+        def run():
+            model = self._sampler_model(sampler)
+            return generate(
+                model,
+                tokens,
+                num_samples,
+                params,
+                spec.eos_token_ids,
+                self.bases.tokenizer(spec),
+                self.device,
+                prompt_logprobs=want_prompt_logprobs,
+                topk_prompt=topk,
+            )
+
+        self._dispatch(fut, run)
+        return {"request_id": request_id}
+
+    # --------------------------------------------------------------- runs/checkpoints
+
+    def training_run(self, run_id: str) -> dict:
+        meta = self.store.load_run(ckpt.check_run_id(run_id))
+        if meta is None:
+            raise not_found(f"unknown training run {run_id!r}")
+        checkpoints = self.store.list(run_id)
+        training = [c for c in checkpoints if c["checkpoint_type"] == "training"]
+        sampler = [c for c in checkpoints if c["checkpoint_type"] == "sampler"]
+        handle = self.models.get(run_id)
+        return {
+            "training_run_id": run_id,
+            "base_model": meta["base_model"],
+            "model_owner": meta.get("model_owner", "local"),
+            "is_lora": True,
+            "corrupted": False,
+            "lora_rank": meta["lora_rank"],
+            "last_request_time": handle.last_request_time if handle else meta["created_at"],
+            "last_checkpoint": training[-1] if training else None,
+            "last_sampler_checkpoint": sampler[-1] if sampler else None,
+            "user_metadata": meta.get("user_metadata") or None,
+        }
+
+    def training_runs(self, limit: int, offset: int) -> dict:
+        runs = self.store.list_runs()
+        page = [self.training_run(r["training_run_id"]) for r in runs[offset : offset + limit]]
+        return {"training_runs": page, "cursor": {"offset": offset, "limit": limit, "total_count": len(runs)}}

@@ -1,0 +1,212 @@
+"""A LoRA training model: forward/backward with gradient accumulation, Adam steps, state I/O."""
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+
+from .base_models import BaseModelSpec, instance_sharing_weights
+from .errors import RequestFailed
+from .head import HeadProjection
+from .lora import LoraSpec, adapter_state, attach_lora, load_adapter_state
+from .losses import LOSSES, OUTPUT_TYPE
+from .wire import ForwardRequest
+
+ADAM_DEFAULTS = {
+    "learning_rate": 1e-4,
+    "beta1": 0.9,
+    "beta2": 0.95,
+    "eps": 1e-12,
+    "weight_decay": 0.0,
+    "grad_clip_norm": 0.0,
+}
+def body_and_head(hf_model):
+    """The decoder stack and the output head of a causal LM (works through peft wrappers)."""
+    return hf_model.get_decoder(), hf_model.get_output_embeddings()
+
+
+def target_logprobs(hf_model, datums: list, device) -> list:
+    """Per-datum tensors shaped like target_tokens: log p_θ(target_tokens[i] | tokens[:i+1])."""
+    body, head = body_and_head(hf_model)
+    lengths = [len(d.tokens) for d in datums]
+    max_len = max(lengths)
+    # Right padding needs no attention mask: causal attention never looks at later positions.
+    ids = torch.zeros((len(datums), max_len), dtype=torch.long)
+    for i, d in enumerate(datums):
+        ids[i, : lengths[i]] = torch.from_numpy(d.tokens)
+    hidden = body(input_ids=ids.to(device), use_cache=False).last_hidden_state
+    rows = torch.cat([hidden[i, : lengths[i]] for i in range(len(datums))])
+    widths = [1 if d.inputs["target_tokens"].ndim == 1 else d.inputs["target_tokens"].shape[1] for d in datums]
+    k = max(widths)
+    targets = torch.zeros((rows.shape[0], k), dtype=torch.long)
+    offset = 0
+    for d, n, w in zip(datums, lengths, widths):
+        targets[offset : offset + n, :w] = torch.from_numpy(d.inputs["target_tokens"].reshape(n, w))
+        offset += n
+    logprobs = HeadProjection(head).target_logprobs(rows, targets.to(device))
+    out, offset = [], 0
+    for d, n, w in zip(datums, lengths, widths):
+        lp = logprobs[offset : offset + n, :w]
+        out.append(lp[:, 0] if d.inputs["target_tokens"].ndim == 1 else lp)
+        offset += n
+    return out
+
+
+def micro_batches(datums: list, max_tokens: int) -> list:
+    """Consecutive groups whose padded size (count × longest) stays within max_tokens."""
+    batches, current, longest = [], [], 0
+    for d in datums:
+        n = len(d.tokens)
+        if current and (len(current) + 1) * max(longest, n) > max_tokens:
+            batches.append(current)
+            current, longest = [], 0
+        current.append(d)
+        longest = max(longest, n)
+    if current:
+        batches.append(current)
+    return batches
+
+
+class TrainingModel:
+    def __init__(self, base: torch.nn.Module, spec: BaseModelSpec, lora: LoraSpec, device, max_batch_tokens: int):
+        self.spec = spec
+        self.lora = lora
+        self.device = device
+        self.max_batch_tokens = max_batch_tokens
+        self.peft = attach_lora(instance_sharing_weights(base), lora)
+        self.params = {n: p for n, p in self.peft.named_parameters() if p.requires_grad}
+        for p in self.params.values():
+            p.data = p.data.float()  # adapters train in fp32 even over a bf16 base
+        self.optimizer = self._new_optimizer()
+
+    def _new_optimizer(self):
+        d = ADAM_DEFAULTS
+        return torch.optim.AdamW(
+            list(self.params.values()),
+            lr=d["learning_rate"],
+            betas=(d["beta1"], d["beta2"]),
+            eps=d["eps"],
+            weight_decay=d["weight_decay"],
+        )
+
+    # ---------------------------------------------------------------- forward / backward
+
+    def forward_backward(self, req: ForwardRequest) -> dict:
+        loss_fn = LOSSES[req.loss_fn]
+        hf = self.peft.get_base_model()
+        saved_grads = None if req.forward_only else self._grads_snapshot()
+        outputs, total = [], 0.0
+        try:
+            for batch in micro_batches(req.data, self.max_batch_tokens):
+                with torch.set_grad_enabled(not req.forward_only):
+                    logprobs = target_logprobs(hf, batch, self.device)
+                    loss = None
+                    for d, lp in zip(batch, logprobs):
+                        inputs = {
+                            k: torch.from_numpy(v).to(self.device) for k, v in d.inputs.items() if k != "target_tokens"
+                        }
+                        datum_loss = loss_fn(lp, inputs, req.loss_fn_config)
+                        loss = datum_loss if loss is None else loss + datum_loss
+                value = float(loss.detach())
+                if not math.isfinite(value):
+                    raise RequestFailed(f"loss is {value} (non-finite); gradients were not updated")
+                if not req.forward_only:
+                    loss.backward()
+                total += value
+                for d, lp in zip(batch, logprobs):
+                    outputs.append({"logprobs": lp.detach().float().cpu().numpy()})
+            if saved_grads is not None and not self._grads_finite():
+                raise RequestFailed("gradients are non-finite (NaN/inf); gradients were not updated")
+        except BaseException:
+            if saved_grads is not None:
+                self._grads_restore(saved_grads)
+            raise
+        if req.loss_fn == "cross_entropy":
+            for d, out in zip(req.data, outputs):
+                weights = d.inputs.get("weights")
+                w = np.ones_like(out["logprobs"]) if weights is None else weights
+                out["elementwise_loss"] = (-(w * out["logprobs"])).astype(np.float32)
+        return {
+            "loss_fn_output_type": OUTPUT_TYPE[req.loss_fn],
+            "loss_fn_outputs": outputs,
+            "metrics": {"loss:sum": total},
+        }
+
+    def _grads_snapshot(self) -> dict:
+        return {n: (None if p.grad is None else p.grad.clone()) for n, p in self.params.items()}
+
+    def _grads_restore(self, saved: dict) -> None:
+        for n, p in self.params.items():
+            p.grad = saved[n]
+
+    def _grads_finite(self) -> bool:
+        return all(p.grad is None or bool(torch.isfinite(p.grad).all()) for p in self.params.values())
+
+    # ---------------------------------------------------------------------- optimiser
+
+    def optim_step(self, adam: dict) -> dict:
+        params = list(self.params.values())
+        metrics = {}
+        if adam["grad_clip_norm"] > 0:
+            norm = torch.nn.utils.clip_grad_norm_(params, adam["grad_clip_norm"], foreach=False)
+            metrics["unclipped_grad_l2:mean"] = float(norm)
+        for group in self.optimizer.param_groups:
+            group["lr"] = adam["learning_rate"]
+            group["betas"] = (adam["beta1"], adam["beta2"])
+            group["eps"] = adam["eps"]
+            group["weight_decay"] = adam["weight_decay"]
+        with torch.no_grad():
+            self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return metrics
+
+    # -------------------------------------------------------------------- state I/O
+
+    def adapter_state(self) -> dict:
+        return adapter_state(self.peft)
+
+    def save(self, directory: Path, with_optimizer: bool) -> None:
+        """Writes the PEFT adapter layout (+ optimizer state) into an existing directory."""
+        save_file(
+            {k: v.contiguous().cpu() for k, v in self.adapter_state().items()},
+            str(directory / "adapter_model.safetensors"),
+            metadata={"format": "pt"},
+        )
+        config = self.peft.peft_config["default"].to_dict()
+        config["base_model_name_or_path"] = self.spec.name
+        (directory / "adapter_config.json").write_text(json.dumps(config, indent=2, default=list))
+        if with_optimizer:
+            tensors, steps = {}, {}
+            for name, p in self.params.items():
+                state = self.optimizer.state.get(p)
+                if not state:
+                    continue
+                steps[name] = float(state["step"])
+                tensors[f"{name}::exp_avg"] = state["exp_avg"].contiguous().cpu()
+                tensors[f"{name}::exp_avg_sq"] = state["exp_avg_sq"].contiguous().cpu()
+            save_file(tensors, str(directory / "optimizer.safetensors"))
+            (directory / "optimizer.json").write_text(json.dumps({"steps": steps}))
+
+    def load(self, directory: Path, with_optimizer: bool) -> None:
+        state = load_file(str(directory / "adapter_model.safetensors"), device=str(self.device))
+        load_adapter_state(self.peft, state)
+        for p in self.params.values():
+            p.grad = None
+        self.optimizer = self._new_optimizer()
+        if with_optimizer:
+            if not (directory / "optimizer.safetensors").is_file():
+                raise RequestFailed("checkpoint has no optimizer state")
+            tensors = load_file(str(directory / "optimizer.safetensors"), device=str(self.device))
+            steps = json.loads((directory / "optimizer.json").read_text())["steps"]
+            for name, step in steps.items():
+                p = self.params.get(name)
+                if p is None:
+                    raise RequestFailed(f"optimizer state names unknown parameter {name}")
+                self.optimizer.state[p] = {
+                    "step": torch.tensor(step, dtype=torch.float32),
+                    "exp_avg": tensors[f"{name}::exp_avg"].clone(),
+                    "exp_avg_sq": tensors[f"{name}::exp_avg_sq"].clone(),
+                }

@@ -1,0 +1,318 @@
+"""Request decoding and result encoding for both dialects: JSON (all SDKs) and protobuf (0.25)."""
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import proto_schema as pb
+from .body import Body
+from .errors import bad_request
+
+_DTYPES = {"float32": np.float32, "int64": np.int64}
+_PROTO_DTYPES = {pb.DTYPE_FLOAT32: np.float32, pb.DTYPE_INT64: np.int64, pb.DTYPE_INT32: np.int32}
+
+
+@dataclass
+class Datum:
+    tokens: np.ndarray  # int64, shape (N,)
+    inputs: dict = field(default_factory=dict)  # name -> np.ndarray (float32 or int64)
+
+
+@dataclass
+class ForwardRequest:
+    data: list
+    loss_fn: str
+    loss_fn_config: dict
+    forward_only: bool
+
+    def fingerprint(self) -> str:
+        h = hashlib.sha256()
+        kind = "forward" if self.forward_only else "forward_backward"
+        h.update(json.dumps([kind, self.loss_fn, sorted(self.loss_fn_config.items())]).encode())
+        for datum in self.data:
+            h.update(b"|d")
+            h.update(datum.tokens.astype("<i8").tobytes())
+            for name in sorted(datum.inputs):
+                arr = datum.inputs[name]
+                h.update(f"|{name}:{arr.dtype.str}:{arr.shape}".encode())
+                h.update(np.ascontiguousarray(arr).tobytes())
+        return h.hexdigest()
+
+
+def fingerprint_json(kind: str, payload) -> str:
+    return hashlib.sha256(json.dumps([kind, payload], sort_keys=True).encode()).hexdigest()
+
+
+# ---------------------------------------------------------------------------------------- JSON
+
+
+def _densify_csr(values, crow, col, shape, where):
+    if len(shape) != 2:
+        raise bad_request(f"{where}: sparse tensors need a 2-D shape")
+    rows, cols = shape
+    crow = np.asarray(crow, dtype=np.int64)
+    col = np.asarray(col, dtype=np.int64)
+    if crow.shape != (rows + 1,) or col.shape != values.shape or crow[0] != 0 or crow[-1] != len(values):
+        raise bad_request(f"{where}: inconsistent sparse CSR indices")
+    if np.any(np.diff(crow) < 0) or (len(col) and (col.min() < 0 or col.max() >= cols)):
+        raise bad_request(f"{where}: sparse CSR indices out of range")
+    dense = np.zeros((rows, cols), dtype=values.dtype)
+    row_of = np.repeat(np.arange(rows), np.diff(crow))
+    dense[row_of, col] = values
+    return dense
+
+
+def _check_shape(arr, shape, where):
+    if shape is None:
+        return arr
+    if not isinstance(shape, list) or not all(isinstance(s, int) and s >= 0 for s in shape):
+        raise bad_request(f"{where}.shape must be a list of non-negative integers")
+    if int(np.prod(shape)) != arr.size:
+        raise bad_request(f"{where}: data has {arr.size} elements but shape {shape} needs {int(np.prod(shape))}")
+    return arr.reshape(shape)
+
+
+def parse_tensor_json(obj, where: str) -> np.ndarray:
+    b = Body(obj, where)
+    dtype_name = b.str("dtype", "float32")
+    if dtype_name not in _DTYPES:
+        raise bad_request(f"{where}.dtype must be 'float32' or 'int64', got {dtype_name!r}")
+    data = b.list("data")
+    try:
+        arr = np.asarray(data, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise bad_request(f"{where}.data must be a flat list of numbers") from None
+    if arr.ndim != 1:
+        raise bad_request(f"{where}.data must be a flat list of numbers")
+    if dtype_name == "int64":
+        if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
+            raise bad_request(f"{where}: int64 tensor has non-integer values")
+        arr = np.asarray(data, dtype=np.int64)
+    else:
+        arr = arr.astype(np.float32)
+    shape = b.raw("shape")
+    if b.has("sparse_crow_indices") or b.has("sparse_col_indices"):
+        if shape is None:
+            raise bad_request(f"{where}: sparse tensors require a shape")
+        return _densify_csr(arr, b.list("sparse_crow_indices"), b.list("sparse_col_indices"), shape, where)
+    return _check_shape(arr, shape, where)
+
+
+def parse_tokens_json(model_input, where: str) -> np.ndarray:
+    chunks = Body(model_input, where).list("chunks")
+    parts = []
+    for j, chunk in enumerate(chunks):
+        cw = f"{where}.chunks[{j}]"
+        c = Body(chunk, cw)
+        kind = c.str("type", None)
+        if kind is None:
+            if c.has("tokens"):
+                kind = "encoded_text"
+            elif c.has("location"):
+                kind = "image_asset_pointer"
+            elif c.has("dmel"):
+                kind = "dmel"
+            elif c.has("data"):
+                kind = "image"
+        if kind != "encoded_text":
+            raise bad_request(f"{cw}: chunk type {kind!r} is not supported (text-only models)")
+        tokens = c.list("tokens")
+        if not all(isinstance(t, int) and not isinstance(t, bool) for t in tokens):
+            raise bad_request(f"{cw}.tokens must be a list of integers")
+        parts.append(np.asarray(tokens, dtype=np.int64))
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
+def parse_datum_json(obj, where: str) -> Datum:
+    b = Body(obj, where)
+    tokens = parse_tokens_json(b.raw("model_input"), f"{where}.model_input") if b.has("model_input") else None
+    if tokens is None:
+        raise bad_request(f"missing required field '{where}.model_input'")
+    inputs_obj = b.raw("loss_fn_inputs", {})
+    if not isinstance(inputs_obj, dict):
+        raise bad_request(f"{where}.loss_fn_inputs must be an object")
+    inputs = {k: parse_tensor_json(v, f"{where}.loss_fn_inputs.{k}") for k, v in inputs_obj.items()}
+    return Datum(tokens=tokens, inputs=inputs)
+
+
+def parse_loss_fn_config(raw, where: str) -> dict:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise bad_request(f"{where} must be an object of numbers")
+    out = {}
+    for k, v in raw.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise bad_request(f"{where}.{k} must be a finite number")
+        out[k] = float(v)
+    return out
+
+
+def parse_forward_json(body: Body, wrapper: str, forward_only: bool) -> ForwardRequest:
+    inner = body.obj(wrapper)
+    data = inner.list("data")
+    datums = [parse_datum_json(d, f"{wrapper}.data[{i}]") for i, d in enumerate(data)]
+    return ForwardRequest(
+        data=datums,
+        loss_fn=inner.str("loss_fn", "cross_entropy"),
+        loss_fn_config=parse_loss_fn_config(inner.raw("loss_fn_config"), f"{wrapper}.loss_fn_config"),
+        forward_only=forward_only,
+    )
+
+
+# -------------------------------------------------------------------------------------- protobuf
+
+
+def _frombuffer(raw: bytes, dtype, where: str) -> np.ndarray:
+    itemsize = np.dtype(dtype).itemsize
+    if len(raw) % itemsize:
+        raise bad_request(f"{where}: byte length {len(raw)} is not a multiple of {itemsize}")
+    return np.frombuffer(raw, dtype=np.dtype(dtype).newbyteorder("<")).astype(dtype)
+
+
+def parse_tensor_proto(msg, where: str) -> np.ndarray:
+    dtype = _PROTO_DTYPES.get(msg.dtype)
+    if dtype is None:
+        raise bad_request(f"{where}: unsupported tensor dtype enum {msg.dtype}")
+    shape = list(msg.shape) or None
+    if msg.WhichOneof("encoding") == "sparse_csr":
+        csr = msg.sparse_csr
+        values = _frombuffer(csr.values, dtype, where)
+        crow = _frombuffer(csr.crow_indices, np.int64, where)
+        col = _frombuffer(csr.col_indices, np.int64, where)
+        if shape is None:
+            raise bad_request(f"{where}: sparse tensors require a shape")
+        arr = _densify_csr(values, crow, col, shape, where)
+    else:
+        arr = _check_shape(_frombuffer(msg.dense, dtype, where), shape, where)
+    if arr.dtype == np.int32:
+        arr = arr.astype(np.int64)
+    return arr
+
+
+def parse_forward_backward_proto(raw: bytes):
+    msg = pb.ForwardBackwardRequest()
+    try:
+        msg.ParseFromString(raw)
+    except Exception as e:  # protobuf raises DecodeError or others on garbage
+        raise bad_request(f"malformed protobuf ForwardBackwardRequest: {e}") from None
+    datums = []
+    for i, d in enumerate(msg.data):
+        where = f"data[{i}]"
+        parts = []
+        for j, chunk in enumerate(d.model_input):
+            kind = chunk.WhichOneof("chunk")
+            if kind != "encoded_text":
+                raise bad_request(f"{where}.model_input[{j}]: chunk type {kind!r} is not supported (text-only models)")
+            parts.append(_frombuffer(chunk.encoded_text.tokens, np.int32, f"{where}.model_input[{j}]").astype(np.int64))
+        tokens = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        inputs = {k: parse_tensor_proto(v, f"{where}.loss_fn_inputs.{k}") for k, v in d.loss_fn_inputs.items()}
+        datums.append(Datum(tokens=tokens, inputs=inputs))
+    req = ForwardRequest(
+        data=datums,
+        loss_fn=msg.loss_fn or "cross_entropy",
+        loss_fn_config={k: float(v) for k, v in msg.loss_fn_config.items()},
+        forward_only=msg.forward_only,
+    )
+    return msg.model_id, msg.seq_id, req
+
+
+# -------------------------------------------------------------------------------------- results
+
+
+def _dtype_name(arr: np.ndarray) -> str:
+    return "int64" if np.issubdtype(arr.dtype, np.integer) else "float32"
+
+
+def _finite_or_none(x: float):
+    return x if math.isfinite(x) else None
+
+
+def forward_output_json(result: dict) -> dict:
+    outputs = []
+    for per_datum in result["loss_fn_outputs"]:
+        outputs.append(
+            {
+                name: {"data": arr.reshape(-1).tolist(), "dtype": _dtype_name(arr), "shape": list(arr.shape)}
+                for name, arr in per_datum.items()
+            }
+        )
+    return {
+        "loss_fn_output_type": result["loss_fn_output_type"],
+        "loss_fn_outputs": outputs,
+        "metrics": result["metrics"],
+    }
+
+
+def forward_output_proto(result: dict) -> bytes:
+    msg = pb.ForwardBackwardOutput()
+    msg.loss_fn_output_type = result["loss_fn_output_type"]
+    for k, v in result["metrics"].items():
+        msg.metrics[k] = float(v)
+    outputs = result["loss_fn_outputs"]
+    if outputs:
+        record = msg.loss_fn_outputs.add()
+        record.type_tag = result["loss_fn_output_type"]
+        record.num_datums = len(outputs)
+        for name in outputs[0]:
+            arrays = [per_datum[name] for per_datum in outputs]
+            is_int = np.issubdtype(arrays[0].dtype, np.integer)
+            np_dtype = np.dtype("<i8") if is_int else np.dtype("<f4")
+            blobs = [np.ascontiguousarray(a, dtype=np_dtype).tobytes() for a in arrays]
+            offsets = np.cumsum([0] + [len(b) for b in blobs]).astype("<i8")
+            bt = record.fields[name]
+            bt.data = b"".join(blobs)
+            bt.offsets = offsets.tobytes()
+            bt.dtype = pb.DTYPE_INT64 if is_int else pb.DTYPE_FLOAT32
+            bt.trailing_shape.extend(list(arrays[0].shape[1:]))
+    return msg.SerializeToString()
+
+
+def sample_output_json(result: dict) -> dict:
+    out = {
+        "type": "sample",
+        "sequences": [
+            {"tokens": s["tokens"], "logprobs": s["logprobs"], "stop_reason": s["stop_reason"]}
+            for s in result["sequences"]
+        ],
+        "prompt_logprobs": result.get("prompt_logprobs"),
+        "topk_prompt_logprobs": result.get("topk_prompt_logprobs"),
+    }
+    return out
+
+
+TOPK_EMPTY_TOKEN = 0
+TOPK_EMPTY_LOGPROB = -99999.0
+
+
+def sample_output_proto(result: dict) -> bytes:
+    msg = pb.SampleResponse()
+    for s in result["sequences"]:
+        seq = msg.sequences.add()
+        seq.stop_reason = pb.STOP_REASON_STOP if s["stop_reason"] == "stop" else pb.STOP_REASON_LENGTH
+        seq.tokens = np.asarray(s["tokens"], dtype="<i4").tobytes()
+        if s["logprobs"] is not None:
+            seq.logprobs = np.asarray(s["logprobs"], dtype="<f4").tobytes()
+    prompt_logprobs = result.get("prompt_logprobs")
+    if prompt_logprobs is not None:
+        values = [float("nan") if v is None else v for v in prompt_logprobs]
+        msg.prompt_logprobs = np.asarray(values, dtype="<f4").tobytes()
+    topk = result.get("topk_prompt_logprobs")
+    if topk is not None:
+        k = max((len(row) for row in topk if row), default=0)
+        n = len(topk)
+        ids = np.full((n, k), TOPK_EMPTY_TOKEN, dtype="<i4")
+        lps = np.full((n, k), TOPK_EMPTY_LOGPROB, dtype="<f4")
+        for i, row in enumerate(topk):
+            for j, (tok, lp) in enumerate(row or []):
+                ids[i, j] = tok
+                lps[i, j] = lp
+        msg.topk_prompt_logprobs.token_ids = ids.tobytes()
+        msg.topk_prompt_logprobs.logprobs = lps.tobytes()
+        msg.topk_prompt_logprobs.k = k
+        msg.topk_prompt_logprobs.prompt_length = n
+    return msg.SerializeToString()
+
