@@ -5,7 +5,7 @@ import { pyJsonDumps } from '../cookbook/pyjson.js';
 import { connectClient, engineUrl, temporalAddress, type GlobalFlags } from './connect.js';
 import { formatResult, listRuns, runStatus, sendControl, setHot, watchRun } from './runs.js';
 import { startStack, stopDetachedStack } from './stack.js';
-import { checkBackend, resolveRun, startRun } from './train.js';
+import { checkBackend, checkRunData, resolveRun, startRun } from './train.js';
 
 const USAGE = `usage: cookbook <command> [options]
 
@@ -75,6 +75,7 @@ async function main(argv: string[]): Promise<number> {
       if (!kind || !configPath) throw new ConfigError('train: usage `cookbook train <kind> <config.json> [key=value …]`');
       const resolved = resolveRun(kind, configPath, overrides, { workflowId: values.id });
       await checkBackend(resolved.config.base_url ?? engineUrl(flags), resolved.config.model_name);
+      await checkRunData(resolved);
       console.log(pyJsonDumps(resolved.config, { indent: 2 }));
       const client = await connectClient(flags);
       await startRun(client, resolved, flags.taskQueue);

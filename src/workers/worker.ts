@@ -2,7 +2,9 @@
 // the connection to Temporal. Used by the worker process, the demo and the tests.
 import { fileURLToPath } from 'node:url';
 import { bundleWorkflowCode, NativeConnection, Worker, type WorkflowBundle } from '@temporalio/worker';
+import { ApplicationFailure } from '@temporalio/activity';
 import { createActivities } from '../activities/index.js';
+import { ErrorTypes } from '../activities/types.js';
 import type { TrainingBackend } from '../backends/types.js';
 import { createTinkerBackend } from '../backends/index.js';
 
@@ -30,6 +32,17 @@ const quietBundlerLogger = {
   },
 };
 
+/**
+ * The API key for a backend: the given one, else TINKER_API_KEY, else — for an engine on this
+ * machine, which accepts any `tml-` key unless started with --api-key — a placeholder.
+ */
+export function apiKeyFor(baseUrl: string, explicit?: string): string | undefined {
+  const key = explicit ?? process.env.TINKER_API_KEY;
+  if (key) return key;
+  const host = new URL(baseUrl).hostname;
+  return host === '127.0.0.1' || host === 'localhost' || host === '[::1]' ? 'tml-local' : undefined;
+}
+
 export interface CookbookWorkerOptions {
   temporalAddress: string;
   namespace?: string;
@@ -51,12 +64,16 @@ export interface CookbookWorker {
 
 export async function createCookbookWorker(opts: CookbookWorkerOptions): Promise<CookbookWorker> {
   const backends = new Map<string, TrainingBackend>();
-  const apiKey = opts.tinkerApiKey ?? process.env.TINKER_API_KEY;
   const backendFor = (baseUrl: string | null): TrainingBackend => {
     const url = baseUrl ?? opts.tinkerBaseUrl;
     let backend = backends.get(url);
     if (!backend) {
-      backend = createTinkerBackend({ baseUrl: url, apiKey });
+      try {
+        backend = createTinkerBackend({ baseUrl: url, apiKey: apiKeyFor(url, opts.tinkerApiKey) });
+      } catch (err) {
+        // A missing or malformed key cannot fix itself on retry.
+        throw ApplicationFailure.nonRetryable(`training backend ${url}: ${(err as Error).message}`, ErrorTypes.auth);
+      }
       backends.set(url, backend);
     }
     return backend;

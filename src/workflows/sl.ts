@@ -42,10 +42,13 @@ export async function supervisedWorkflow(input: SupervisedInput): Promise<RunRes
     },
 
     // As the reference: a checkpoint after every `save_every`-th step, never after step 0.
-    periodicCheckpoint: (step, every) => (step > 0 && step % every === 0 ? { name: String(step).padStart(6, '0'), row: cursor(step) } : undefined),
+    periodicCheckpoint: (step, every) =>
+      step > 0 && step % every === 0 ? { name: String(step).padStart(6, '0'), row: { ...cursor(step), elapsed_tokens: run.state.elapsedTokens } } : undefined,
     // A completed run's final row is the reference's (resuming after it trains nothing); an early
     // stop's names the last step it contains.
-    finalRow: () =>
-      run.state.stopRequested ? (run.state.step > 0 ? cursor(run.state.step - 1) : {}) : { epoch: cfg.num_epochs, batch: 0 },
+    finalRow: () => ({
+      ...(run.state.stopRequested ? (run.state.step > 0 ? cursor(run.state.step - 1) : {}) : { epoch: cfg.num_epochs, batch: 0 }),
+      elapsed_tokens: run.state.elapsedTokens,
+    }),
   });
 }

@@ -96,6 +96,8 @@ export interface LoopSpec {
   createInitialModel(): Promise<ModelRef>;
   /** Paradigm state at step 0 (restored when a run restarts from scratch). */
   initialCustom?: unknown;
+  /** Settles work the paradigm keeps in flight across steps, before continue-as-new. */
+  beforeContinueAsNew?(): Promise<void>;
 }
 
 const SEARCH_ATTRIBUTE_EVERY_STEPS = 10;
@@ -171,7 +173,7 @@ export class TrainingRun<C extends RunConfig, P> {
     this.setStatus(this.state.paused ? 'paused' : 'running');
     try {
       for (;;) {
-        await this.maybeContinueAsNew();
+        await this.maybeContinueAsNew(spec);
         if (!this.state.stopRequested && this.state.step < spec.totalSteps) {
           await this.waitWhilePaused();
         }
@@ -249,12 +251,12 @@ export class TrainingRun<C extends RunConfig, P> {
       this.state.model = await this.acts.restoreModel({ run: this.input.run, statePath: ckpt.statePath, withOptimizer: true });
       this.state.step = ckpt.step + 1;
       this.state.elapsedTokens = ckpt.elapsedTokens;
-      this.state.custom = ckpt.custom;
+      this.state.custom = ckpt.custom === undefined ? undefined : JSON.parse(JSON.stringify(ckpt.custom));
     } else {
       this.state.model = await spec.createInitialModel();
       this.state.step = 0;
       this.state.elapsedTokens = 0;
-      this.state.custom = spec.initialCustom;
+      this.state.custom = spec.initialCustom === undefined ? undefined : JSON.parse(JSON.stringify(spec.initialCustom));
     }
     this.state.recoveries += 1;
     this.setStatus(before === 'recovering' ? 'running' : before);
@@ -292,7 +294,7 @@ export class TrainingRun<C extends RunConfig, P> {
   private async save(name: string, step: number, kind: SaveKind, ttlSeconds: number | null, row: Record<string, unknown>): Promise<void> {
     const result = await this.train(
       this.acts.saveCheckpoint,
-      { run: this.input.run, name, kind, ttlSeconds, row: { ...row, elapsed_tokens: this.state.elapsedTokens } },
+      { run: this.input.run, name, kind, ttlSeconds, row },
       `save ${name}`,
     );
     if (!result.statePath) return;
@@ -303,7 +305,8 @@ export class TrainingRun<C extends RunConfig, P> {
       statePath: result.statePath,
       samplerPath: result.samplerPath,
       elapsedTokens: this.state.elapsedTokens,
-      custom: this.state.custom,
+      // A copy: paradigms may keep mutating their live state (e.g. rollouts landing in a queue).
+      custom: this.state.custom === undefined ? undefined : JSON.parse(JSON.stringify(this.state.custom)),
     };
   }
 
@@ -314,9 +317,10 @@ export class TrainingRun<C extends RunConfig, P> {
     this.setStatus('running');
   }
 
-  private async maybeContinueAsNew(): Promise<void> {
+  private async maybeContinueAsNew(spec: LoopSpec): Promise<void> {
     const enough = this.stepsThisWorkflowRun >= this.input.config.durability.steps_per_workflow_run;
     if (!enough && !workflowInfo().continueAsNewSuggested) return;
+    await spec.beforeContinueAsNew?.();
     await condition(allHandlersFinished);
     await continueAsNew<(input: RunInput<C, P>) => Promise<RunResult>>({ ...this.input, state: this.state });
   }

@@ -1,0 +1,305 @@
+// Distillation activities (cookbook-spec §5). On-policy: one activity per student group rollout
+// (all groups of a step in parallel, sampling the student's current sampler weights), and one
+// train activity per step that scores every datum with its dataset's teacher (compute_logprobs on
+// the full sequence), turns the reverse KL into advantages and runs the policy step. Off-policy
+// sampling stage: one activity per shard of prompts writes the teacher's replies, a last one
+// concatenates the shards into the conversations file. Bulky data stays in the run directory.
+import { existsSync, readFileSync } from 'node:fs';
+import { basename, extname, join } from 'node:path';
+import { ApplicationFailure } from '@temporalio/activity';
+import type { Datum, SamplingSession, TrainingBackend } from '../backends/types.js';
+import type { DistillConfig } from '../cookbook/config/distill.js';
+import { compositeBatchDatasets, compositeLength } from '../cookbook/distillation/plan.js';
+import { incorporateTeacherKl } from '../cookbook/distillation/kl.js';
+import { CompositeDataset, loadPromptsJsonl, PromptOnlyDataset, resolvePromptFile, truncatePrompt } from '../cookbook/distillation/prompts.js';
+import { planShards, shardFileName, teacherConversationLine, teacherSampleSeed } from '../cookbook/distillation/teacher-samples.js';
+import type { Message, Renderer } from '../cookbook/renderers/types.js';
+import { getRecommendedRendererName, getRenderer } from '../cookbook/renderers/registry.js';
+import { computeAdvantages } from '../cookbook/rl/advantages.js';
+import { tinkerMessageCompleter, tinkerTokenCompleter } from '../cookbook/rl/completers.js';
+import { assembleTrainingData } from '../cookbook/rl/data.js';
+import { alignScoredLogprobs, computeKlSampleTrain, computePostKl, fullSequenceForScoring } from '../cookbook/rl/kl.js';
+import { computeTrajectoryMetrics, rolloutSummariesJsonl, rolloutSummaryRows } from '../cookbook/rl/metrics.js';
+import { doGroupRolloutAndFilterConstantReward, failFast } from '../cookbook/rl/rollouts.js';
+import { sequentialSeeds } from '../cookbook/rl/seeds.js';
+import { deserializeTrajectoryGroup, serializeTrajectoryGroup } from '../cookbook/rl/serialize.js';
+import type { TrajectoryGroup } from '../cookbook/rl/types.js';
+import { RunStore, writeFileAtomic, type RunRef } from '../cookbook/run-store.js';
+import { getTokenizer, tokenizerFamilyForModel, type Tokenizer } from '../cookbook/tokenizer.js';
+import { callBackend, heartbeating, type ActivityDeps } from './context.js';
+import { trainPolicyStep } from './policy-train.js';
+import { rolloutFailure } from './rl.js';
+import { readRunConfig } from './training.js';
+import { ErrorTypes, type ModelRef, type SeqUse } from './types.js';
+
+interface DistillData {
+  /** Each dataset's prompts, truncated to its max_prompt_tokens, in file order. */
+  prompts: Message[][][];
+  composite: CompositeDataset;
+  renderer: Renderer;
+  tokenizer: Tokenizer;
+}
+
+// Built from the run's config on any worker and kept for the worker's lifetime: prompts are
+// referenced by the config, never carried in payloads.
+const datasets = new Map<string, Promise<DistillData>>();
+
+async function buildDistillData(cfg: DistillConfig): Promise<DistillData> {
+  const tokenizer = await getTokenizer(cfg.model_name);
+  const renderer = getRenderer(cfg.renderer_name ?? getRecommendedRendererName(cfg.model_name), tokenizer);
+  const prompts: Message[][][] = [];
+  const parts: PromptOnlyDataset[] = [];
+  for (const dc of cfg.dataset_configs) {
+    const { absPath, displayPath } = resolvePromptFile(dc.dataset);
+    const rows = await loadPromptsJsonl(absPath, displayPath);
+    const ps = rows.map((r) => truncatePrompt(r.messages, tokenizer, dc.dataset.max_prompt_tokens));
+    prompts.push(ps);
+    const name = dc.dataset.name ?? basename(displayPath, extname(displayPath));
+    parts.push(new PromptOnlyDataset(ps, renderer, dc.groups_per_batch, dc.dataset.group_size, name));
+  }
+  return { prompts, composite: new CompositeDataset(parts), renderer, tokenizer };
+}
+
+function distillData(run: RunRef): { cfg: DistillConfig; data: Promise<DistillData> } {
+  const cfg = readRunConfig<DistillConfig>(run);
+  const key = JSON.stringify([cfg.model_name, cfg.renderer_name, cfg.dataset_configs.map((d) => d.dataset)]);
+  let data = datasets.get(key);
+  if (!data) {
+    data = buildDistillData(cfg).catch((err: unknown) => {
+      datasets.delete(key);
+      throw ApplicationFailure.nonRetryable(err instanceof Error ? err.message : String(err), ErrorTypes.data);
+    });
+    datasets.set(key, data);
+  }
+  return { cfg, data };
+}
+
+const pad = (n: number, w = 6) => String(n).padStart(w, '0');
+
+export interface DistillPlan {
+  nBatches: number;
+  /** Prompts of each dataset and the groups it contributes per batch: the workflow derives each step's groups. */
+  promptCounts: number[];
+  groupsPerBatch: number[];
+}
+
+export interface DistillRolloutInput {
+  run: RunRef;
+  step: number;
+  group: number;
+  samplerPath: string;
+}
+export interface DistillRolloutResult {
+  /** Run-store reference of the trajectory group; null when every rollout of the group failed. */
+  ref: string | null;
+  group: number;
+  /** The dataset the group's prompt came from: its datums are scored by that dataset's teacher. */
+  dataset: number;
+}
+
+export interface DistillTrainInput {
+  run: RunRef;
+  model: ModelRef;
+  step: number;
+  groups: DistillRolloutResult[];
+  learningRate: number;
+  /** Progress metrics, first in the row. */
+  preStepMetrics: Record<string, number>;
+}
+export interface DistillTrainResult extends SeqUse {
+  metrics: Record<string, number>;
+  samplerPath: string;
+}
+
+export interface TeacherSamplePlan {
+  nShards: number;
+  nPrompts: number;
+}
+export interface TeacherShardResult {
+  shard: number;
+  conversations: number;
+  /** True when an earlier attempt or run had already written the shard. */
+  reused: boolean;
+}
+export interface TeacherMergeResult {
+  outputPath: string;
+  conversations: number;
+}
+
+const teacherSource = (t: DistillConfig['dataset_configs'][number]['teacher_config']) =>
+  t.load_checkpoint_path ? { modelPath: t.load_checkpoint_path } : { baseModel: t.base_model };
+
+export function distillActivities(deps: ActivityDeps) {
+  const backendOf = (cfg: DistillConfig): TrainingBackend => deps.backendFor(cfg.base_url);
+  const sampler = (cfg: DistillConfig, source: { modelPath: string } | { baseModel: string }, what: string): Promise<SamplingSession> =>
+    callBackend(what, 'bad-path', () => backendOf(cfg).createSamplingSession(source));
+
+  /** Logprob of every target token of each datum under its dataset's teacher (compute_logprobs[1:]). */
+  async function teacherLogprobs(cfg: DistillConfig, data_D: Datum[], dataset_D: number[]): Promise<number[][]> {
+    const teachers = new Map<number, Promise<SamplingSession>>();
+    const teacherOf = (d: number) => {
+      if (!teachers.has(d)) teachers.set(d, sampler(cfg, teacherSource(cfg.dataset_configs[d].teacher_config), `create teacher sampler of dataset ${d}`));
+      return teachers.get(d)!;
+    };
+    return callBackend('teacher compute_logprobs', 'bad-path', () =>
+      Promise.all(data_D.map(async (datum, i) => alignScoredLogprobs(await (await teacherOf(dataset_D[i])).computeLogprobs(fullSequenceForScoring(datum))))),
+    );
+  }
+
+  return {
+    async distillPrepare({ run }: { run: RunRef }): Promise<DistillPlan> {
+      const { cfg, data } = distillData(run);
+      const student = tokenizerFamilyForModel(cfg.model_name);
+      cfg.dataset_configs.forEach((dc, d) => {
+        const teacher = tokenizerFamilyForModel(dc.teacher_config.base_model);
+        if (student && teacher && student !== teacher) {
+          throw ApplicationFailure.nonRetryable(
+            `dataset_configs.${d}.teacher_config.base_model: ${dc.teacher_config.base_model} does not share ${cfg.model_name}'s tokenizer, so it cannot score the student's tokens`,
+            ErrorTypes.config,
+          );
+        }
+      });
+      const { prompts } = await heartbeating(data);
+      const promptCounts = prompts.map((p) => p.length);
+      const groupsPerBatch = cfg.dataset_configs.map((dc) => dc.groups_per_batch);
+      return { nBatches: compositeLength(promptCounts, groupsPerBatch), promptCounts, groupsPerBatch };
+    },
+
+    async distillRolloutGroup({ run, step, group, samplerPath }: DistillRolloutInput): Promise<DistillRolloutResult> {
+      const { cfg, data } = distillData(run);
+      const { composite } = await heartbeating(data);
+      const { builders, datasetIndices } = composite.getBatch(step);
+      const builder = builders[group];
+      if (!builder) throw ApplicationFailure.nonRetryable(`batch ${step} has no group ${group}`, ErrorTypes.data);
+      const dataset = datasetIndices[group];
+      let result: TrajectoryGroup | null;
+      try {
+        const session = await sampler(cfg, { modelPath: samplerPath }, 'create student sampler');
+        // Seeds from (run seed, step, group, sample, attempt), as RL's rollouts.
+        const policy = {
+          forRollout: ({ sampleIndex, attempt }: { sampleIndex: number; attempt: number }) =>
+            tinkerTokenCompleter(session, { maxTokens: cfg.max_tokens, temperature: cfg.temperature, seedFor: sequentialSeeds(cfg.seed, step, group, sampleIndex, attempt) }),
+        };
+        // As the reference: FailFast, no constant-group filtering (every reward is 0).
+        result = await heartbeating(doGroupRolloutAndFilterConstantReward(builder, policy, { strategy: failFast() }), { step, group });
+      } catch (err) {
+        throw rolloutFailure(err, `student rollout of step ${step} group ${group}`);
+      }
+      if (!result) return { ref: null, group, dataset };
+      const ref = new RunStore(run.logPath).writeBlob(`rollouts/iteration_${pad(step)}/group_${pad(group, 4)}.json`, serializeTrajectoryGroup(result));
+      return { ref, group, dataset };
+    },
+
+    async distillTrain(input: DistillTrainInput): Promise<DistillTrainResult> {
+      const { run, model, step, learningRate, preStepMetrics } = input;
+      const { cfg, data } = distillData(run);
+      const { composite } = await heartbeating(data);
+      const store = new RunStore(run.logPath);
+      const { builders } = composite.getBatch(step);
+      // Each group keeps its own dataset index (the reference does not re-align its index list
+      // after dropping a failed group, which would route datums to the wrong teacher; we do).
+      const kept = input.groups.filter((g) => g.ref !== null);
+      const groups = kept.map((g) => deserializeTrajectoryGroup(store.readBlob(g.ref!).toString('utf8')));
+      const tags = kept.map((g) => builders[g.group]?.loggingTags() ?? []);
+      const rows = rolloutSummaryRows(groups, tags, { iteration: step, split: 'train', samplingClientStep: step });
+      store.writeIterationFile(step, 'train_rollout_summaries.jsonl', rolloutSummariesJsonl(rows));
+
+      const trajectoryMetrics = computeTrajectoryMetrics(groups, tags);
+      const { data_D, metadata_D } = assembleTrainingData(groups, computeAdvantages(groups));
+      const dataset_D = metadata_D.map((m) => kept[m.group_idx].dataset);
+      const klMetrics =
+        cfg.kl_penalty_coef > 0
+          ? incorporateTeacherKl(data_D, await heartbeating(teacherLogprobs(cfg, data_D, dataset_D), { step }), dataset_D, cfg.kl_penalty_coef, cfg.kl_discount_factor)
+          : {};
+
+      const trained = await trainPolicyStep(backendOf(cfg), model, data_D, cfg, { learningRate, samplerName: `sampler_${pad(step + 1)}`, step });
+      const postKl = cfg.compute_post_kl
+        ? computePostKl(
+            data_D,
+            await heartbeating(
+              callBackend('post-update compute_logprobs', 'bad-path', async () => {
+                const after = await sampler(cfg, { modelPath: trained.samplerPath }, 'create post-update sampler');
+                return Promise.all(data_D.map(async (d) => alignScoredLogprobs(await after.computeLogprobs(fullSequenceForScoring(d)))));
+              }),
+            ),
+          )
+        : {};
+      const metrics: Record<string, number> = {
+        ...preStepMetrics,
+        ...trajectoryMetrics,
+        ...klMetrics,
+        ...trained.optimMetrics,
+        ...computeKlSampleTrain(data_D, trained.trainLogprobs_D),
+        ...postKl,
+      };
+      store.writeMetrics({ step, ...metrics });
+      return { seqIdsUsed: trained.seqIdsUsed, metrics, samplerPath: trained.samplerPath };
+    },
+
+    async teacherSamplePlan({ run }: { run: RunRef }): Promise<TeacherSamplePlan> {
+      const { cfg, data } = distillData(run);
+      const { prompts } = await heartbeating(data);
+      const counts = prompts.map((p) => p.length);
+      return { nShards: planShards(counts, cfg.off_policy.prompts_per_shard).length, nPrompts: counts.reduce((a, b) => a + b, 0) };
+    },
+
+    /** Samples the teacher on one shard of prompts; a shard already on disk is not sampled again. */
+    async teacherSampleShard({ run, shard }: { run: RunRef; shard: number }): Promise<TeacherShardResult> {
+      const { cfg, data } = distillData(run);
+      const store = new RunStore(run.logPath);
+      const rel = `teacher_samples/${shardFileName(shard)}`;
+      const existing = join(run.logPath, '.cookbook', 'store', rel);
+      if (existsSync(existing)) return { shard, conversations: countLines(readFileSync(existing, 'utf8')), reused: true };
+
+      const { prompts } = await heartbeating(data);
+      const items = planShards(prompts.map((p) => p.length), cfg.off_policy.prompts_per_shard)[shard];
+      if (!items) throw ApplicationFailure.nonRetryable(`there is no shard ${shard}`, ErrorTypes.data);
+      const lines: string[] = [];
+      const teachers = new Map<number, SamplingSession>();
+      try {
+        for (const item of items) {
+          const dc = cfg.dataset_configs[item.dataset];
+          // The teacher speaks its own chat format; the output file is format-free messages.
+          const teacherModel = dc.teacher_config.base_model;
+          const renderer = getRenderer(cfg.renderer_name ?? getRecommendedRendererName(teacherModel), await getTokenizer(teacherModel));
+          if (!teachers.has(item.dataset)) teachers.set(item.dataset, await sampler(cfg, teacherSource(dc.teacher_config), `create teacher sampler of dataset ${item.dataset}`));
+          const session = teachers.get(item.dataset)!;
+          const prompt = prompts[item.dataset][item.prompt];
+          const replies = await heartbeating(
+            Promise.all(
+              Array.from({ length: cfg.off_policy.samples_per_prompt }, (_, sample) => {
+                const seed = teacherSampleSeed(cfg.seed, item, sample);
+                return tinkerMessageCompleter(session, renderer, { maxTokens: cfg.max_tokens, temperature: cfg.temperature, seedFor: () => seed })(prompt);
+              }),
+            ),
+            { shard, item },
+          );
+          for (const reply of replies) lines.push(teacherConversationLine(prompt, reply));
+        }
+      } catch (err) {
+        throw rolloutFailure(err, `teacher sampling of shard ${shard}`);
+      }
+      // Written whole (temp file + rename): a shard on disk is always complete.
+      store.writeBlob(rel, lines.map((l) => l + '\n').join(''));
+      return { shard, conversations: lines.length, reused: false };
+    },
+
+    /** Concatenates the shards, in shard order, into `<log_path>/<output_name>`. */
+    async teacherSampleMerge({ run, nShards }: { run: RunRef; nShards: number }): Promise<TeacherMergeResult> {
+      const cfg = readRunConfig<DistillConfig>(run);
+      const store = new RunStore(run.logPath);
+      const parts: string[] = [];
+      for (let shard = 0; shard < nShards; shard++) {
+        const rel = `teacher_samples/${shardFileName(shard)}`;
+        if (!existsSync(join(run.logPath, '.cookbook', 'store', rel))) throw ApplicationFailure.nonRetryable(`shard ${shard} was never written`, ErrorTypes.data);
+        parts.push(store.readBlob(rel).toString('utf8'));
+      }
+      const text = parts.join('');
+      const outputPath = join(run.logPath, cfg.off_policy.output_name);
+      writeFileAtomic(outputPath, text);
+      return { outputPath, conversations: countLines(text) };
+    },
+  };
+}
+
+const countLines = (text: string) => text.split('\n').filter((l) => l.trim() !== '').length;

@@ -1,0 +1,160 @@
+// Distillation (cookbook-spec §5). `distillWorkflow` is the `distill` run kind; its config's `mode`
+// picks the stage:
+//  - on_policy (§5.1): each step samples every group of its batch in parallel from the student's
+//    current sampler weights, then one train activity scores the rollouts with each dataset's
+//    teacher, uses the reverse KL as the advantage, trains and saves the next sampler weights;
+//  - off_policy_sample (§5.2's first stage): `teacherSamplingWorkflow`, which writes the teacher's
+//    replies as a conversations JSONL; a `supervisedWorkflow` on that file is the second stage.
+import { allHandlersFinished, condition, setCurrentDetails, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import type { DistillConfig } from '../cookbook/config/distill.js';
+import { compositeBatchDatasets } from '../cookbook/distillation/plan.js';
+import type { DistillPlan } from '../activities/types.js';
+import { progressQuery, stopSignal, type RunStatus } from './shared/messages.js';
+import { StatusKey, StepKey } from './shared/search-attributes.js';
+import { activitiesFor, TrainingRun, type RunInput, type RunResult } from './shared/training-run.js';
+
+export type DistillInput = RunInput<DistillConfig, DistillPlan>;
+
+/** What on-policy distillation carries besides the model: the sampler the next step samples from. */
+interface DistillState {
+  sampler?: { path: string; step: number };
+}
+
+const pad = (n: number) => String(n).padStart(6, '0');
+
+export async function distillWorkflow(input: DistillInput): Promise<RunResult> {
+  if (input.config.mode === 'off_policy_sample') return teacherSamplingWorkflow(input);
+  return onPolicyDistillation(input);
+}
+
+async function onPolicyDistillation(input: DistillInput): Promise<RunResult> {
+  const run = new TrainingRun<DistillConfig, DistillPlan>('distill', input);
+  const { acts } = run;
+  const cfg = input.config;
+
+  if (!input.plan) await acts.initRun({ run: input.run, config: cfg });
+  const plan = input.plan ?? (await acts.distillPrepare({ run: input.run }));
+  input.plan = plan;
+  const totalSteps = Math.min(plan.nBatches, cfg.max_steps ?? Infinity);
+  run.state.custom ??= {} satisfies DistillState;
+  const state = () => run.state.custom as DistillState;
+
+  return run.run({
+    totalSteps,
+    lossKey: 'teacher_kl',
+    createInitialModel: () => acts.createModel({ run: input.run }),
+    initialCustom: {} satisfies DistillState,
+
+    async runStep(step) {
+      const current = state().sampler;
+      const samplerPath = current?.step === step ? current.path : await run.saveSamplerWeights(`sampler_${pad(step)}`);
+      const preStepMetrics: Record<string, number> = {
+        'progress/batch': step,
+        'optim/lr': run.learningRate(cfg.learning_rate, 1),
+        'progress/done_frac': (step + 1) / totalSteps,
+      };
+      const datasets = compositeBatchDatasets(plan.promptCounts, plan.groupsPerBatch, step);
+      const groups = await Promise.all(
+        datasets.map((dataset, group) =>
+          acts.distillRolloutGroup.executeWithOptions({ summary: `student rollout step ${step} group ${group} (dataset ${dataset})` }, [
+            { run: input.run, step, group, samplerPath },
+          ]),
+        ),
+      );
+      if (groups.every((g) => g.ref === null)) {
+        // Nothing survived: no training and no checkpoint, as the reference; the row records progress.
+        await run.logMetrics(step, preStepMetrics);
+        run.state.custom = { sampler: { path: samplerPath, step: step + 1 } } satisfies DistillState;
+        return;
+      }
+      const result = await run.train(
+        acts.distillTrain,
+        { run: input.run, step, groups, learningRate: preStepMetrics['optim/lr'], preStepMetrics },
+        `train step ${step}`,
+      );
+      run.state.custom = { sampler: { path: result.samplerPath, step: step + 1 } } satisfies DistillState;
+      run.setLastMetrics(result.metrics);
+    },
+
+    // As RL (§5.1 "a checkpoint at i+1, exactly as in RL").
+    periodicCheckpoint: (step, every) => ((step + 1) % every === 0 ? { name: pad(step + 1), row: { batch: step + 1 } } : undefined),
+    finalRow: () => ({ batch: run.state.step }),
+  });
+}
+
+/** The sampling stage's result: a RunResult (no checkpoint) plus the conversations file for SFT. */
+export interface TeacherSamplingResult extends RunResult {
+  /** Absolute path of the conversations JSONL: the next stage's `dataset.file_path`. */
+  outputPath: string;
+  conversations: number;
+  shards: number;
+}
+
+/**
+ * Samples each dataset's teacher on its prompts in parallel shard activities (seeds from the run
+ * seed and each prompt's position) and concatenates the shards into one conversations file.
+ * Resumable: a shard on disk is never sampled again, so retries and re-runs redo only what is
+ * missing. Answers `stop` (finish the shards in flight, write what is done) and `progress`.
+ */
+export async function teacherSamplingWorkflow(input: DistillInput): Promise<TeacherSamplingResult> {
+  const cfg = input.config;
+  const acts = activitiesFor(cfg.durability);
+  let status: RunStatus = 'starting';
+  let stopRequested = false;
+  let shardsDone = 0;
+  let nShards = 0;
+  let conversations = 0;
+  const publish = (s: RunStatus) => {
+    status = s;
+    setCurrentDetails(`${status} · teacher sampling · shard ${shardsDone}/${nShards}`);
+    upsertSearchAttributes([
+      { key: StatusKey, value: status },
+      { key: StepKey, value: shardsDone },
+    ]);
+  };
+  setHandler(stopSignal, () => {
+    stopRequested = true;
+  });
+  setHandler(progressQuery, () => ({
+    kind: 'distill',
+    model: cfg.model_name,
+    status,
+    step: shardsDone,
+    totalSteps: nShards,
+    paused: false,
+    stopRequested,
+    lastMetrics: { conversations },
+    hot: { lr_multiplier: 1, eval_every: cfg.eval_every, save_every: cfg.save_every },
+    recoveries: 0,
+    logPath: input.run.logPath,
+    recentStepTimes: [],
+  }));
+
+  await acts.initRun({ run: input.run, config: cfg });
+  nShards = (await acts.teacherSamplePlan({ run: input.run })).nShards;
+  publish('running');
+  const width = cfg.off_policy.max_parallel_shards;
+  while (shardsDone < nShards && !stopRequested) {
+    const wave = Array.from({ length: Math.min(width, nShards - shardsDone) }, (_, k) => shardsDone + k);
+    const results = await Promise.all(
+      wave.map((shard) => acts.teacherSampleShard.executeWithOptions({ summary: `teacher samples shard ${shard}` }, [{ run: input.run, shard }])),
+    );
+    conversations += results.reduce((n, r) => n + r.conversations, 0);
+    shardsDone += wave.length;
+    publish('running');
+  }
+  const merged = await acts.teacherSampleMerge({ run: input.run, nShards: shardsDone });
+  const final: RunStatus = stopRequested && shardsDone < nShards ? 'stopped' : 'completed';
+  publish(final);
+  await condition(allHandlersFinished);
+  return {
+    status: final === 'stopped' ? 'stopped' : 'completed',
+    steps: shardsDone,
+    lastMetrics: { conversations: merged.conversations },
+    logPath: input.run.logPath,
+    recoveries: 0,
+    outputPath: merged.outputPath,
+    conversations: merged.conversations,
+    shards: shardsDone,
+  };
+}

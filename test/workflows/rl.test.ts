@@ -1,0 +1,97 @@
+// The RL workflow on the real stack: Temporal dev server, engine over HTTP, real tokenizer.
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startRun } from '../../src/cli/train.js';
+import { progressQuery } from '../../src/workflows/shared/messages.js';
+import type { RunResult } from '../../src/workflows/shared/training-run.js';
+import { checkHistories } from '../support/history.js';
+import { checkpointsOf, metricsOf, weightsFingerprint } from '../support/runs.js';
+import { startTestStack, testRun, waitUntil, withWorker, workerProcess, type TestStack } from '../support/stack.js';
+
+const config = join(import.meta.dirname, '..', 'fixtures', 'rl_small.json');
+
+// RL steps sample many sequences; on a loaded 2-core machine a run takes a minute or two.
+describe('RL workflow', { timeout: 600_000 }, () => {
+  let stack: TestStack;
+  beforeAll(async () => {
+    stack = await startTestStack();
+  });
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  it('sync: samples every group, trains, and writes the reference files', async () => {
+    const run = testRun(stack, config, [], 'rl');
+    const result = await withWorker(stack, async () => (await (await startRun(stack.client, run, stack.taskQueue)).result()) as RunResult);
+    expect(result.status).toBe('completed');
+    expect(result.steps).toBe(6);
+
+    const rows = metricsOf(run.run.logPath);
+    expect(rows.map((r) => r.step)).toEqual([0, 1, 2, 3, 4, 5]);
+    for (const key of [
+      'progress/batch', 'optim/lr', 'progress/done_frac', 'env/all/reward/total', 'env/all/format', 'env/all/correct',
+      'env/all/total_episodes', 'env/all/by_group/frac_mixed', 'optim/kl_sample_train_v1', 'optim/kl_sample_train_v2', 'optim/entropy',
+    ]) {
+      expect(rows[0], key).toHaveProperty(key);
+    }
+    expect(rows[0]['env/all/total_episodes']).toBe(12); // 3 groups × 4 samples
+    expect(rows[5]['progress/done_frac']).toBe(1);
+    // Sampling and training logprobs of the same tokens agree: the KL estimate is ~0 on-policy.
+    for (const row of rows) expect(Math.abs(row['optim/kl_sample_train_v1'] as number)).toBeLessThan(1e-3);
+
+    expect(checkpointsOf(run.run.logPath)).toEqual([
+      { name: '000003', batch: 3 },
+      { name: '000006', batch: 6 },
+      { name: 'final', batch: 6 },
+    ]);
+    const summaries = readFileSync(join(run.run.logPath, 'iteration_000002', 'train_rollout_summaries.jsonl'), 'utf8').trim().split('\n');
+    expect(summaries).toHaveLength(12);
+    expect(summaries[0]).toMatch(/^\{"schema_version": 1, "split": "train", "iteration": 2, "group_idx": 0, "traj_idx": 0,/);
+    expect(readdirSync(join(run.run.logPath, '.cookbook', 'store', 'rollouts', 'batch_000002'))).toHaveLength(3);
+
+    const hygiene = await checkHistories(stack.client, run.workflowId, ['tml-test']);
+    expect(hygiene.maxPayloadBytes).toBeLessThan(16 * 1024);
+  });
+
+  it('sync: a worker killed mid-batch is replaced and the run equals an uninterrupted one', async () => {
+    const clean = testRun(stack, config, [], 'rl');
+    const crashed = testRun(stack, config, [], 'rl');
+    let worker = await workerProcess(stack, 'rl-worker-1');
+    try {
+      const cleanResult = (await (await startRun(stack.client, clean, stack.taskQueue)).result()) as RunResult;
+      const handle = await startRun(stack.client, crashed, stack.taskQueue);
+      await waitUntil('step 2', async () => (await handle.query(progressQuery)).step >= 2, 120_000, 50);
+      await new Promise((r) => setTimeout(r, 700)); // into step 2's rollouts
+      await worker.kill();
+      worker = await workerProcess(stack, 'rl-worker-2');
+      const crashedResult = (await handle.result()) as RunResult;
+      expect(crashedResult.status).toBe('completed');
+      expect(metricsOf(crashed.run.logPath)).toEqual(metricsOf(clean.run.logPath));
+      expect(checkpointsOf(crashed.run.logPath)).toEqual(checkpointsOf(clean.run.logPath));
+      expect(await weightsFingerprint(stack.engine.baseUrl, crashedResult.finalCheckpoint!.samplerPath!)).toBe(
+        await weightsFingerprint(stack.engine.baseUrl, cleanResult.finalCheckpoint!.samplerPath!),
+      );
+    } finally {
+      await worker.stop();
+    }
+  });
+
+  it('async: sampling runs ahead of training and never beyond max_steps_off_policy', async () => {
+    const run = testRun(stack, config, ['async_config={"max_steps_off_policy":1,"groups_per_batch":3}', 'durability.steps_per_workflow_run=3'], 'rl');
+    const result = await withWorker(stack, async () => (await (await startRun(stack.client, run, stack.taskQueue)).result()) as RunResult);
+    expect(result.status).toBe('completed');
+    expect(result.steps).toBe(6);
+    const rows = metricsOf(run.run.logPath);
+    expect(rows.map((r) => r['training_client/step'])).toEqual([0, 1, 2, 3, 4, 5]);
+    for (const row of rows) {
+      const step = row.step as number;
+      expect(step - (row['sampling_client/step_min'] as number)).toBeLessThanOrEqual(1);
+      expect(row['sampling_client/step_max']).toBeLessThanOrEqual(step);
+      expect(row['env/all/total_episodes']).toBe(12);
+    }
+    // Overlap: some step trained on groups sampled before the previous update.
+    expect(rows.some((r) => (r.step as number) - (r['sampling_client/step_min'] as number) === 1)).toBe(true);
+    expect(existsSync(join(run.run.logPath, 'iteration_000005', 'train_rollout_summaries.jsonl'))).toBe(true);
+  });
+});
