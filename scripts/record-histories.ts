@@ -11,7 +11,8 @@ import { startTestStack, testRun, waitUntil, withWorker } from '../test/support/
 
 const root = join(import.meta.dirname, '..');
 const out = join(root, 'test', 'fixtures', 'histories');
-const config = join(root, 'test', 'fixtures', 'sl_small.json');
+const fixture = (name: string) => join(root, 'test', 'fixtures', name);
+const config = fixture('sl_small.json');
 mkdirSync(out, { recursive: true });
 
 const stack = await startTestStack();
@@ -38,6 +39,30 @@ try {
     await stack.restartEngine();
     await hr.result();
     await saveHistories(stack.client, recovered.workflowId, join(out, 'sl-recovery'));
+
+    const rlSync = testRun(stack, fixture('rl_small.json'), ['dataset.n_batches=3'], 'rl');
+    await (await startRun(stack.client, rlSync, stack.taskQueue)).result();
+    await saveHistories(stack.client, rlSync.workflowId, join(out, 'rl-sync'));
+
+    const rlAsync = testRun(stack, fixture('rl_small.json'), ['dataset.n_batches=4', 'async_config={"max_steps_off_policy":1,"groups_per_batch":3}', 'durability.steps_per_workflow_run=2'], 'rl');
+    await (await startRun(stack.client, rlAsync, stack.taskQueue)).result();
+    await saveHistories(stack.client, rlAsync.workflowId, join(out, 'rl-async'));
+
+    const distill = testRun(stack, fixture('distill_small.json'), ['max_steps=2'], 'distill');
+    await (await startRun(stack.client, distill, stack.taskQueue)).result();
+    await saveHistories(stack.client, distill.workflowId, join(out, 'distill-on-policy'));
+
+    const sampling = testRun(stack, fixture('distill_small.json'), ['mode=off_policy_sample'], 'distill');
+    await (await startRun(stack.client, sampling, stack.taskQueue)).result();
+    await saveHistories(stack.client, sampling.workflowId, join(out, 'distill-off-policy-sample'));
+
+    const dpo = testRun(stack, fixture('dpo_small.json'), ['max_steps=3'], 'dpo');
+    await (await startRun(stack.client, dpo, stack.taskQueue)).result();
+    await saveHistories(stack.client, dpo.workflowId, join(out, 'dpo'));
+
+    const pipeline = testRun(stack, fixture('pipeline_small.json'), [], 'pipeline');
+    await (await startRun(stack.client, pipeline, stack.taskQueue)).result();
+    await saveHistories(stack.client, pipeline.workflowId, join(out, 'pipeline'));
   });
   console.log(`histories written to ${out}`);
 } finally {

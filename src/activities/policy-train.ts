@@ -2,7 +2,6 @@
 // optim_step per substep, then the sampler weights the next step samples from, all submitted back
 // to back so the server pipelines them. Sequence ids run contiguously from the model's cursor, and
 // the chunking is a pure function of the data, so a retried activity resends exactly the same ids.
-// (RL's rlTrain inlines the same sequence; this is the reusable form for distillation and others.)
 import type { Datum, ForwardBackwardOutput, LossFn, OptimStepResponse, Submitted, TrainingBackend } from '../backends/types.js';
 import { removeMask, splitList } from '../cookbook/rl/data.js';
 import { callBackend, heartbeating } from './context.js';

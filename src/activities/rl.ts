@@ -3,11 +3,11 @@
 // references; sampling seeds come from (run seed, step, group, sample, attempt), so a retried or
 // replayed rollout samples exactly what the first attempt sampled.
 import { ApplicationFailure } from '@temporalio/activity';
-import { BackendError, type Datum, type ForwardBackwardOutput, type OptimStepResponse, type SamplingSession, type Submitted, type TrainingBackend } from '../backends/types.js';
+import { BackendError, type Datum, type SamplingSession, type TrainingBackend } from '../backends/types.js';
 import type { RLConfig } from '../cookbook/config/rl.js';
 import { computeAdvantages, removeConstantRewardGroups } from '../cookbook/rl/advantages.js';
 import { tinkerTokenCompleter } from '../cookbook/rl/completers.js';
-import { assembleTrainingData, removeMask, splitList } from '../cookbook/rl/data.js';
+import { assembleTrainingData } from '../cookbook/rl/data.js';
 import { buildRLDatasets } from '../cookbook/rl/datasets.js';
 import { alignScoredLogprobs, computeKlSampleTrain, computePostKl, fullSequenceForScoring, incorporateKlPenalty } from '../cookbook/rl/kl.js';
 import { computeTrajectoryMetrics, rolloutSummariesJsonl, rolloutSummaryRows } from '../cookbook/rl/metrics.js';
@@ -17,6 +17,7 @@ import { deserializeTrajectoryGroup, serializeTrajectoryGroup } from '../cookboo
 import type { TrajectoryGroup } from '../cookbook/rl/types.js';
 import { RunStore, type RunRef } from '../cookbook/run-store.js';
 import { callBackend, heartbeating, type ActivityDeps } from './context.js';
+import { trainPolicyStep } from './policy-train.js';
 import { readRunConfig } from './training.js';
 import { ErrorTypes, type ModelRef, type SeqUse } from './types.js';
 
@@ -48,10 +49,14 @@ export interface RolloutGroupInput {
   samplerPath: string;
   /** The step whose weights the sampler holds (for staleness in async mode and summaries). */
   samplingStep: number;
+  /** How often this group was sampled before (async mode requeues stale groups). */
+  attempt?: number;
 }
 export interface RolloutGroupResult {
   /** Run-store reference of the trajectory group; null when the strategy dropped the group. */
   ref: string | null;
+  /** Dataset batch and group the builder came from. */
+  batch: number;
   group: number;
   samplingStep: number;
   errorTypes: string[];
@@ -89,7 +94,7 @@ function policyFor(session: SamplingSession, cfg: RLConfig, seedPrefix: number[]
 }
 
 /** Backend trouble is infrastructure (retry the activity); anything else is the env's own failure. */
-function rolloutFailure(err: unknown, where: string): unknown {
+export function rolloutFailure(err: unknown, where: string): unknown {
   if (err instanceof BackendError) return ApplicationFailure.retryable(`${where}: ${err.message}`, 'BackendUnavailable');
   if (err instanceof ApplicationFailure) return err;
   return ApplicationFailure.nonRetryable(`${where}: ${(err as Error)?.message ?? String(err)}`, ErrorTypes.rollout);
@@ -112,22 +117,24 @@ export function rlActivities(deps: ActivityDeps) {
       return { nBatches: train.length, groupsPerBatch: train.getBatch(0).length, hasTest: Boolean(test && test.length > 0) };
     },
 
-    async rlRolloutGroup({ run, step, group, samplerPath, samplingStep }: RolloutGroupInput): Promise<RolloutGroupResult> {
+    async rlRolloutGroup({ run, step, group, samplerPath, samplingStep, attempt = 0 }: RolloutGroupInput): Promise<RolloutGroupResult> {
       const { cfg, data } = rlData(run);
       const { train } = await heartbeating(data);
       const builder = train.getBatch(step)[group];
       if (!builder) throw ApplicationFailure.nonRetryable(`batch ${step} has no group ${group}`, ErrorTypes.data);
       let result: TrajectoryGroup | null;
       try {
-        [result] = await heartbeating(rolloutGroups(cfg, samplerPath, [builder], () => [step, group]), { step, group });
+        [result] = await heartbeating(rolloutGroups(cfg, samplerPath, [builder], () => [step, group, attempt]), { step, group });
       } catch (err) {
         throw rolloutFailure(err, `rollout of step ${step} group ${group}`);
       }
-      if (!result) return { ref: null, group, samplingStep, errorTypes: [], meanReward: null };
-      const ref = new RunStore(run.logPath).writeBlob(`rollouts/iteration_${pad(step)}/group_${String(group).padStart(4, '0')}.json`, serializeTrajectoryGroup(result));
+      if (!result) return { ref: null, batch: step, group, samplingStep, errorTypes: [], meanReward: null };
+      const name = `rollouts/batch_${pad(step)}/group_${String(group).padStart(4, '0')}${attempt ? `_attempt_${attempt}` : ''}.json`;
+      const ref = new RunStore(run.logPath).writeBlob(name, serializeTrajectoryGroup(result));
       const totals = result.getTotalRewards();
       return {
         ref,
+        batch: step,
         group,
         samplingStep,
         errorTypes: result.rolloutErrors.map((e) => e.errorType),
@@ -140,10 +147,9 @@ export function rlActivities(deps: ActivityDeps) {
       const { cfg, data } = rlData(run);
       const { train } = await heartbeating(data);
       const store = new RunStore(run.logPath);
-      const builders = train.getBatch(step);
       const kept = input.groups.filter((g) => g.ref !== null);
       let groups = kept.map((g) => deserializeTrajectoryGroup(store.readBlob(g.ref!).toString('utf8')));
-      const tags = kept.map((g) => builders[g.group]?.loggingTags() ?? []);
+      const tags = kept.map((g) => train.getBatch(g.batch)[g.group]?.loggingTags() ?? []);
       if (cfg.rollout_json_export) {
         const rows = rolloutSummaryRows(groups, tags, { iteration: step, split: 'train', samplingClientStep: kept[0]?.samplingStep ?? null });
         store.writeIterationFile(step, 'train_rollout_summaries.jsonl', rolloutSummariesJsonl(rows));
@@ -154,42 +160,20 @@ export function rlActivities(deps: ActivityDeps) {
       const { data_D } = assembleTrainingData(groups, advantages);
       const klMetrics = cfg.kl_penalty_coef > 0 ? await heartbeating(klPenalty(cfg, data_D)) : {};
 
-      const session = backendOf(cfg).openTrainingSession(model.modelId);
-      const adam = { learning_rate: learningRate, beta1: cfg.adam_beta1, beta2: cfg.adam_beta2, eps: cfg.adam_eps };
-      let seqId = model.nextSeqId;
-      const submitted: Array<{ fb: Submitted<ForwardBackwardOutput>; optim: Submitted<OptimStepResponse> }> = [];
-      for (const chunk of splitList(data_D, Math.min(cfg.num_substeps, data_D.length))) {
-        const fb = await callBackend('forward_backward', 'model-lost', () =>
-          session.forwardBackward(chunk.map(removeMask), cfg.loss_fn, { seqId, lossFnConfig: cfg.loss_fn_config ?? undefined }),
-        );
-        seqId += fb.seqIds;
-        const optim = await callBackend('optim_step', 'model-lost', () => session.optimStep(adam, { seqId }));
-        seqId += optim.seqIds;
-        submitted.push({ fb, optim });
-      }
-      // Submitted right behind the last optim_step, so the server pipelines it.
-      const sampler = await callBackend('save_weights_for_sampler', 'model-lost', () => session.saveWeightsForSampler(`sampler_${pad(step + 1)}`, { seqId, ttlSeconds: cfg.ttl_seconds }));
-      seqId += sampler.seqIds;
-      const results = await callBackend('train step', 'model-lost', () =>
-        heartbeating(Promise.all([...submitted.map(({ fb, optim }) => Promise.all([fb.result(), optim.result()])), sampler.result()]), { step }),
-      );
-      const trainOuts = results.slice(0, submitted.length) as Array<[ForwardBackwardOutput, OptimStepResponse]>;
-      const samplerPath = (results[results.length - 1] as { path: string }).path;
-      const trainLogprobs_D = trainOuts.flatMap(([fbOut]) => fbOut.loss_fn_outputs.map((o) => o.logprobs.data));
-      const lastOptim = trainOuts[trainOuts.length - 1]?.[1].metrics ?? {};
-
+      const trained = await trainPolicyStep(backendOf(cfg), model, data_D, cfg, { learningRate, samplerName: `sampler_${pad(step + 1)}`, step });
+      const { samplerPath } = trained;
       const postKl = cfg.compute_post_kl ? computePostKl(data_D, await heartbeating(scoreAll(await newSampler(cfg, samplerPath), data_D))) : {};
       const metrics: Record<string, number> = {
         ...preStepMetrics,
         ...trajectoryMetrics,
         ...klMetrics,
-        ...lastOptim,
-        ...computeKlSampleTrain(data_D, trainLogprobs_D),
+        ...trained.optimMetrics,
+        ...computeKlSampleTrain(data_D, trained.trainLogprobs_D),
         ...postKl,
         ...errorMetrics,
       };
       store.writeMetrics({ step, ...metrics });
-      return { seqIdsUsed: seqId - model.nextSeqId, metrics, samplerPath };
+      return { seqIdsUsed: trained.seqIdsUsed, metrics, samplerPath };
     },
 
     /** The RL test-set evaluator (§2.11) on the pre-update sampler: every test group in parallel. */

@@ -89,5 +89,9 @@ export function trainingActivities(deps: ActivityDeps) {
     async logMetrics({ run, step, metrics }: LogMetricsInput): Promise<void> {
       new RunStore(run.logPath).writeMetrics({ step, ...metrics });
     },
+
+    async rollBackMetrics({ run, fromStep }: { run: RunRef; fromStep: number }): Promise<void> {
+      new RunStore(run.logPath).truncateMetrics(fromStep);
+    },
   };
 }

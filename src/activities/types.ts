@@ -2,8 +2,12 @@
 // it holds references and small summaries only: no token arrays, logprobs or weights (DESIGN §3.3).
 import type { CheckpointRow, RunRef } from '../cookbook/run-store.js';
 import type { RLPlan, RLTrainInput, RLTrainResult, RolloutGroupInput, RolloutGroupResult } from './rl.js';
+import type { DPOPlan, DPOStepInput, DPOStepResult, ReferenceSource } from './dpo.js';
 
 export type { RLPlan, RLTrainInput, RLTrainResult, RolloutGroupInput, RolloutGroupResult };
+import type { DistillPlan, DistillRolloutInput, DistillRolloutResult, DistillTrainInput, DistillTrainResult, TeacherMergeResult, TeacherSamplePlan, TeacherShardResult } from './distill.js';
+export type { DistillPlan, DistillRolloutInput, DistillRolloutResult, DistillTrainInput, DistillTrainResult, TeacherMergeResult, TeacherSamplePlan, TeacherShardResult };
+export type { DPOPlan, DPOStepInput, DPOStepResult, ReferenceSource };
 
 /** A training model on the backend and the next sequence id the workflow will hand out for it. */
 export interface ModelRef {
@@ -81,6 +85,8 @@ export interface Activities {
   restoreModel(input: RestoreModelInput): Promise<ModelRef>;
   saveCheckpoint(input: SaveCheckpointInput): Promise<SaveCheckpointResult>;
   logMetrics(input: LogMetricsInput): Promise<void>;
+  /** After a restore: forget metrics rows of steps the restored model no longer contains. */
+  rollBackMetrics(input: { run: RunRef; fromStep: number }): Promise<void>;
   slPrepare(input: { run: RunRef }): Promise<SlPlan>;
   slStep(input: SlStepInput): Promise<SlStepResult>;
   slEval(input: EvalInput): Promise<EvalResult>;
@@ -88,6 +94,15 @@ export interface Activities {
   rlRolloutGroup(input: RolloutGroupInput): Promise<RolloutGroupResult>;
   rlTrain(input: RLTrainInput): Promise<RLTrainResult>;
   rlEval(input: { run: RunRef; step: number; samplerPath: string }): Promise<{ metrics: Record<string, number> }>;
+  distillPrepare(input: { run: RunRef }): Promise<DistillPlan>;
+  distillRolloutGroup(input: DistillRolloutInput): Promise<DistillRolloutResult>;
+  distillTrain(input: DistillTrainInput): Promise<DistillTrainResult>;
+  teacherSamplePlan(input: { run: RunRef }): Promise<TeacherSamplePlan>;
+  teacherSampleShard(input: { run: RunRef; shard: number }): Promise<TeacherShardResult>;
+  teacherSampleMerge(input: { run: RunRef; nShards: number }): Promise<TeacherMergeResult>;
+  dpoPrepare(input: { run: RunRef }): Promise<DPOPlan>;
+  dpoStep(input: DPOStepInput): Promise<DPOStepResult>;
+  dpoEval(input: EvalInput): Promise<EvalResult>;
 }
 
 /**

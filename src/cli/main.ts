@@ -5,13 +5,13 @@ import { pyJsonDumps } from '../cookbook/pyjson.js';
 import { connectClient, engineUrl, temporalAddress, type GlobalFlags } from './connect.js';
 import { formatResult, listRuns, runStatus, sendControl, setHot, watchRun } from './runs.js';
 import { startStack, stopDetachedStack } from './stack.js';
-import { checkBackend, checkRunData, resolveRun, startRun } from './train.js';
+import { checkBackend, checkRunData, resolveRun, startRun, TRAINABLE_KINDS } from './train.js';
 
 const USAGE = `usage: cookbook <command> [options]
 
   dev [--detach]                      start the local stack (Temporal + UI, engine, worker)
   dev stop                            stop a detached local stack
-  train <kind> <config.json> [k=v …]  start a run (kind: sl); dotted keys override the config
+  train <kind> <config.json> [k=v …]  start a run (kind: ${Object.keys(TRAINABLE_KINDS).join(', ')}); dotted keys override the config
         [--wait] [--id <workflow id>]
   runs                                list runs (kind, model, step, status)
   status <id>                         progress, hot settings, last checkpoint and metrics

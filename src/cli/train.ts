@@ -5,22 +5,81 @@ import { basename, dirname, isAbsolute, resolve } from 'node:path';
 import type { Client } from '@temporalio/client';
 import type { z } from 'zod';
 import { applyOverrides, ConfigError, parseConfig } from '../cookbook/config/overrides.js';
+import { DistillConfigSchema } from '../cookbook/config/distill.js';
+import { DPOConfigSchema } from '../cookbook/config/dpo.js';
+import { PipelineConfigSchema, resolvePipelineStages } from '../cookbook/config/pipeline.js';
+import { PIPELINE_STAGE_KINDS } from '../cookbook/config/pipeline-kinds.js';
+import { buildPreferenceDatasets } from '../cookbook/preference/dataset.js';
 import { RLConfigSchema } from '../cookbook/config/rl.js';
+import { buildRLDatasets } from '../cookbook/rl/datasets.js';
+import { buildChatDatasets } from '../cookbook/supervised/dataset.js';
 import { SupervisedConfigSchema } from '../cookbook/config/sl.js';
 import type { RunKind, RunRef } from '../cookbook/run-store.js';
-import { DEFAULT_TASK_QUEUE } from '../workers/worker.js';
+import { apiKeyFor, DEFAULT_TASK_QUEUE } from '../workers/worker.js';
 import { KindKey, ModelKey, StatusKey, StepKey } from '../workflows/shared/search-attributes.js';
 
-export const TRAINABLE_KINDS: Record<string, { schema: z.ZodType; workflowType: string; describe: (cfg: any) => string }> = {
+export interface TrainableKind {
+  schema: z.ZodType;
+  workflowType: string;
+  describe: (cfg: any) => string;
+  /** Loads the run's data as its first step will, so bad data fails here, before any run exists. */
+  checkData?: (cfg: any) => Promise<void>;
+  /** Completes the parsed config (paths relative to the config file's folder); default: resolvePaths. */
+  resolve?: (cfg: any, baseDir: string, source: string) => void;
+}
+
+export const TRAINABLE_KINDS: Record<string, TrainableKind> = {
   sl: {
     schema: SupervisedConfigSchema,
     workflowType: 'supervisedWorkflow',
+    checkData: async (cfg) => {
+      const { train, test } = await buildChatDatasets(cfg.dataset, cfg.model_name);
+      train.setEpoch(0);
+      train.getBatch(0);
+      test?.getBatch(0);
+    },
     describe: (cfg) => `supervised fine-tune of ${cfg.model_name} on ${cfg.dataset.file_path ?? cfg.dataset.builtin}`,
   },
   rl: {
     schema: RLConfigSchema,
     workflowType: 'rlWorkflow',
+    checkData: async (cfg) => {
+      const { train } = await buildRLDatasets(cfg.dataset, cfg.model_name, { rendererName: cfg.renderer_name });
+      if (train.length === 0) throw new Error('the RL dataset has no batches');
+    },
     describe: (cfg) => `RL of ${cfg.model_name} on ${cfg.dataset.kind}${cfg.async_config ? ` (async, ≤${cfg.async_config.max_steps_off_policy} steps off-policy)` : ''}`,
+  },
+  distill: {
+    schema: DistillConfigSchema,
+    workflowType: 'distillWorkflow',
+    describe: (cfg) =>
+      `${cfg.mode === 'off_policy_sample' ? 'teacher sampling for off-policy distillation' : `on-policy distillation of ${cfg.model_name}`} from ${cfg.dataset_configs.map((d: any) => d.teacher_config.load_checkpoint_path ?? d.teacher_config.base_model).join(', ')}`,
+  },
+  dpo: {
+    schema: DPOConfigSchema,
+    workflowType: 'dpoWorkflow',
+    checkData: async (cfg) => {
+      const { train, test } = await buildPreferenceDatasets(cfg.dataset, cfg.model_name);
+      train.setEpoch(0);
+      train.getBatch(0);
+      test?.getBatch(0);
+    },
+    describe: (cfg) => `DPO of ${cfg.model_name} on ${cfg.dataset.file_path ?? cfg.dataset.builtin} (β=${cfg.dpo_beta}, reference: ${cfg.reference_model.kind})`,
+  },
+  pipeline: {
+    schema: PipelineConfigSchema,
+    workflowType: 'pipelineWorkflow',
+    resolve: (cfg, baseDir, source) =>
+      resolvePipelineStages(cfg, baseDir, {
+        kinds: [...PIPELINE_STAGE_KINDS],
+        schemaOf: (kind) => ((PIPELINE_STAGE_KINDS as readonly string[]).includes(kind) ? TRAINABLE_KINDS[kind]?.schema : undefined),
+        readConfigFile,
+        resolvePaths,
+      }, source),
+    checkData: async (cfg) => {
+      for (const stage of cfg.stages) await TRAINABLE_KINDS[stage.kind].checkData?.(stage.config);
+    },
+    describe: (cfg) => `pipeline of ${cfg.model_name}: ${cfg.stages.map((s: any) => s.kind).join(' → ')}`,
   },
 };
 
@@ -39,6 +98,10 @@ export function readConfigFile(path: string): Record<string, unknown> {
 function resolvePaths(cfg: Record<string, any>, baseDir: string): void {
   const abs = (p: string) => (isAbsolute(p) ? p : resolve(baseDir, p));
   for (const key of ['file_path', 'test_file_path']) if (cfg.dataset?.[key]) cfg.dataset[key] = abs(cfg.dataset[key]);
+  for (const dc of Array.isArray(cfg.dataset_configs) ? cfg.dataset_configs : []) {
+    if (dc.dataset?.file_path) dc.dataset.file_path = abs(dc.dataset.file_path);
+    if (dc.dataset?.file_path && !existsSync(dc.dataset.file_path)) throw new ConfigError(`dataset_configs: ${dc.dataset.file_path} does not exist`);
+  }
   if (typeof cfg.model_name === 'string' && (cfg.model_name.startsWith('./') || cfg.model_name.startsWith('../'))) cfg.model_name = abs(cfg.model_name);
   for (const key of ['file_path', 'test_file_path']) {
     if (cfg.dataset?.[key] && !existsSync(cfg.dataset[key])) throw new ConfigError(`dataset.${key}: ${cfg.dataset[key]} does not exist`);
@@ -62,7 +125,7 @@ export function resolveRun(kind: string, configPath: string, overrides: string[]
   if (!spec) throw new ConfigError(`unknown run kind "${kind}" (available: ${Object.keys(TRAINABLE_KINDS).join(', ')})`);
   const raw = applyOverrides(readConfigFile(configPath), overrides);
   const config = parseConfig(spec.schema, raw, configPath) as Record<string, any>;
-  resolvePaths(config, dirname(resolve(configPath)));
+  (spec.resolve ?? resolvePaths)(config, dirname(resolve(configPath)), configPath);
   const name = config.run_name ?? basename(configPath).replace(/\.json$/, '');
   const workflowId = opts.workflowId ?? `${kind}-${name}-${timestamp()}`;
   const logPath = resolve(config.log_path ?? resolve(opts.runsDir ?? 'runs', workflowId));
@@ -73,12 +136,21 @@ export function resolveRun(kind: string, configPath: string, overrides: string[]
   return { kind: kind as RunKind, workflowId, config, run: { workflowId, kind: kind as RunKind, logPath } };
 }
 
+/** Bad data is a config error: it names the file and line, and no run is started. */
+export async function checkRunData(r: ResolvedRun): Promise<void> {
+  try {
+    await TRAINABLE_KINDS[r.kind].checkData?.(r.config);
+  } catch (err) {
+    throw new ConfigError(`dataset: ${(err as Error).message}`);
+  }
+}
+
 /** Fails fast, with the list of served models, instead of a workflow that fails minutes later. */
 export async function checkBackend(baseUrl: string, model: string): Promise<void> {
   let res: Response;
   try {
     res = await fetch(new URL('api/v1/get_server_capabilities', baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`), {
-      headers: { 'X-API-Key': process.env.TINKER_API_KEY ?? 'tml-local' },
+      headers: { 'X-API-Key': apiKeyFor(baseUrl) ?? '' },
       signal: AbortSignal.timeout(10_000),
     });
   } catch (err) {

@@ -126,11 +126,16 @@ export class RunStore {
       appendFileSync(this.metricsJsonl, line);
       return;
     }
-    const kept = readFileSync(this.metricsJsonl, 'utf8')
-      .split('\n')
-      .filter((l) => l.trim() !== '')
-      .filter((l) => ((JSON.parse(l.replace(/\bNaN\b|-?\bInfinity\b/g, 'null')) as { step?: number }).step ?? -1) < row.step);
-    writeFileAtomic(this.metricsJsonl, kept.map((l) => l + '\n').join('') + line);
+    this.truncateMetrics(row.step);
+    appendFileSync(this.metricsJsonl, line);
+  }
+
+  /** Drops rows of `fromStep` and later: their updates were undone by a restore from a checkpoint. */
+  truncateMetrics(fromStep: number): void {
+    if (!existsSync(this.metricsJsonl)) return;
+    const lines = readFileSync(this.metricsJsonl, 'utf8').split('\n').filter((l) => l.trim() !== '');
+    const kept = lines.filter((l) => ((JSON.parse(l.replace(/\bNaN\b|-?\bInfinity\b/g, 'null')) as { step?: number }).step ?? -1) < fromStep);
+    if (kept.length !== lines.length) writeFileAtomic(this.metricsJsonl, kept.map((l) => l + '\n').join(''));
   }
 
   readMetrics(): Array<Record<string, unknown>> {

@@ -1,3 +1,6 @@
 // The workflow bundle's entry point: every workflow type the worker registers.
 export { supervisedWorkflow } from './sl.js';
 export { rlWorkflow } from './rl.js';
+export { dpoWorkflow } from './dpo.js';
+export { distillWorkflow, teacherSamplingWorkflow } from './distill.js';
+export { pipelineWorkflow } from './pipeline.js';

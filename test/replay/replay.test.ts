@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { Worker } from '@temporalio/worker';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils.js';
 import { describe, expect, it } from 'vitest';
+import { TRAINABLE_KINDS } from '../../src/cli/train.js';
 import { workflowBundle } from '../../src/workers/worker.js';
 
 const dir = join(import.meta.dirname, '..', 'fixtures', 'histories');
@@ -14,7 +15,7 @@ const fixtures = readdirSync(dir).filter((f) => f.endsWith('.json')).sort();
 describe('replay of recorded histories', () => {
   it('has fixtures for every workflow kind that exists', () => {
     const kinds = new Set(fixtures.map((f) => f.split('-')[0]));
-    expect([...kinds].sort()).toEqual(['sl']);
+    expect([...kinds].sort()).toEqual(Object.keys(TRAINABLE_KINDS).sort());
   });
 
   for (const file of fixtures) {

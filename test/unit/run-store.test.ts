@@ -20,6 +20,14 @@ describe('RunStore', () => {
     s.writeMetrics({ step: 2, loss: 20 });
     expect(s.readMetrics()).toHaveLength(3);
   });
+  it('a restore truncates rows of undone steps', () => {
+    const s = fresh();
+    for (const step of [0, 1, 2, 3]) s.writeMetrics({ step, loss: step });
+    s.truncateMetrics(2);
+    expect(s.readMetrics()).toEqual([{ step: 0, loss: 0 }, { step: 1, loss: 1 }]);
+    s.truncateMetrics(0);
+    expect(s.readMetrics()).toEqual([]);
+  });
   it('checkpoint rows keep the reference key order and are upserted by name', () => {
     const s = fresh();
     s.writeCheckpoint({ name: '000020', elapsed_tokens: 99, state_path: 'tinker://a/weights/000020', epoch: 0, batch: 20, sampler_path: 'tinker://a/sampler_weights/000020' });

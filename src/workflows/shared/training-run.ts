@@ -258,6 +258,7 @@ export class TrainingRun<C extends RunConfig, P> {
       this.state.elapsedTokens = 0;
       this.state.custom = spec.initialCustom === undefined ? undefined : JSON.parse(JSON.stringify(spec.initialCustom));
     }
+    await this.acts.rollBackMetrics({ run: this.input.run, fromStep: this.state.step });
     this.state.recoveries += 1;
     this.setStatus(before === 'recovering' ? 'running' : before);
   }

@@ -1,0 +1,177 @@
+// DPO activities (cookbook-spec §4.3). The step activity is the whole step unit: reference
+// logprobs (from a sampler named by path or base model, cached per row in the run store), then the
+// custom-loss forward_backward and the optim_step submitted back to back before either is awaited,
+// so a retry resends exactly the same sequence ids.
+import { createHash } from 'node:crypto';
+import { ApplicationFailure } from '@temporalio/activity';
+import { BackendError, type Datum, type SamplingSession, type TrainingSession } from '../backends/types.js';
+import type { DPOConfig } from '../cookbook/config/dpo.js';
+import { runLogger } from '../cookbook/logging.js';
+import { buildPreferenceDatasets } from '../cookbook/preference/dataset.js';
+import { dpoLossFn, evenDatums } from '../cookbook/preference/dpo-loss.js';
+import { alignScoredLogprobs, fullSequenceForScoring } from '../cookbook/rl/kl.js';
+import { RunStore, type RunRef } from '../cookbook/run-store.js';
+import { computeMeanNll } from '../cookbook/supervised/nll.js';
+import { callBackend, heartbeating, type ActivityDeps } from './context.js';
+import { readRunConfig } from './training.js';
+import { ErrorTypes, type EvalInput, type EvalResult, type ModelRef, type SeqUse } from './types.js';
+
+type DPOData = Awaited<ReturnType<typeof buildPreferenceDatasets>>;
+const datasets = new Map<string, Promise<DPOData>>();
+
+export interface DPOPlan {
+  nBatches: number;
+  /** Datums in the test batch (0: no test set, so no evaluation). */
+  testSize: number;
+}
+
+/** Where reference logprobs come from: a sampler over saved weights or over a base model. */
+export type ReferenceSource = { modelPath: string } | { baseModel: string };
+
+export interface DPOStepInput {
+  run: RunRef;
+  model: ModelRef;
+  step: number;
+  epoch: number;
+  batch: number;
+  learningRate: number;
+  totalSteps: number;
+  reference: ReferenceSource;
+  /** Evals on the pre-step weights, merged into the row. */
+  preStepMetrics: Record<string, number>;
+  /** The checkpoint saved at the start of this step, logged as the reference's `state_path`. */
+  statePath?: string;
+}
+export interface DPOStepResult extends SeqUse {
+  numTokens: number;
+  metrics: Record<string, number>;
+}
+
+function dpoData(run: RunRef): { cfg: DPOConfig; data: Promise<DPOData> } {
+  const cfg = readRunConfig<DPOConfig>(run);
+  const key = JSON.stringify([cfg.model_name, cfg.renderer_name, cfg.dataset]);
+  let data = datasets.get(key);
+  if (!data) {
+    data = buildPreferenceDatasets(cfg.dataset, cfg.model_name).catch((err: unknown) => {
+      datasets.delete(key);
+      throw ApplicationFailure.nonRetryable(err instanceof Error ? err.message : String(err), ErrorTypes.data);
+    });
+    datasets.set(key, data);
+  }
+  return { cfg, data };
+}
+
+const inputLength = (d: Datum) => d.model_input.chunks.reduce((n, c) => n + (c.type === 'encoded_text' ? c.tokens.length : (c.expected_tokens ?? 0)), 0);
+const sourceKey = (ref: ReferenceSource) => createHash('sha256').update(JSON.stringify(ref)).digest('hex').slice(0, 16);
+
+export function dpoActivities(deps: ActivityDeps) {
+  const backendOf = (cfg: DPOConfig) => deps.backendFor(cfg.base_url);
+  const session = (cfg: DPOConfig, modelId: string): TrainingSession => backendOf(cfg).openTrainingSession(modelId);
+
+  /**
+   * Reference logprobs of each pair's two datums (compute_logprobs(full)[1:]). They depend only on
+   * the reference and the row, so they are stored per source line and reused by retries and epochs.
+   */
+  async function referenceLogprobs(run: RunRef, cfg: DPOConfig, ref: ReferenceSource, lines: number[], data_D: Datum[]): Promise<number[][]> {
+    const store = new RunStore(run.logPath);
+    const blob = (line: number) => `dpo_reference/${sourceKey(ref)}/line_${String(line).padStart(6, '0')}.json`;
+    const cached = lines.map((line) => {
+      try {
+        return JSON.parse(store.readBlob(blob(line)).toString('utf8')) as [number[], number[]];
+      } catch {
+        return undefined;
+      }
+    });
+    const missing = lines.flatMap((_, i) => (cached[i] ? [] : [i]));
+    if (missing.length) {
+      const sampler: SamplingSession = await callBackend('create reference sampler', 'bad-path', () => backendOf(cfg).createSamplingSession(ref));
+      const score = (d: Datum) => sampler.computeLogprobs(fullSequenceForScoring(d)).then(alignScoredLogprobs);
+      try {
+        await heartbeating(
+          Promise.all(
+            missing.map(async (i) => {
+              const pair: [number[], number[]] = [await score(data_D[2 * i]), await score(data_D[2 * i + 1])];
+              store.writeBlob(blob(lines[i]), JSON.stringify(pair));
+              cached[i] = pair;
+            }),
+          ),
+        );
+      } catch (err) {
+        // The sampler exists (it was just created from the path), so a lost request or session means
+        // the engine restarted: a new attempt opens a new sampler (a vanished path fails there).
+        if (err instanceof BackendError) throw ApplicationFailure.retryable(`reference compute_logprobs: ${err.message}`, 'BackendUnavailable');
+        throw err;
+      }
+    }
+    return cached.flatMap((pair) => pair!);
+  }
+
+  return {
+    async dpoPrepare({ run }: { run: RunRef }): Promise<DPOPlan> {
+      const { train, test } = await dpoData(run).data;
+      return { nBatches: train.length, testSize: test ? test.getBatch(0).datums.length : 0 };
+    },
+
+    async dpoStep(input: DPOStepInput): Promise<DPOStepResult> {
+      const started = Date.now();
+      const { run, model, step, epoch, batch, learningRate, totalSteps, reference, preStepMetrics, statePath } = input;
+      const { cfg, data } = dpoData(run);
+      const { train, tokenizer } = await data;
+      train.setEpoch(epoch);
+      const b = train.getBatch(batch);
+      const logger = runLogger(new RunStore(run.logPath).logFile, { run: run.workflowId });
+      for (const why of b.filtered) logger.warn({ step }, `comparison skipped: ${why}`);
+      const data_D = evenDatums(b.datums, (msg) => logger.warn({ step }, msg));
+      const lines = b.lines.slice(0, data_D.length / 2);
+      if (step === 0) {
+        for (let i = 0; i < Math.min(10, lines.length); i++) {
+          const text = (d: Datum) => tokenizer.decode(d.model_input.chunks.flatMap((c) => (c.type === 'encoded_text' ? c.tokens : [])));
+          logger.info({ line: lines[i], chosen: text(data_D[2 * i]), rejected: text(data_D[2 * i + 1]) }, 'example pair');
+        }
+      }
+
+      const numTokens = data_D.reduce((n, d) => n + inputLength(d), 0);
+      const metrics: Record<string, number> = {
+        epoch,
+        learning_rate: learningRate,
+        progress: step / totalSteps,
+        num_pairs: data_D.length / 2,
+        num_tokens: numTokens,
+        ...preStepMetrics,
+      };
+      let seqIdsUsed = 0;
+      if (data_D.length > 0) {
+        const ref_D = await referenceLogprobs(run, cfg, reference, lines, data_D);
+        const client = session(cfg, model.modelId);
+        const fb = await callBackend('forward_backward_custom', 'model-lost', () =>
+          heartbeating(client.forwardBackwardCustom(data_D, dpoLossFn(ref_D, cfg.dpo_beta), { seqId: model.nextSeqId }), { step }),
+        );
+        const adam = { learning_rate: learningRate, beta1: cfg.adam_beta1, beta2: cfg.adam_beta2, eps: cfg.adam_eps };
+        const optim = await callBackend('optim_step', 'model-lost', () => client.optimStep(adam, { seqId: model.nextSeqId + fb.seqIds }));
+        const [fbOut, optimOut] = await callBackend('train step', 'model-lost', () => heartbeating(Promise.all([fb.result(), optim.result()]), { step }));
+        Object.assign(metrics, fbOut.metrics, optimOut.metrics ?? {});
+        seqIdsUsed = fb.seqIds + optim.seqIds;
+      } else {
+        logger.warn({ step }, 'every comparison of the batch was filtered out: no update this step');
+      }
+      metrics['time/total'] = (Date.now() - started) / 1000;
+      new RunStore(run.logPath).writeMetrics({ step, ...metrics, ...(statePath ? { state_path: statePath } : {}) });
+      if (data_D.length > 0 && !Number.isFinite(metrics.dpo_loss)) {
+        throw ApplicationFailure.nonRetryable(`step ${step}: dpo_loss is ${metrics.dpo_loss} (non-finite loss); the run stops here and its last checkpoint is intact`, ErrorTypes.nonFiniteLoss);
+      }
+      return { seqIdsUsed, numTokens, metrics };
+    },
+
+    /** The reference's default evaluator: NLL of the test pairs' datums (raw weights), pre-step weights. */
+    async dpoEval({ run, model, step }: EvalInput): Promise<EvalResult> {
+      const { cfg, data } = dpoData(run);
+      const { test } = await data;
+      if (!test) return { seqIdsUsed: 0, metrics: {} };
+      const test_D = test.getBatch(0).datums;
+      const fwd = await callBackend('forward', 'model-lost', () => session(cfg, model.modelId).forward(test_D, 'cross_entropy', { seqId: model.nextSeqId }));
+      const out = await callBackend('forward', 'model-lost', () => heartbeating(fwd.result(), { step }));
+      const logprobs_D = out.loss_fn_outputs.map((o) => o.logprobs.data);
+      return { seqIdsUsed: fwd.seqIds, metrics: { 'test/nll': computeMeanNll(logprobs_D, test_D.map((d) => d.loss_fn_inputs.weights.data)) } };
+    },
+  };
+}

@@ -1,0 +1,184 @@
+// A staged pipeline (SFT → DPO, SFT → RL, …): each stage is a child workflow with its own
+// durability, started from the previous stage's final checkpoint (weights only, fresh optimizer,
+// as the reference's load_checkpoint_path). The parent records finished stages, so after any crash
+// the chain goes on where it stopped; `stop` is forwarded to the running stage and no later stage
+// starts. Child ids are `<parent id>/<index>-<kind>`, their log dirs `<log_path>/<index>-<kind>`.
+import {
+  allHandlersFinished,
+  ApplicationFailure,
+  condition,
+  proxyActivities,
+  setCurrentDetails,
+  setHandler,
+  startChild,
+  upsertSearchAttributes,
+  type ChildWorkflowHandle,
+} from '@temporalio/workflow';
+import type { Activities } from '../activities/types.js';
+import { NON_RETRYABLE_ERROR_TYPES } from '../activities/types.js';
+import type { PipelineConfig, ResolvedStage } from '../cookbook/config/pipeline.js';
+import type { PipelineStageKind } from '../cookbook/config/pipeline-kinds.js';
+import type { RunKind, RunRef } from '../cookbook/run-store.js';
+import { dpoWorkflow } from './dpo.js';
+import { rlWorkflow } from './rl.js';
+import { pauseSignal, progressQuery, resumeSignal, stopSignal, type Progress, type RunStatus } from './shared/messages.js';
+import { KindKey, ModelKey, StatusKey, StepKey } from './shared/search-attributes.js';
+import type { RunInput, RunResult } from './shared/training-run.js';
+import { supervisedWorkflow } from './sl.js';
+
+/** The workflow of each stage kind (add the kind to PIPELINE_STAGE_KINDS and one line here). */
+const STAGE_WORKFLOWS: Record<PipelineStageKind, (input: RunInput<any, any>) => Promise<RunResult>> = {
+  sl: supervisedWorkflow,
+  rl: rlWorkflow,
+  dpo: dpoWorkflow,
+};
+
+export interface PipelineInput {
+  run: RunRef;
+  /** Resolved by the CLI: every stage holds its complete, validated config. */
+  config: PipelineConfig & { stages: ResolvedStage[] };
+  /** Stages finished before a continue-as-new (none otherwise). */
+  done?: StageResult[];
+}
+
+export interface StageResult {
+  index: number;
+  kind: string;
+  workflowId: string;
+  logPath: string;
+  result: RunResult;
+}
+
+export interface PipelineResult extends RunResult {
+  stages: StageResult[];
+}
+
+export interface PipelineProgress extends Progress {
+  stages: Array<{ index: number; kind: string; workflowId: string; status: 'pending' | 'running' | RunResult['status'] }>;
+}
+
+const acts = proxyActivities<Pick<Activities, 'initRun'>>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '1s', maximumInterval: '20s', nonRetryableErrorTypes: NON_RETRYABLE_ERROR_TYPES },
+});
+
+export async function pipelineWorkflow(input: PipelineInput): Promise<PipelineResult> {
+  const { run, config } = input;
+  const stages = config.stages;
+  const done: StageResult[] = input.done ? [...input.done] : [];
+  const stageId = (i: number) => `${run.workflowId}/${i}-${stages[i].kind}`;
+  let status: RunStatus = 'starting';
+  let stopRequested = false;
+  let stopReason: string | undefined;
+  let paused = false;
+  let running: { index: number; handle: ChildWorkflowHandle<(input: RunInput<any, any>) => Promise<RunResult>> } | undefined;
+
+  const setStatus = (s: RunStatus) => {
+    status = s;
+    const current = running ? ` · stage ${running.index} (${stages[running.index].kind}) ${stageId(running.index)}` : '';
+    setCurrentDetails(`${s} · ${done.length}/${stages.length} stages done${current}`);
+    upsertSearchAttributes([
+      { key: StatusKey, value: s },
+      { key: StepKey, value: done.length },
+    ]);
+  };
+
+  // Forwarded to the running stage; one that has just finished needs nothing (and refuses signals).
+  const forward = async (send: (h: NonNullable<typeof running>['handle']) => Promise<void>) => {
+    if (running) await send(running.handle).catch(() => undefined);
+  };
+  setHandler(stopSignal, async (reason) => {
+    stopRequested = true;
+    stopReason = reason;
+    await forward((h) => h.signal(stopSignal, reason));
+  });
+  setHandler(pauseSignal, async () => {
+    paused = true;
+    await forward((h) => h.signal(pauseSignal));
+  });
+  setHandler(resumeSignal, async () => {
+    paused = false;
+    await forward((h) => h.signal(resumeSignal));
+  });
+  setHandler(progressQuery, (): PipelineProgress => {
+    const last = done[done.length - 1]?.result;
+    return {
+      kind: 'pipeline',
+      model: config.model_name ?? '',
+      status,
+      step: done.length,
+      totalSteps: stages.length,
+      paused,
+      stopRequested,
+      lastMetrics: last?.lastMetrics ?? {},
+      lastCheckpoint: last?.finalCheckpoint,
+      hot: { lr_multiplier: 1, eval_every: 0, save_every: 0 },
+      recoveries: done.reduce((n, s) => n + s.result.recoveries, 0),
+      logPath: run.logPath,
+      recentStepTimes: [],
+      stages: stages.map((s, index) => ({
+        index,
+        kind: s.kind,
+        workflowId: stageId(index),
+        status: done[index]?.result.status ?? (running?.index === index ? 'running' : 'pending'),
+      })),
+    };
+  });
+
+  if (done.length === 0) await acts.initRun({ run, config });
+  setStatus('running');
+
+  for (let i = done.length; i < stages.length && !stopRequested; i++) {
+    if (paused) {
+      setStatus('paused');
+      await condition(() => !paused || stopRequested);
+      if (stopRequested) break;
+      setStatus('running');
+    }
+    const { kind, config: stageConfig } = stages[i];
+    const workflow = STAGE_WORKFLOWS[kind as PipelineStageKind];
+    if (!workflow) throw ApplicationFailure.nonRetryable(`stages.${i}.kind: this worker has no workflow for stage kind "${kind}"`, 'ConfigError');
+    const previous = done[i - 1]?.result.finalCheckpoint;
+    if (i > 0 && !previous) throw ApplicationFailure.nonRetryable(`stage ${i - 1} ended without a final checkpoint; stage ${i} has nothing to start from`, 'ConfigError');
+    const logPath = `${run.logPath}/${i}-${kind}`;
+    const childConfig: Record<string, unknown> = { ...stageConfig, log_path: logPath, ...(previous ? { load_checkpoint_path: previous.statePath } : {}) };
+    const workflowId = stageId(i);
+    const handle = await startChild(workflow, {
+      workflowId,
+      args: [{ run: { workflowId, kind: kind as RunKind, logPath }, config: childConfig }],
+      memo: { config: childConfig },
+      staticSummary: `stage ${i} of ${stages.length} (${kind}) of pipeline ${run.workflowId}`,
+      typedSearchAttributes: [
+        { key: KindKey, value: kind },
+        { key: ModelKey, value: String(childConfig.model_name) },
+        { key: StepKey, value: 0 },
+        { key: StatusKey, value: 'starting' },
+      ],
+    });
+    running = { index: i, handle };
+    setStatus(status);
+    // A stop or pause that arrived while the child was starting had no child to reach.
+    if (stopRequested) await forward((h) => h.signal(stopSignal, stopReason));
+    else if (paused) await forward((h) => h.signal(pauseSignal));
+    const result = await handle.result();
+    done.push({ index: i, kind, workflowId, logPath, result });
+    running = undefined;
+    // A stage stopped on its own (`cookbook stop <child id>`) did not finish: the chain ends too.
+    if (result.status === 'stopped') stopRequested = true;
+    setStatus('running');
+  }
+
+  const final = done[done.length - 1]?.result;
+  const outcome = done.length < stages.length || done.some((s) => s.result.status === 'stopped') ? 'stopped' : 'completed';
+  setStatus(outcome);
+  await condition(allHandlersFinished);
+  return {
+    status: outcome,
+    steps: done.length,
+    finalCheckpoint: final?.finalCheckpoint,
+    lastMetrics: final?.lastMetrics ?? {},
+    logPath: run.logPath,
+    recoveries: done.reduce((n, s) => n + s.result.recoveries, 0),
+    stages: done,
+  };
+}

@@ -1,0 +1,84 @@
+// The DPO workflow on the real stack: Temporal dev server, engine over HTTP, real tokenizer, the
+// shipped comparison data. Preference accuracy must rise above chance.
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startRun } from '../../src/cli/train.js';
+import { progressQuery } from '../../src/workflows/shared/messages.js';
+import type { RunResult } from '../../src/workflows/shared/training-run.js';
+import { checkpointsOf, metricsOf, weightsFingerprint } from '../support/runs.js';
+import { startTestStack, testRun, waitUntil, withWorker, workerProcess, type TestStack } from '../support/stack.js';
+
+const config = join(import.meta.dirname, '..', 'fixtures', 'dpo_small.json');
+const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+
+describe('DPO workflow', () => {
+  let stack: TestStack;
+  beforeAll(async () => {
+    stack = await startTestStack();
+  });
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  it('learns the preference: accuracy and margin rise, files and metrics use the reference names', async () => {
+    const run = testRun(stack, config, [], 'dpo');
+    const result = await withWorker(stack, async () => (await (await startRun(stack.client, run, stack.taskQueue)).result()) as RunResult);
+    expect(result.status).toBe('completed');
+    expect(result.steps).toBe(10);
+
+    const rows = metricsOf(run.run.logPath);
+    expect(rows.map((r) => r.step)).toEqual([...Array(10).keys()]);
+    for (const key of ['epoch', 'learning_rate', 'progress', 'num_pairs', 'num_tokens', 'dpo_loss', 'accuracy', 'margin', 'chosen_reward', 'rejected_reward', 'loss:sum']) {
+      expect(rows[3], key).toHaveProperty(key);
+    }
+    expect(rows[3].progress).toBe(3 / 10); // step/total_steps, as the reference
+    expect(rows.every((r) => r.num_pairs === 2)).toBe(true);
+    // Step 0: the policy is the reference, so every log ratio is 0: loss ln 2, accuracy 0 (strict).
+    expect(rows[0].dpo_loss as number).toBeCloseTo(Math.LN2, 3);
+    expect(rows[0].accuracy).toBe(0);
+    const acc = rows.map((r) => r.accuracy as number);
+    const margin = rows.map((r) => r.margin as number);
+    expect(mean(acc.slice(-4))).toBeGreaterThan(0.5);
+    expect(mean(acc.slice(-4))).toBeGreaterThan(mean(acc.slice(0, 4)));
+    expect(mean(margin.slice(-4))).toBeGreaterThan(0);
+    expect(mean(rows.slice(-4).map((r) => r.dpo_loss as number))).toBeLessThan(Math.LN2);
+
+    // Evals before steps 0 and 5 (eval_every) and before the last step.
+    expect(rows.filter((r) => 'test/nll' in r).map((r) => r.step)).toEqual([0, 5, 9]);
+    // DPO checkpoints at the start of steps 4 and 8, before their update; the row names the batch to train.
+    const ckpts = checkpointsOf(run.run.logPath);
+    expect(ckpts.map((c) => c.name)).toEqual(['000004', '000008', 'final']);
+    expect(ckpts[0]).toMatchObject({ epoch: 0, batch: 4 });
+    expect(ckpts[2]).toMatchObject({ epoch: 1, batch: 0 });
+    expect(rows[4].state_path).toMatch(/^tinker:\/\/.+\/weights\/000004$/);
+    expect(rows[5]).not.toHaveProperty('state_path');
+    expect(result.finalCheckpoint?.samplerPath).toMatch(/sampler_weights\/final$/);
+  });
+
+  it('an engine restart mid-run restores the last checkpoint with the same reference and equals an uninterrupted run', async () => {
+    const clean = testRun(stack, config, [], 'dpo');
+    const crashed = testRun(stack, config, [], 'dpo');
+    const worker = await workerProcess(stack, 'dpo-worker');
+    try {
+      const cleanResult = (await (await startRun(stack.client, clean, stack.taskQueue)).result()) as RunResult;
+      const handle = await startRun(stack.client, crashed, stack.taskQueue);
+      // After the checkpoint taken before step 4 and before the next one: steps 4.. are replayed.
+      await waitUntil('step 6', async () => (await handle.query(progressQuery)).step >= 6, 120_000, 50);
+      await stack.restartEngine();
+      const crashedResult = (await handle.result()) as RunResult;
+
+      expect(crashedResult.status).toBe('completed');
+      expect(crashedResult.recoveries).toBeGreaterThanOrEqual(1);
+      const withoutPaths = (rows: Array<Record<string, unknown>>) => rows.map(({ state_path: _p, ...rest }) => rest);
+      expect(withoutPaths(metricsOf(crashed.run.logPath))).toEqual(withoutPaths(metricsOf(clean.run.logPath)));
+      expect(checkpointsOf(crashed.run.logPath)).toEqual(checkpointsOf(clean.run.logPath));
+      const [a, b] = await Promise.all([
+        weightsFingerprint(stack.engine.baseUrl, cleanResult.finalCheckpoint!.samplerPath!),
+        weightsFingerprint(stack.engine.baseUrl, crashedResult.finalCheckpoint!.samplerPath!),
+      ]);
+      expect(b).toBe(a);
+    } finally {
+      await worker.stop();
+    }
+  });
+});
