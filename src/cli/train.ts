@@ -7,7 +7,7 @@ import type { z } from 'zod';
 import { applyOverrides, ConfigError, parseConfig } from '../cookbook/config/overrides.js';
 import { DistillConfigSchema } from '../cookbook/config/distill.js';
 import { DPOConfigSchema } from '../cookbook/config/dpo.js';
-import { PipelineConfigSchema, resolvePipelineStages } from '../cookbook/config/pipeline.js';
+import { FROM_PREVIOUS_STAGE, PipelineConfigSchema, resolvePipelineStages } from '../cookbook/config/pipeline.js';
 import { PIPELINE_STAGE_KINDS } from '../cookbook/config/pipeline-kinds.js';
 import { buildPreferenceDatasets } from '../cookbook/preference/dataset.js';
 import { RLConfigSchema } from '../cookbook/config/rl.js';
@@ -77,7 +77,8 @@ export const TRAINABLE_KINDS: Record<string, TrainableKind> = {
         resolvePaths,
       }, source),
     checkData: async (cfg) => {
-      for (const stage of cfg.stages) await TRAINABLE_KINDS[stage.kind].checkData?.(stage.config);
+      // A stage fed by the previous stage's output has no data yet; the pipeline checked the link.
+      for (const stage of cfg.stages) if (stage.config.dataset?.file_path !== FROM_PREVIOUS_STAGE) await TRAINABLE_KINDS[stage.kind].checkData?.(stage.config);
     },
     describe: (cfg) => `pipeline of ${cfg.model_name}: ${cfg.stages.map((s: any) => s.kind).join(' → ')}`,
   },
@@ -96,16 +97,21 @@ export function readConfigFile(path: string): Record<string, unknown> {
 
 /** Paths in a config are relative to the config file, so a config works from any directory. */
 function resolvePaths(cfg: Record<string, any>, baseDir: string): void {
-  const abs = (p: string) => (isAbsolute(p) ? p : resolve(baseDir, p));
-  for (const key of ['file_path', 'test_file_path']) if (cfg.dataset?.[key]) cfg.dataset[key] = abs(cfg.dataset[key]);
-  for (const dc of Array.isArray(cfg.dataset_configs) ? cfg.dataset_configs : []) {
-    if (dc.dataset?.file_path) dc.dataset.file_path = abs(dc.dataset.file_path);
-    if (dc.dataset?.file_path && !existsSync(dc.dataset.file_path)) throw new ConfigError(`dataset_configs: ${dc.dataset.file_path} does not exist`);
+  const abs = (p: string) => (p === FROM_PREVIOUS_STAGE || isAbsolute(p) ? p : resolve(baseDir, p));
+  const mustExist = (p: string, where: string) => {
+    if (p !== FROM_PREVIOUS_STAGE && !existsSync(p)) throw new ConfigError(`${where}: ${p} does not exist`);
+  };
+  for (const key of ['file_path', 'test_file_path']) {
+    if (!cfg.dataset?.[key]) continue;
+    cfg.dataset[key] = abs(cfg.dataset[key]);
+    mustExist(cfg.dataset[key], `dataset.${key}`);
+  }
+  for (const [i, dc] of (Array.isArray(cfg.dataset_configs) ? cfg.dataset_configs : []).entries()) {
+    if (!dc.dataset?.file_path) continue;
+    dc.dataset.file_path = abs(dc.dataset.file_path);
+    mustExist(dc.dataset.file_path, `dataset_configs.${i}.dataset.file_path`);
   }
   if (typeof cfg.model_name === 'string' && (cfg.model_name.startsWith('./') || cfg.model_name.startsWith('../'))) cfg.model_name = abs(cfg.model_name);
-  for (const key of ['file_path', 'test_file_path']) {
-    if (cfg.dataset?.[key] && !existsSync(cfg.dataset[key])) throw new ConfigError(`dataset.${key}: ${cfg.dataset[key]} does not exist`);
-  }
 }
 
 function timestamp(d = new Date()): string {

@@ -19,6 +19,7 @@ import { NON_RETRYABLE_ERROR_TYPES } from '../activities/types.js';
 import type { PipelineConfig, ResolvedStage } from '../cookbook/config/pipeline.js';
 import type { PipelineStageKind } from '../cookbook/config/pipeline-kinds.js';
 import type { RunKind, RunRef } from '../cookbook/run-store.js';
+import { distillWorkflow } from './distill.js';
 import { dpoWorkflow } from './dpo.js';
 import { rlWorkflow } from './rl.js';
 import { pauseSignal, progressQuery, resumeSignal, stopSignal, type Progress, type RunStatus } from './shared/messages.js';
@@ -31,6 +32,7 @@ const STAGE_WORKFLOWS: Record<PipelineStageKind, (input: RunInput<any, any>) => 
   sl: supervisedWorkflow,
   rl: rlWorkflow,
   dpo: dpoWorkflow,
+  distill: distillWorkflow,
 };
 
 export interface PipelineInput {
@@ -61,6 +63,19 @@ const acts = proxyActivities<Pick<Activities, 'initRun'>>({
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '1s', maximumInterval: '20s', nonRetryableErrorTypes: NON_RETRYABLE_ERROR_TYPES },
 });
+
+/**
+ * What a stage takes from the one before it: the final checkpoint's weights, or — after a teacher
+ * sampling stage, which trains nothing — the conversations file it wrote, as the SFT dataset.
+ */
+function startingPoint(index: number, previous: (RunResult & { outputPath?: string }) | undefined, stageConfig: Record<string, any>): Record<string, unknown> {
+  if (index === 0 || !previous) return {};
+  if (previous.outputPath) return { dataset: { ...stageConfig.dataset, builtin: undefined, file_path: previous.outputPath } };
+  if (!previous.finalCheckpoint) {
+    throw ApplicationFailure.nonRetryable(`stage ${index - 1} ended without a final checkpoint; stage ${index} has nothing to start from`, 'ConfigError');
+  }
+  return { load_checkpoint_path: previous.finalCheckpoint.statePath };
+}
 
 export async function pipelineWorkflow(input: PipelineInput): Promise<PipelineResult> {
   const { run, config } = input;
@@ -138,10 +153,8 @@ export async function pipelineWorkflow(input: PipelineInput): Promise<PipelineRe
     const { kind, config: stageConfig } = stages[i];
     const workflow = STAGE_WORKFLOWS[kind as PipelineStageKind];
     if (!workflow) throw ApplicationFailure.nonRetryable(`stages.${i}.kind: this worker has no workflow for stage kind "${kind}"`, 'ConfigError');
-    const previous = done[i - 1]?.result.finalCheckpoint;
-    if (i > 0 && !previous) throw ApplicationFailure.nonRetryable(`stage ${i - 1} ended without a final checkpoint; stage ${i} has nothing to start from`, 'ConfigError');
     const logPath = `${run.logPath}/${i}-${kind}`;
-    const childConfig: Record<string, unknown> = { ...stageConfig, log_path: logPath, ...(previous ? { load_checkpoint_path: previous.statePath } : {}) };
+    const childConfig: Record<string, unknown> = { ...stageConfig, log_path: logPath, ...startingPoint(i, done[i - 1]?.result, stageConfig) };
     const workflowId = stageId(i);
     const handle = await startChild(workflow, {
       workflowId,

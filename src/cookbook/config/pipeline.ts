@@ -50,13 +50,22 @@ export interface StageResolver {
   resolvePaths(cfg: Record<string, unknown>, baseDir: string): void;
 }
 
+/**
+ * A stage's `dataset.file_path` that the pipeline fills in with the file the previous stage wrote
+ * (teacher sampling → SFT: the previous stage is a distill run in mode off_policy_sample).
+ */
+export const FROM_PREVIOUS_STAGE = '@previous_stage';
+
+const writesConversations = (stage: ResolvedStage | undefined) => stage?.kind === 'distill' && stage.config.mode === 'off_policy_sample';
+
 /** Keys the pipeline sets on each stage itself. */
 const SET_BY_PIPELINE = ['log_path'];
 
 /** Replaces every stage by its resolved form (in place) and fills in `model_name`. */
 export function resolvePipelineStages(cfg: PipelineConfig, baseDir: string, r: StageResolver, source?: string): void {
   const where = source ? `${source}: ` : '';
-  const resolved = cfg.stages.map((stage, i): ResolvedStage => {
+  const resolved: ResolvedStage[] = [];
+  cfg.stages.forEach((stage, i) => {
     const at = `stages.${i}`;
     const schema = r.schemaOf(stage.kind);
     if (!schema) throw new ConfigError(`${where}${at}.kind: unknown stage kind "${stage.kind}" (available: ${r.kinds.join(', ')})`);
@@ -73,12 +82,21 @@ export function resolvePipelineStages(cfg: PipelineConfig, baseDir: string, r: S
       const issues = parsed.error.issues.map((issue) => ({ ...issue, path: ['stages', i, 'config', ...issue.path] }));
       throw new ConfigError(formatZodError(new z.ZodError(issues), file ?? source));
     }
-    const config = parsed.data as Record<string, unknown>;
+    const config = parsed.data as Record<string, any>;
+    const fed = config.dataset?.file_path === FROM_PREVIOUS_STAGE;
+    if (fed !== writesConversations(resolved[i - 1])) {
+      throw new ConfigError(
+        fed
+          ? `${where}${at}.config.dataset.file_path: "${FROM_PREVIOUS_STAGE}" needs a previous stage that writes conversations (a distill stage with mode off_policy_sample)`
+          : `${where}${at}.config.dataset.file_path: stage ${i - 1} writes teacher conversations; set "${FROM_PREVIOUS_STAGE}" to train on them`,
+      );
+    }
     r.resolvePaths(config, file ? dirname(file) : baseDir);
-    return { kind: stage.kind, config };
+    resolved.push({ kind: stage.kind, config });
   });
   const model = resolved[0].config.model_name;
   resolved.forEach((stage, i) => {
+    if (writesConversations(resolved[i - 1])) return; // trains a fresh model on the teacher's traces
     if (stage.config.model_name !== model) {
       throw new ConfigError(`${where}stages.${i}.config.model_name: ${String(stage.config.model_name)} differs from stage 0's ${String(model)}; each stage trains the previous stage's weights`);
     }
