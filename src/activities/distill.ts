@@ -29,6 +29,7 @@ import { getTokenizer, tokenizerFamilyForModel, type Tokenizer } from '../cookbo
 import { callBackend, heartbeating, type ActivityDeps } from './context.js';
 import { trainPolicyStep } from './policy-train.js';
 import { rolloutFailure } from './rl.js';
+import { runDataCache } from './run-data.js';
 import { readRunConfig } from './training.js';
 import { ErrorTypes, type ModelRef, type SeqUse } from './types.js';
 
@@ -39,10 +40,6 @@ interface DistillData {
   renderer: Renderer;
   tokenizer: Tokenizer;
 }
-
-// Built from the run's config on any worker and kept for the worker's lifetime: prompts are
-// referenced by the config, never carried in payloads.
-const datasets = new Map<string, Promise<DistillData>>();
 
 async function buildDistillData(cfg: DistillConfig): Promise<DistillData> {
   const tokenizer = await getTokenizer(cfg.model_name);
@@ -60,19 +57,12 @@ async function buildDistillData(cfg: DistillConfig): Promise<DistillData> {
   return { prompts, composite: new CompositeDataset(parts), renderer, tokenizer };
 }
 
-function distillData(run: RunRef): { cfg: DistillConfig; data: Promise<DistillData> } {
-  const cfg = readRunConfig<DistillConfig>(run);
-  const key = JSON.stringify([cfg.model_name, cfg.renderer_name, cfg.dataset_configs.map((d) => d.dataset)]);
-  let data = datasets.get(key);
-  if (!data) {
-    data = buildDistillData(cfg).catch((err: unknown) => {
-      datasets.delete(key);
-      throw ApplicationFailure.nonRetryable(err instanceof Error ? err.message : String(err), ErrorTypes.data);
-    });
-    datasets.set(key, data);
-  }
-  return { cfg, data };
-}
+// Built from the run's config on any worker and kept for the worker's lifetime: prompts are
+// referenced by the config, never carried in payloads.
+const distillData = runDataCache<DistillConfig, DistillData>(
+  (cfg) => [cfg.model_name, cfg.renderer_name, cfg.dataset_configs.map((d) => d.dataset)],
+  buildDistillData,
+);
 
 const pad = (n: number, w = 6) => String(n).padStart(w, '0');
 

@@ -13,11 +13,14 @@ import { alignScoredLogprobs, fullSequenceForScoring } from '../cookbook/rl/kl.j
 import { RunStore, type RunRef } from '../cookbook/run-store.js';
 import { computeMeanNll } from '../cookbook/supervised/nll.js';
 import { callBackend, heartbeating, type ActivityDeps } from './context.js';
-import { readRunConfig } from './training.js';
+import { runDataCache } from './run-data.js';
 import { ErrorTypes, type EvalInput, type EvalResult, type ModelRef, type SeqUse } from './types.js';
 
 type DPOData = Awaited<ReturnType<typeof buildPreferenceDatasets>>;
-const datasets = new Map<string, Promise<DPOData>>();
+const dpoData = runDataCache<DPOConfig, DPOData>(
+  (cfg) => [cfg.model_name, cfg.renderer_name, cfg.dataset],
+  (cfg) => buildPreferenceDatasets(cfg.dataset, cfg.model_name),
+);
 
 export interface DPOPlan {
   nBatches: number;
@@ -45,20 +48,6 @@ export interface DPOStepInput {
 export interface DPOStepResult extends SeqUse {
   numTokens: number;
   metrics: Record<string, number>;
-}
-
-function dpoData(run: RunRef): { cfg: DPOConfig; data: Promise<DPOData> } {
-  const cfg = readRunConfig<DPOConfig>(run);
-  const key = JSON.stringify([cfg.model_name, cfg.renderer_name, cfg.dataset]);
-  let data = datasets.get(key);
-  if (!data) {
-    data = buildPreferenceDatasets(cfg.dataset, cfg.model_name).catch((err: unknown) => {
-      datasets.delete(key);
-      throw ApplicationFailure.nonRetryable(err instanceof Error ? err.message : String(err), ErrorTypes.data);
-    });
-    datasets.set(key, data);
-  }
-  return { cfg, data };
 }
 
 const inputLength = (d: Datum) => d.model_input.chunks.reduce((n, c) => n + (c.type === 'encoded_text' ? c.tokens.length : (c.expected_tokens ?? 0)), 0);

@@ -18,25 +18,14 @@ import type { TrajectoryGroup } from '../cookbook/rl/types.js';
 import { RunStore, type RunRef } from '../cookbook/run-store.js';
 import { callBackend, heartbeating, type ActivityDeps } from './context.js';
 import { trainPolicyStep } from './policy-train.js';
-import { readRunConfig } from './training.js';
+import { runDataCache } from './run-data.js';
 import { ErrorTypes, type ModelRef, type SeqUse } from './types.js';
 
 type RLData = Awaited<ReturnType<typeof buildRLDatasets>>;
-const datasets = new Map<string, Promise<RLData>>();
-
-function rlData(run: RunRef): { cfg: RLConfig; data: Promise<RLData> } {
-  const cfg = readRunConfig<RLConfig>(run);
-  const key = JSON.stringify([cfg.model_name, cfg.renderer_name, cfg.dataset]);
-  let data = datasets.get(key);
-  if (!data) {
-    data = buildRLDatasets(cfg.dataset, cfg.model_name, { rendererName: cfg.renderer_name }).catch((err: unknown) => {
-      datasets.delete(key);
-      throw ApplicationFailure.nonRetryable(err instanceof Error ? err.message : String(err), ErrorTypes.data);
-    });
-    datasets.set(key, data);
-  }
-  return { cfg, data };
-}
+const rlData = runDataCache<RLConfig, RLData>(
+  (cfg) => [cfg.model_name, cfg.renderer_name, cfg.dataset],
+  (cfg) => buildRLDatasets(cfg.dataset, cfg.model_name, { rendererName: cfg.renderer_name }),
+);
 
 const pad = (n: number) => String(n).padStart(6, '0');
 /** Seeds of eval rollouts live apart from training ones: a fixed marker in the seed path. */

@@ -8,6 +8,7 @@ import { buildChatDatasets } from '../cookbook/supervised/dataset.js';
 import { computeBpb, computeMeanNll } from '../cookbook/supervised/nll.js';
 import { ApplicationFailure } from '@temporalio/activity';
 import { callBackend, heartbeating, type ActivityDeps } from './context.js';
+import { runDataCache } from './run-data.js';
 import { readRunConfig } from './training.js';
 import { ErrorTypes, type EvalInput, type EvalResult, type SlPlan, type SlStepInput, type SlStepResult } from './types.js';
 
@@ -15,21 +16,10 @@ type SlData = Awaited<ReturnType<typeof buildChatDatasets>>;
 
 // Datasets are rebuilt from the run's config on any worker, then kept for the worker's lifetime:
 // the data is referenced by the config, never carried in payloads.
-const datasets = new Map<string, Promise<SlData>>();
-
-function slData(run: RunRef): { cfg: SupervisedConfig; data: Promise<SlData> } {
-  const cfg = readRunConfig<SupervisedConfig>(run);
-  const key = JSON.stringify([cfg.model_name, cfg.renderer_name, cfg.dataset]);
-  let data = datasets.get(key);
-  if (!data) {
-    data = buildChatDatasets(cfg.dataset, cfg.model_name).catch((err: unknown) => {
-      datasets.delete(key);
-      throw ApplicationFailure.nonRetryable(err instanceof Error ? err.message : String(err), ErrorTypes.data);
-    });
-    datasets.set(key, data);
-  }
-  return { cfg, data };
-}
+const slData = runDataCache<SupervisedConfig, SlData>(
+  (cfg) => [cfg.model_name, cfg.renderer_name, cfg.dataset],
+  (cfg) => buildChatDatasets(cfg.dataset, cfg.model_name),
+);
 
 const logprobsOf = (out: { loss_fn_outputs: Array<Record<string, { data: number[] }>> }) => out.loss_fn_outputs.map((o) => o.logprobs.data);
 const weightsOf = (data: Datum[]) => data.map((d) => d.loss_fn_inputs.weights.data);

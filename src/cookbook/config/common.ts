@@ -15,15 +15,18 @@ export const DurabilitySchema = z
   })
   .prefault({});
 
+/** Human-readable part of the workflow id `<kind>-<run_name>-<timestamp>` (optional). */
+export const RunNameSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, 'use letters, digits, "_", "." and "-"')
+  .max(80)
+  .optional();
+
 export const CommonTrainingFields = {
   /** Run directory for config.json, metrics.jsonl, checkpoints.jsonl (default runs/<workflow id>). */
   log_path: z.string().min(1).optional(),
   /** Human-readable part of the workflow id `<kind>-<run_name>-<timestamp>`. */
-  run_name: z
-    .string()
-    .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, 'use letters, digits, "_", "." and "-"')
-    .max(80)
-    .optional(),
+  run_name: RunNameSchema,
   model_name: z.string().min(1),
   load_checkpoint_path: z.string().nullable().default(null),
   renderer_name: z.string().nullable().default(null),

@@ -4,6 +4,7 @@
 // the last stage fails before the first one trains.
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
+import { RunNameSchema } from './common.js';
 import { applyOverrides, ConfigError, formatZodError } from './overrides.js';
 
 export const PipelineStageSchema = z
@@ -24,11 +25,7 @@ export const PipelineStageSchema = z
 
 export const PipelineConfigSchema = z.strictObject({
   log_path: z.string().min(1).optional(),
-  run_name: z
-    .string()
-    .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, 'use letters, digits, "_", "." and "-"')
-    .max(80)
-    .optional(),
+  run_name: RunNameSchema,
   /** Filled in from the stages (they must agree): each stage loads the previous one's weights. */
   model_name: z.string().min(1).optional(),
   stages: z.array(PipelineStageSchema).min(1),

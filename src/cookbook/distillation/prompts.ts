@@ -2,10 +2,10 @@
 // `CompositeDataset`): a JSONL file of prompts becomes groups of envs whose only purpose is to let
 // the student sample a response; the reward is always 0 and the learning signal is the teacher KL.
 
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { DataFormatError } from '../errors.js';
+import { parseJsonlRows, readTextFile } from '../jsonl.js';
 import { modelInputFromInts } from '../model-input.js';
 import type { Message, Renderer } from '../renderers/types.js';
 import { ProblemGroupBuilder } from '../rl/problem-env.js';
@@ -39,43 +39,29 @@ export interface PromptRow {
  * `{"question": "..."}` (deepmath's field), which become a single user message.
  */
 export function parsePromptsJsonl(text: string, displayPath: string): PromptRow[] {
-  const rows: PromptRow[] = [];
-  text.split('\n').forEach((raw, i) => {
-    if (raw.trim() === '') return;
-    const at = `${displayPath}:${i + 1}`;
-    let data: unknown;
-    try {
-      data = JSON.parse(raw);
-    } catch (e) {
-      throw new DataFormatError(`${at}: invalid JSON (${(e as Error).message})`);
-    }
-    const obj = data as Record<string, unknown> | null;
-    if (obj && typeof obj === 'object' && !Array.isArray(obj) && !('messages' in obj) && 'question' in obj) {
-      if (typeof obj.question !== 'string' || obj.question === '') throw new DataFormatError(`${at}: "question" must be a non-empty string`);
-      rows.push({ messages: [{ role: 'user', content: obj.question }], line: i + 1 });
-      return;
-    }
-    const messages = validateConversation(data, at);
-    const firstAssistant = messages.findIndex((m) => m.role === 'assistant');
-    const prompt = firstAssistant === -1 ? messages : messages.slice(0, firstAssistant);
-    if (prompt.length === 0 || prompt[prompt.length - 1].role !== 'user') {
-      throw new DataFormatError(`${at}: the prompt (messages before the first assistant message) must end with a user message`);
-    }
-    rows.push({ messages: prompt, line: i + 1 });
+  return parseJsonlRows(text, displayPath, parsePromptRow, {
+    emptyMessage: `${displayPath}: no prompts (the file is empty)`,
+    trimLines: false,
   });
-  if (rows.length === 0) throw new DataFormatError(`${displayPath}: no prompts (the file is empty)`);
-  return rows;
+}
+
+function parsePromptRow(data: unknown, at: string, line: number): PromptRow {
+  const obj = data as Record<string, unknown> | null;
+  if (obj && typeof obj === 'object' && !Array.isArray(obj) && !('messages' in obj) && 'question' in obj) {
+    if (typeof obj.question !== 'string' || obj.question === '') throw new DataFormatError(`${at}: "question" must be a non-empty string`);
+    return { messages: [{ role: 'user', content: obj.question }], line };
+  }
+  const messages = validateConversation(data, at);
+  const firstAssistant = messages.findIndex((m) => m.role === 'assistant');
+  const prompt = firstAssistant === -1 ? messages : messages.slice(0, firstAssistant);
+  if (prompt.length === 0 || prompt[prompt.length - 1].role !== 'user') {
+    throw new DataFormatError(`${at}: the prompt (messages before the first assistant message) must end with a user message`);
+  }
+  return { messages: prompt, line };
 }
 
 export async function loadPromptsJsonl(absPath: string, displayPath = absPath): Promise<PromptRow[]> {
-  let text: string;
-  try {
-    text = await readFile(absPath, 'utf8');
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw new DataFormatError(`${displayPath}: no such file`);
-    throw e;
-  }
-  return parsePromptsJsonl(text, displayPath);
+  return parsePromptsJsonl(await readTextFile(absPath, displayPath), displayPath);
 }
 
 /** The absolute path of a prompt dataset's file and the path to show in errors. */

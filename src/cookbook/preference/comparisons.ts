@@ -8,8 +8,8 @@
 //   the same with the comparison's keys at the top level
 //   {"prompt_conversation": [...], "chosen": [...], "rejected": [...]}  (≡ A = chosen, label "A")
 
-import { readFile } from 'node:fs/promises';
 import { DataFormatError } from '../errors.js';
+import { parseJsonlRows, readTextFile } from '../jsonl.js';
 import type { Message } from '../renderers/types.js';
 import { validateConversation } from '../supervised/jsonl.js';
 
@@ -96,31 +96,11 @@ export function parseComparisonRow(data: unknown, at: string): LabeledComparison
 }
 
 export function parseComparisonsJsonl(text: string, displayPath: string): ComparisonRow[] {
-  const rows: ComparisonRow[] = [];
-  const lines = text.split('\n');
-  for (let i = 0; i < lines.length; i++) {
-    const raw = lines[i].trim();
-    if (raw === '') continue;
-    const at = `${displayPath}:${i + 1}`;
-    let data: unknown;
-    try {
-      data = JSON.parse(raw);
-    } catch (e) {
-      throw new DataFormatError(`${at}: invalid JSON (${(e as Error).message})`);
-    }
-    rows.push({ ...parseComparisonRow(data, at), line: i + 1 });
-  }
-  if (rows.length === 0) throw new DataFormatError(`${displayPath}: no comparisons (the file is empty)`);
-  return rows;
+  return parseJsonlRows(text, displayPath, (data, at, line) => ({ ...parseComparisonRow(data, at), line }), {
+    emptyMessage: `${displayPath}: no comparisons (the file is empty)`,
+  });
 }
 
 export async function loadComparisonsJsonl(filePath: string, displayPath = filePath): Promise<ComparisonRow[]> {
-  let text: string;
-  try {
-    text = await readFile(filePath, 'utf8');
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw new DataFormatError(`${displayPath}: no such file`);
-    throw e;
-  }
-  return parseComparisonsJsonl(text, displayPath);
+  return parseComparisonsJsonl(await readTextFile(filePath, displayPath), displayPath);
 }

@@ -1,8 +1,8 @@
 // Loading chat conversations from JSONL (`{"messages": [...]}` per line), with errors that name
 // the file and the line.
 
-import { readFile } from 'node:fs/promises';
 import { DataFormatError } from '../errors.js';
+import { parseJsonlRows, readTextFile } from '../jsonl.js';
 import type { ContentPart, Message } from '../renderers/types.js';
 
 export const MESSAGE_ROLES = ['system', 'user', 'assistant', 'tool'] as const;
@@ -64,32 +64,11 @@ export function validateConversation(data: unknown, at: string): Message[] {
 
 /** Parse JSONL text. Blank lines are skipped; `displayPath` is used in error messages. */
 export function parseConversationsJsonl(text: string, displayPath: string): ConversationRow[] {
-  const rows: ConversationRow[] = [];
-  const lines = text.split('\n');
-  for (let i = 0; i < lines.length; i++) {
-    const raw = lines[i].trim();
-    if (raw === '') continue;
-    const at = `${displayPath}:${i + 1}`;
-    let data: unknown;
-    try {
-      data = JSON.parse(raw);
-    } catch (e) {
-      throw new DataFormatError(`${at}: invalid JSON (${(e as Error).message})`);
-    }
-    rows.push({ messages: validateConversation(data, at), line: i + 1 });
-  }
-  if (rows.length === 0) throw new DataFormatError(`${displayPath}: no conversations (the file is empty)`);
-  return rows;
+  return parseJsonlRows(text, displayPath, (data, at, line) => ({ messages: validateConversation(data, at), line }), {
+    emptyMessage: `${displayPath}: no conversations (the file is empty)`,
+  });
 }
 
 export async function loadConversationsJsonl(filePath: string, displayPath = filePath): Promise<ConversationRow[]> {
-  let text: string;
-  try {
-    text = await readFile(filePath, 'utf8');
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') throw new DataFormatError(`${displayPath}: no such file`);
-    throw e;
-  }
-  return parseConversationsJsonl(text, displayPath);
+  return parseConversationsJsonl(await readTextFile(filePath, displayPath), displayPath);
 }

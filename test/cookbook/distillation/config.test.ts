@@ -51,7 +51,7 @@ describe('distill config', () => {
     writeFileSync(bad, JSON.stringify({ ...minimal, max_tokens: undefined, dataset_configs: [{ ...minimal.dataset_configs[0], dataset: { file_path: 'nope.jsonl' } }] }));
     expect(() => resolveRun('distill', bad, [], { runsDir })).toThrow(/max_tokens/);
     writeFileSync(bad, JSON.stringify({ ...minimal, dataset_configs: [{ ...minimal.dataset_configs[0], dataset: { file_path: 'nope.jsonl' } }] }));
-    expect(() => resolveRun('distill', bad, [], { runsDir })).toThrow(/dataset_configs: .*nope\.jsonl does not exist/);
+    expect(() => resolveRun('distill', bad, [], { runsDir })).toThrow(/dataset_configs\.0\.dataset\.file_path: .*nope\.jsonl does not exist/);
     expect(() => resolveRun('distill', bad, ['mode=sample'], { runsDir })).toThrow(/mode/);
   });
 });

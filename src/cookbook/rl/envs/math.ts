@@ -2,8 +2,8 @@
 // correctness = the boxed answer grades equal to the reference. Plus GSM8K answer extraction and a
 // loader for the GSM8K JSONL format (`{"question": …, "answer": "… #### 42"}`).
 
-import { readFile } from 'node:fs/promises';
 import { DataFormatError } from '../../errors.js';
+import { parseJsonlRows, readTextFile } from '../../jsonl.js';
 import type { Message, Renderer } from '../../renderers/types.js';
 import { extractBoxed, safeGrade, type Grader } from '../grading.js';
 import { ProblemEnv, type ProblemEnvOptions } from '../problem-env.js';
@@ -107,44 +107,30 @@ export interface Gsm8kProblem {
 
 /** Parse GSM8K JSONL text; errors name `displayPath:line`. Blank lines are skipped. */
 export function parseGsm8kJsonl(text: string, displayPath: string): Gsm8kProblem[] {
-  const out: Gsm8kProblem[] = [];
-  text.split('\n').forEach((raw, idx) => {
-    const lineNo = idx + 1;
-    const at = `${displayPath}:${lineNo}`;
-    if (raw.trim() === '') return;
-    let row: unknown;
-    try {
-      row = JSON.parse(raw);
-    } catch (e) {
-      throw new DataFormatError(`${at}: invalid JSON (${(e as Error).message})`);
-    }
-    if (row === null || typeof row !== 'object' || Array.isArray(row)) {
-      throw new DataFormatError(`${at}: expected a JSON object with "question" and "answer"`);
-    }
-    const { question, answer } = row as Record<string, unknown>;
-    if (typeof question !== 'string' || question.trim() === '') {
-      throw new DataFormatError(`${at}: "question" must be a non-empty string`);
-    }
-    if (typeof answer !== 'string') throw new DataFormatError(`${at}: "answer" must be a string`);
-    let final: string;
-    try {
-      final = extractGsm8kFinalAnswer(answer);
-    } catch {
-      throw new DataFormatError(`${at}: "answer" has no final answer line "#### <answer>"`);
-    }
-    if (final === '') throw new DataFormatError(`${at}: the "####" final answer is empty`);
-    out.push({ question, solution: answer, answer: final, line: lineNo });
-  });
-  return out;
+  return parseJsonlRows(text, displayPath, parseGsm8kRow, { trimLines: false });
+}
+
+function parseGsm8kRow(row: unknown, at: string, lineNo: number): Gsm8kProblem {
+  if (row === null || typeof row !== 'object' || Array.isArray(row)) {
+    throw new DataFormatError(`${at}: expected a JSON object with "question" and "answer"`);
+  }
+  const { question, answer } = row as Record<string, unknown>;
+  if (typeof question !== 'string' || question.trim() === '') {
+    throw new DataFormatError(`${at}: "question" must be a non-empty string`);
+  }
+  if (typeof answer !== 'string') throw new DataFormatError(`${at}: "answer" must be a string`);
+  let final: string;
+  try {
+    final = extractGsm8kFinalAnswer(answer);
+  } catch {
+    throw new DataFormatError(`${at}: "answer" has no final answer line "#### <answer>"`);
+  }
+  if (final === '') throw new DataFormatError(`${at}: the "####" final answer is empty`);
+  return { question, solution: answer, answer: final, line: lineNo };
 }
 
 export async function loadGsm8kJsonl(absPath: string, displayPath = absPath): Promise<Gsm8kProblem[]> {
-  let text: string;
-  try {
-    text = await readFile(absPath, 'utf8');
-  } catch (e) {
-    throw new DataFormatError(`${displayPath}: cannot read GSM8K file (${(e as Error).message})`);
-  }
+  const text = await readTextFile(absPath, displayPath, (e) => `${displayPath}: cannot read GSM8K file (${e.message})`);
   const rows = parseGsm8kJsonl(text, displayPath);
   if (rows.length === 0) throw new DataFormatError(`${displayPath}: no problems in file`);
   return rows;
