@@ -10,6 +10,7 @@ import { startRun } from '../../src/cli/train.js';
 import type { SupervisedConfig } from '../../src/cookbook/config/sl.js';
 import { lrMultiplier } from '../../src/cookbook/lr-schedule.js';
 import { buildChatDatasets } from '../../src/cookbook/supervised/dataset.js';
+import { metricsOf } from '../../test/support/runs.js';
 import { startTestStack, testRun, withWorker, type TestStack } from '../../test/support/stack.js';
 
 const { values } = parseArgs({
@@ -29,6 +30,8 @@ const overrides = [
   `dataset.max_length=${values['max-length']}`,
   'dataset.test_size=0',
   `max_steps=${steps}`,
+  // Enough epochs that max_steps, not the dataset, bounds the run (the direct loop cycles epochs too).
+  'num_epochs=100',
   'eval_every=0',
   'save_every=0',
 ];
@@ -37,13 +40,18 @@ async function direct(stack: TestStack): Promise<number> {
   const cfg = testRun(stack, config, overrides).config as SupervisedConfig;
   const backend = createTinkerBackend({ baseUrl: stack.engine.baseUrl, apiKey: 'tml-bench' });
   const { train } = await buildChatDatasets(cfg.dataset, cfg.model_name);
+  // Batches are tokenized before the clock starts, as the worker's warm dataset cache has them.
+  const nBatches = train.length;
+  const batches = Array.from({ length: steps }, (_, step) => {
+    train.setEpoch(Math.floor(step / nBatches));
+    return train.getBatch(step % nBatches);
+  });
+  await backend.capabilities();
   const t0 = performance.now();
   const session = await backend.createTrainingSession({ baseModel: cfg.model_name, lora: { rank: cfg.lora_rank, seed: cfg.seed } });
   let seqId = 1;
-  const nBatches = train.length;
   for (let step = 0; step < steps; step++) {
-    train.setEpoch(Math.floor(step / nBatches));
-    const batch = train.getBatch(step % nBatches);
+    const batch = batches[step];
     const lr = cfg.learning_rate * lrMultiplier(cfg.lr_schedule, step, steps);
     const fb = await session.forwardBackward(batch, 'cross_entropy', { seqId });
     seqId += fb.seqIds;
@@ -59,8 +67,10 @@ async function direct(stack: TestStack): Promise<number> {
   return ms;
 }
 
+let lastWorkflowLogPath = '';
 async function viaWorkflow(stack: TestStack): Promise<number> {
   const run = testRun(stack, config, overrides);
+  lastWorkflowLogPath = run.run.logPath;
   return withWorker(stack, async () => {
     const t0 = performance.now();
     await (await startRun(stack.client, run, stack.taskQueue)).result();
@@ -68,7 +78,11 @@ async function viaWorkflow(stack: TestStack): Promise<number> {
   });
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
 const stack = await startTestStack();
 try {
   await direct(stack); // warm-up: tokenizer, dataset, engine caches, workflow bundle below
@@ -78,7 +92,9 @@ try {
   for (let round = 0; round < Number(values.rounds); round++) {
     d.push(await direct(stack));
     w.push(await viaWorkflow(stack));
-    console.log(`round ${round + 1}: direct ${(d[round] / 1000).toFixed(2)} s, workflow ${(w[round] / 1000).toFixed(2)} s`);
+    const rows = metricsOf(lastWorkflowLogPath);
+    if (rows.length !== steps) throw new Error(`the workflow ran ${rows.length} steps, not ${steps}`);
+    console.log(`round ${round + 1}: direct ${(d[round] / 1000).toFixed(2)} s, workflow ${(w[round] / 1000).toFixed(2)} s, ratio ${(w[round] / d[round]).toFixed(3)}`);
   }
   const dm = median(d);
   const wm = median(w);
