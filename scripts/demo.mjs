@@ -9,8 +9,8 @@ import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 if (!existsSync(join(root, 'node_modules', 'tsx'))) {
-  console.error('installing node modules (npm ci)…');
-  const r = spawnSync('npm', ['ci', '--no-audit', '--no-fund'], { cwd: root, stdio: 'inherit' });
+  console.error('installing node modules (npm install, locked versions)…');
+  const r = spawnSync('npm', ['install', '--no-audit', '--no-fund'], { cwd: root, stdio: 'inherit' });
   if (r.status !== 0) process.exit(r.status ?? 1);
 }
 const r = spawnSync(process.execPath, ['--import', 'tsx', join(root, 'src', 'cli', 'demo.ts'), ...process.argv.slice(2)], { cwd: root, stdio: 'inherit' });
