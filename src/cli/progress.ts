@@ -13,9 +13,11 @@ export function formatDuration(seconds: number): string {
   return h > 0 ? `${h}:${String(m).padStart(2, '0')}:${String(sec).padStart(2, '0')}` : `${m}:${String(sec).padStart(2, '0')}`;
 }
 
-/** Seconds left, from the pace of the last completed steps (workflow time). */
-export function eta(p: Progress): number | undefined {
-  const times = p.recentStepTimes;
+/** When the watcher saw each step count first: the pace it measures itself (workflows keep no clocks). */
+export type StepTimes = Array<[step: number, atMs: number]>;
+
+/** Seconds left, from the pace of the last steps the watcher saw. */
+export function eta(p: Progress, times: StepTimes): number | undefined {
   if (times.length < 2) return undefined;
   const [s0, t0] = times[0];
   const [s1, t1] = times[times.length - 1];
@@ -23,12 +25,12 @@ export function eta(p: Progress): number | undefined {
   return ((t1 - t0) / (s1 - s0) / 1000) * (p.totalSteps - p.step);
 }
 
-export function progressLine(p: Progress, width = 24): string {
+export function progressLine(p: Progress, times: StepTimes = [], width = 24): string {
   const frac = p.totalSteps > 0 ? Math.min(p.step / p.totalSteps, 1) : 0;
   const filled = Math.round(frac * width);
   const bar = `[${'#'.repeat(filled)}${'-'.repeat(width - filled)}]`;
   const parts = [`step ${p.step}/${p.totalSteps}`, bar, `${Math.round(frac * 100)}%`];
-  const left = eta(p);
+  const left = eta(p, times);
   if (left !== undefined && p.step < p.totalSteps) parts.push(`ETA ${formatDuration(left)}`);
   const lossKey = LOSS_KEYS.find((k) => p.lastMetrics[k] !== undefined);
   if (lossKey) parts.push(`${lossKey} ${p.lastMetrics[lossKey].toFixed(4)}`);
@@ -36,12 +38,18 @@ export function progressLine(p: Progress, width = 24): string {
   return parts.join(' · ');
 }
 
+const PACE_WINDOW = 20;
+
 export class ProgressPrinter {
   private last = '';
+  private times: StepTimes = [];
   constructor(private readonly out: NodeJS.WriteStream = process.stdout) {}
 
-  update(p: Progress): void {
-    const line = progressLine(p);
+  update(p: Progress, nowMs = Date.now()): void {
+    const seen = this.times[this.times.length - 1];
+    if (!seen || p.step > seen[0]) this.times = [...this.times, [p.step, nowMs] as [number, number]].slice(-PACE_WINDOW);
+    else if (p.step < seen[0]) this.times = [[p.step, nowMs]]; // rolled back by a restore
+    const line = progressLine(p, this.times);
     if (line === this.last) return;
     this.last = line;
     if (this.out.isTTY) this.out.write(`\r\x1b[2K${line}`);

@@ -127,7 +127,6 @@ export async function teacherSamplingWorkflow(input: DistillInput): Promise<Teac
     hot: { lr_multiplier: 1, eval_every: cfg.eval_every, save_every: cfg.save_every },
     recoveries: 0,
     logPath: input.run.logPath,
-    recentStepTimes: [],
   }));
 
   await acts.initRun({ run: input.run, config: cfg });

@@ -130,7 +130,6 @@ export async function pipelineWorkflow(input: PipelineInput): Promise<PipelineRe
       hot: { lr_multiplier: 1, eval_every: 0, save_every: 0 },
       recoveries: done.reduce((n, s) => n + s.result.recoveries, 0),
       logPath: run.logPath,
-      recentStepTimes: [],
       stages: stages.map((s, index) => ({
         index,
         kind: s.kind,

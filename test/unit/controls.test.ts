@@ -1,20 +1,30 @@
 import { describe, expect, it } from 'vitest';
-import { eta, formatDuration, progressLine } from '../../src/cli/progress.js';
+import { eta, formatDuration, ProgressPrinter, progressLine } from '../../src/cli/progress.js';
 import { validateHotSettings, type Progress } from '../../src/workflows/shared/messages.js';
 
 const progress = (over: Partial<Progress> = {}): Progress => ({
   kind: 'sl', model: 'tiny-qwen3', status: 'running', step: 10, totalSteps: 40, paused: false, stopRequested: false,
   lastMetrics: { train_mean_nll: 1.83 }, hot: { lr_multiplier: 1, eval_every: 10, save_every: 20 }, recoveries: 0,
-  logPath: '/tmp/x', recentStepTimes: [[6, 0], [10, 8000]], ...over,
+  logPath: '/tmp/x', ...over,
 });
 
 describe('progress line', () => {
   it('shows step/total, a bar, ETA from recent pace, last loss and status', () => {
-    expect(eta(progress())).toBe(60);
-    expect(progressLine(progress(), 8)).toBe('step 10/40 · [##------] · 25% · ETA 1:00 · train_mean_nll 1.8300 · running');
+    expect(eta(progress(), [[6, 0], [10, 8000]])).toBe(60);
+    expect(progressLine(progress(), [[6, 0], [10, 8000]], 8)).toBe('step 10/40 · [##------] · 25% · ETA 1:00 · train_mean_nll 1.8300 · running');
   });
   it('has no ETA without two step times, and says paused', () => {
-    expect(progressLine(progress({ recentStepTimes: [], paused: true, status: 'paused' }), 4)).toBe('step 10/40 · [#---] · 25% · train_mean_nll 1.8300 · paused');
+    expect(progressLine(progress({ paused: true, status: 'paused' }), [], 4)).toBe('step 10/40 · [#---] · 25% · train_mean_nll 1.8300 · paused');
+  });
+  it('the printer measures the pace from its own polls, and restarts it after a rollback', () => {
+    const lines: string[] = [];
+    const out = { isTTY: false, write: (s: string) => lines.push(s) } as unknown as NodeJS.WriteStream;
+    const printer = new ProgressPrinter(out);
+    printer.update(progress({ step: 6 }), 0);
+    printer.update(progress({ step: 10 }), 8000);
+    expect(lines[1]).toContain('ETA 1:00');
+    printer.update(progress({ step: 8 }), 9000);
+    expect(lines[2]).not.toContain('ETA');
   });
   it('formats durations', () => {
     expect(formatDuration(3725)).toBe('1:02:05');

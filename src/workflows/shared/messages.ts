@@ -36,8 +36,6 @@ export interface Progress {
   hot: HotSettings;
   recoveries: number;
   logPath: string;
-  /** Workflow time (ms since epoch) at which each of the last few steps completed, for an ETA. */
-  recentStepTimes: Array<[step: number, atMs: number]>;
 }
 
 export const stopSignal = defineSignal<[reason?: string]>('stop');

@@ -60,7 +60,6 @@ export interface RunState {
   stopReason?: string;
   recoveries: number;
   lastMetrics: Record<string, number>;
-  recentStepTimes: Array<[number, number]>;
   /** Paradigm state (e.g. RL's rollout error counts); rolled back with the model on recovery. */
   custom?: unknown;
 }
@@ -101,7 +100,6 @@ export interface LoopSpec {
 }
 
 const SEARCH_ATTRIBUTE_EVERY_STEPS = 10;
-const RECENT_STEP_TIMES = 20;
 
 export function activitiesFor(d: DurabilityConfig) {
   return proxyActivities<Activities>({
@@ -144,7 +142,6 @@ export class TrainingRun<C extends RunConfig, P> {
       stopRequested: false,
       recoveries: 0,
       lastMetrics: {},
-      recentStepTimes: [],
     };
     this.installHandlers();
   }
@@ -266,7 +263,6 @@ export class TrainingRun<C extends RunConfig, P> {
   private completeStep(step: number, lossKey: string): void {
     this.state.step = step + 1;
     this.stepsThisWorkflowRun += 1;
-    this.state.recentStepTimes = [...this.state.recentStepTimes, [step + 1, Date.now()] as [number, number]].slice(-RECENT_STEP_TIMES);
     this.publish(lossKey);
   }
 
@@ -358,7 +354,6 @@ export class TrainingRun<C extends RunConfig, P> {
       hot: this.state.hot,
       recoveries: this.state.recoveries,
       logPath: this.input.run.logPath,
-      recentStepTimes: this.state.recentStepTimes,
     }));
   }
 
