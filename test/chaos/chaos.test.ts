@@ -1,8 +1,10 @@
-// The quick chaos suite for CI: one trial per kill target (worker, engine, Temporal server), each
-// killing its target twice at seeded moments, plus a stop sent while the run recovers from an
-// engine crash. The long variant is `npm run chaos -- --trials 20`.
+// The quick chaos suite for CI: for the supervised workflow one trial per kill target (worker,
+// engine, Temporal server), each killing its target twice at seeded moments, plus a stop sent while
+// the run recovers from an engine crash; for the RL workflow an engine kill (restore from a
+// checkpoint with its rollout state) and a Temporal server kill. The long variant is
+// `npm run chaos -- --trials 20 [--kind rl]`.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ChaosLab, type Baseline, type Target } from './harness.js';
+import { ChaosLab, RL_CHAOS, type Baseline, type Target } from './harness.js';
 
 describe('chaos (quick)', () => {
   let lab: ChaosLab;
@@ -34,4 +36,24 @@ describe('chaos (quick)', () => {
     const final = observed.checkpoints[observed.checkpoints.length - 1];
     expect(final).toMatchObject({ name: 'final', stopped_early: true });
   });
+});
+
+describe('chaos (quick, RL)', { timeout: 900_000 }, () => {
+  let lab: ChaosLab;
+  let baseline: Baseline;
+  beforeAll(async () => {
+    lab = await ChaosLab.start(RL_CHAOS);
+    baseline = await lab.baseline();
+  });
+  afterAll(async () => {
+    await lab?.stop();
+  });
+
+  for (const [target, seed] of [['engine', 21], ['temporal', 22]] as Array<[Target, number]>) {
+    it(`killing the ${target} leaves the result of an uninterrupted RL run`, async () => {
+      const outcome = await lab.trial(seed, baseline, { kills: 1, targets: [target], maxGapMs: 6000 });
+      expect(outcome.kills.length).toBe(1);
+      expect(outcome.differences).toEqual([]);
+    });
+  }
 });

@@ -40,12 +40,23 @@ export function rng(seed: number): () => number {
 
 export const CHAOS_CONFIG = join(import.meta.dirname, '..', 'fixtures', 'sl_chaos.json');
 
+/** Which runs a lab drives: a run kind and its fixed-seed config. */
+export interface ChaosRun {
+  kind: string;
+  config: string;
+}
+export const SL_CHAOS: ChaosRun = { kind: 'sl', config: CHAOS_CONFIG };
+export const RL_CHAOS: ChaosRun = { kind: 'rl', config: join(import.meta.dirname, '..', 'fixtures', 'rl_small.json') };
+
 export class ChaosLab {
   private worker?: Service;
-  private constructor(readonly stack: TestStack) {}
+  private constructor(
+    readonly stack: TestStack,
+    readonly subject: ChaosRun,
+  ) {}
 
-  static async start(): Promise<ChaosLab> {
-    const lab = new ChaosLab(await startTestStack({ persist: true }));
+  static async start(subject: ChaosRun = SL_CHAOS): Promise<ChaosLab> {
+    const lab = new ChaosLab(await startTestStack({ persist: true }), subject);
     lab.worker = await workerProcess(lab.stack, 'worker-0');
     return lab;
   }
@@ -56,7 +67,7 @@ export class ChaosLab {
   }
 
   run(overrides: string[] = []): ResolvedRun {
-    return testRun(this.stack, CHAOS_CONFIG, overrides);
+    return testRun(this.stack, this.subject.config, overrides, this.subject.kind);
   }
 
   async baseline(overrides: string[] = []): Promise<Baseline> {

@@ -9,6 +9,7 @@
 // Retries use a fresh env from `builder.makeEnvs()[0]`; the policy for a retry is asked for with
 // its slot and attempt number so callers can seed it from the logical position.
 
+import { BackendError } from '../../backends/types.js';
 import { modelInputFromInts } from '../model-input.js';
 import type { TokenCompleter } from './completers.js';
 import {
@@ -92,6 +93,15 @@ export function isCancellation(e: unknown): boolean {
   return name === 'AbortError' || name === 'CancelledFailure' || name === 'CancelledError';
 }
 
+/**
+ * Failures no strategy may absorb: cancellation, and the training backend's own errors — those are
+ * infrastructure, not the env's fault. They propagate so the whole group is retried with the same
+ * seeds; absorbing one would resample with a fresh env and make the run depend on an outage.
+ */
+export function passesThrough(e: unknown): boolean {
+  return isCancellation(e) || e instanceof BackendError;
+}
+
 function toRolloutError(e: unknown): RolloutError {
   // Python records type(e).__name__; the constructor name is the closest JS equivalent.
   if (e instanceof Error) return { errorType: e.constructor?.name || e.name, errorMessage: e.message };
@@ -170,8 +180,8 @@ async function runInRounds(
       if (r.status === 'fulfilled') slots[pending[k]].traj = r.value;
       else failed.push({ i: pending[k], reason: r.reason });
     });
-    const cancelled = failed.find((f) => isCancellation(f.reason));
-    if (cancelled) throw cancelled.reason;
+    const fatal = failed.find((f) => passesThrough(f.reason));
+    if (fatal) throw fatal.reason;
     const successes = slots.filter((s) => s.traj !== undefined).length;
     const retry: number[] = [];
     for (const f of failed) {
@@ -348,7 +358,7 @@ export async function doGroupRolloutAndFilterConstantReward(
   try {
     group = await doGroupRollout(builder, policy, strategy);
   } catch (e) {
-    if (isCancellation(e)) throw e;
+    if (passesThrough(e)) throw e;
     if (e instanceof AllTrajectoriesFailedError || strategy.catchesGroupErrors) {
       opts.onWarning?.(`Dropping group: ${(e as Error).message}`);
       return null;

@@ -1,6 +1,7 @@
 // §2.3 rollouts and §2.8 strategies with fake envs: FailFast propagation, RetryOnFailure budget
 // and fresh envs, MinViableGroup floors, error counting, determinism of the result order.
 import { describe, expect, it } from 'vitest';
+import { BackendError } from '../../../src/backends/types.js';
 import { modelInputFromInts } from '../../../src/cookbook/model-input.js';
 import type { TokenCompleter } from '../../../src/cookbook/rl/completers.js';
 import {
@@ -126,6 +127,17 @@ describe('retryOnFailure', () => {
     };
     await expect(doGroupRollout(b, cancel, retryOnFailure())).rejects.toThrow('cancelled');
     expect(b.makeEnvsCalls).toBe(1);
+  });
+  it('never absorbs a backend (infrastructure) error: the group fails whole, to be retried with the same seeds', async () => {
+    for (const strategy of [retryOnFailure(), minViableGroup()]) {
+      const b = new FakeBuilder(4);
+      const outage: TokenCompleter = async () => {
+        throw new BackendError('engine unreachable', undefined, 'Sample', undefined, 'transport');
+      };
+      await expect(doGroupRollout(b, outage, strategy)).rejects.toBeInstanceOf(BackendError);
+      await expect(doGroupRolloutAndFilterConstantReward(new FakeBuilder(2), outage, { strategy })).rejects.toBeInstanceOf(BackendError);
+      expect(b.makeEnvsCalls).toBe(1);
+    }
   });
   it('times out slow rollouts', async () => {
     const slow: TokenCompleter = () => new Promise(() => {});
