@@ -1,10 +1,10 @@
 // The quick chaos suite for CI: for the supervised workflow one trial per kill target (worker,
 // engine, Temporal server), each killing its target twice at seeded moments, plus a stop sent while
-// the run recovers from an engine crash; for the RL workflow an engine kill (restore from a
-// checkpoint with its rollout state) and a Temporal server kill. The long variant is
-// `npm run chaos -- --trials 20 [--kind rl]`.
+// the run recovers from an engine crash; for RL an engine kill (restore from a checkpoint with its
+// rollout state) and a Temporal server kill; for DPO and distillation an engine kill. The long
+// variant is `npm run chaos -- --trials 20 [--kind sl|rl|dpo|distill]`.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ChaosLab, RL_CHAOS, type Baseline, type Target } from './harness.js';
+import { ChaosLab, DISTILL_CHAOS, DPO_CHAOS, RL_CHAOS, type Baseline, type Target } from './harness.js';
 
 describe('chaos (quick)', () => {
   let lab: ChaosLab;
@@ -38,22 +38,25 @@ describe('chaos (quick)', () => {
   });
 });
 
-describe('chaos (quick, RL)', { timeout: 900_000 }, () => {
-  let lab: ChaosLab;
-  let baseline: Baseline;
-  beforeAll(async () => {
-    lab = await ChaosLab.start(RL_CHAOS);
-    baseline = await lab.baseline();
-  });
-  afterAll(async () => {
-    await lab?.stop();
-  });
-
-  for (const [target, seed] of [['engine', 21], ['temporal', 22]] as Array<[Target, number]>) {
-    it(`killing the ${target} leaves the result of an uninterrupted RL run`, async () => {
-      const outcome = await lab.trial(seed, baseline, { kills: 1, targets: [target], maxGapMs: 6000 });
-      expect(outcome.kills.length).toBe(1);
-      expect(outcome.differences).toEqual([]);
+for (const subject of [RL_CHAOS, DPO_CHAOS, DISTILL_CHAOS]) {
+  describe(`chaos (quick, ${subject.kind})`, { timeout: 900_000 }, () => {
+    let lab: ChaosLab;
+    let baseline: Baseline;
+    beforeAll(async () => {
+      lab = await ChaosLab.start(subject);
+      baseline = await lab.baseline();
     });
-  }
-});
+    afterAll(async () => {
+      await lab?.stop();
+    });
+
+    const trials: Array<[Target, number]> = subject === RL_CHAOS ? [['engine', 21], ['temporal', 22]] : [['engine', 31]];
+    for (const [target, seed] of trials) {
+      it(`killing the ${target} leaves the result of an uninterrupted ${subject.kind} run`, async () => {
+        const outcome = await lab.trial(seed, baseline, { kills: 1, targets: [target], maxGapMs: 5000 });
+        expect(outcome.kills.length).toBe(1);
+        expect(outcome.differences).toEqual([]);
+      });
+    }
+  });
+}

@@ -47,6 +47,8 @@ export interface ChaosRun {
 }
 export const SL_CHAOS: ChaosRun = { kind: 'sl', config: CHAOS_CONFIG };
 export const RL_CHAOS: ChaosRun = { kind: 'rl', config: join(import.meta.dirname, '..', 'fixtures', 'rl_small.json') };
+export const DPO_CHAOS: ChaosRun = { kind: 'dpo', config: join(import.meta.dirname, '..', 'fixtures', 'dpo_small.json') };
+export const DISTILL_CHAOS: ChaosRun = { kind: 'distill', config: join(import.meta.dirname, '..', 'fixtures', 'distill_small.json') };
 
 export class ChaosLab {
   private worker?: Service;
