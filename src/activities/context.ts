@@ -32,6 +32,7 @@ export function toFailure(err: unknown, what: string, notFound: NotFoundMeans): 
   const msg = `${what}: ${err.message}`;
   switch (err.kind) {
     case 'not_found':
+      if (notFound === 'session-lost') return ApplicationFailure.retryable(msg, 'BackendUnavailable');
       return ApplicationFailure.nonRetryable(msg, notFound === 'model-lost' ? ErrorTypes.modelLost : ErrorTypes.invalidRequest, detailOf(err));
     case 'conflict':
       return ApplicationFailure.nonRetryable(msg, ErrorTypes.seqConflict, detailOf(err));
@@ -50,9 +51,11 @@ function detailOf(err: BackendError): string {
 
 /**
  * What a 404 means depends on the call: on a call to an existing training model it means the
- * server lost the model (engine restart); on a load from a path it means a wrong path.
+ * server lost the model (engine restart: restore); on a load from a path, a wrong path; on a call
+ * to an existing sampling session, that the session or its future was lost (retry the activity,
+ * which opens a new session on the same weights).
  */
-export type NotFoundMeans = 'model-lost' | 'bad-path';
+export type NotFoundMeans = 'model-lost' | 'bad-path' | 'session-lost';
 
 export async function callBackend<T>(what: string, notFound: NotFoundMeans, fn: () => Promise<T>): Promise<T> {
   try {

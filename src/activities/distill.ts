@@ -131,7 +131,7 @@ export function distillActivities(deps: ActivityDeps) {
       if (!teachers.has(d)) teachers.set(d, sampler(cfg, teacherSource(cfg.dataset_configs[d].teacher_config), `create teacher sampler of dataset ${d}`));
       return teachers.get(d)!;
     };
-    return callBackend('teacher compute_logprobs', 'bad-path', () =>
+    return callBackend('teacher compute_logprobs', 'session-lost', () =>
       Promise.all(data_D.map(async (datum, i) => alignScoredLogprobs(await (await teacherOf(dataset_D[i])).computeLogprobs(fullSequenceForScoring(datum))))),
     );
   }
@@ -207,7 +207,7 @@ export function distillActivities(deps: ActivityDeps) {
         ? computePostKl(
             data_D,
             await heartbeating(
-              callBackend('post-update compute_logprobs', 'bad-path', async () => {
+              callBackend('post-update compute_logprobs', 'session-lost', async () => {
                 const after = await sampler(cfg, { modelPath: trained.samplerPath }, 'create post-update sampler');
                 return Promise.all(data_D.map(async (d) => alignScoredLogprobs(await after.computeLogprobs(fullSequenceForScoring(d)))));
               }),

@@ -4,7 +4,7 @@
 // so a retry resends exactly the same sequence ids.
 import { createHash } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/activity';
-import { BackendError, type Datum, type SamplingSession, type TrainingSession } from '../backends/types.js';
+import type { Datum, SamplingSession, TrainingSession } from '../backends/types.js';
 import type { DPOConfig } from '../cookbook/config/dpo.js';
 import { runLogger } from '../cookbook/logging.js';
 import { buildPreferenceDatasets } from '../cookbook/preference/dataset.js';
@@ -75,8 +75,10 @@ export function dpoActivities(deps: ActivityDeps) {
     if (missing.length) {
       const sampler: SamplingSession = await callBackend('create reference sampler', 'bad-path', () => backendOf(cfg).createSamplingSession(ref));
       const score = (d: Datum) => sampler.computeLogprobs(fullSequenceForScoring(d)).then(alignScoredLogprobs);
-      try {
-        await heartbeating(
+      // The sampler exists (just created from the path): a 404 now means the engine restarted and
+      // lost it, so a new attempt opens a new one (a vanished path fails at creation instead).
+      await callBackend('reference compute_logprobs', 'session-lost', () =>
+        heartbeating(
           Promise.all(
             missing.map(async (i) => {
               const pair: [number[], number[]] = [await score(data_D[2 * i]), await score(data_D[2 * i + 1])];
@@ -84,13 +86,8 @@ export function dpoActivities(deps: ActivityDeps) {
               cached[i] = pair;
             }),
           ),
-        );
-      } catch (err) {
-        // The sampler exists (it was just created from the path), so a lost request or session means
-        // the engine restarted: a new attempt opens a new sampler (a vanished path fails there).
-        if (err instanceof BackendError) throw ApplicationFailure.retryable(`reference compute_logprobs: ${err.message}`, 'BackendUnavailable');
-        throw err;
-      }
+        ),
+      );
     }
     return cached.flatMap((pair) => pair!);
   }

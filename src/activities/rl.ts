@@ -201,7 +201,7 @@ export function rlActivities(deps: ActivityDeps) {
 
   /** Logprob of every target token of each datum under a sampler (compute_logprobs[1:]). */
   async function scoreAll(sampler: SamplingSession, data_D: Datum[]): Promise<number[][]> {
-    return callBackend('compute_logprobs', 'bad-path', () => Promise.all(data_D.map(async (d) => alignScoredLogprobs(await sampler.computeLogprobs(fullSequenceForScoring(d))))));
+    return callBackend('compute_logprobs', 'session-lost', () => Promise.all(data_D.map(async (d) => alignScoredLogprobs(await sampler.computeLogprobs(fullSequenceForScoring(d))))));
   }
 
   /** §2.10: a centred KL penalty against the reference model, added to the advantages. */

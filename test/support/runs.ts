@@ -3,9 +3,13 @@ import { createHash } from 'node:crypto';
 import { RunStore } from '../../src/cookbook/run-store.js';
 import { createTinkerBackend } from '../../src/backends/index.js';
 
-/** metrics.jsonl rows without wall-clock timings (the only keys two equal runs may differ in). */
+/**
+ * metrics.jsonl rows without the keys two equal runs may differ in: wall-clock timings, and the
+ * checkpoint paths DPO logs (they name each run's own server-side model).
+ */
 export function metricsOf(logPath: string): Array<Record<string, unknown>> {
-  return new RunStore(logPath).readMetrics().map((row) => Object.fromEntries(Object.entries(row).filter(([k]) => !k.startsWith('time/'))));
+  const differsPerRun = (k: string) => k.startsWith('time/') || k === 'state_path' || k === 'sampler_path';
+  return new RunStore(logPath).readMetrics().map((row) => Object.fromEntries(Object.entries(row).filter(([k]) => !differsPerRun(k))));
 }
 
 /** checkpoints.jsonl rows without the paths, which name the server-side model of each run. */
