@@ -97,6 +97,11 @@ export async function watchRun(client: Client, id: string, pollMs = 1000): Promi
     }
     await Promise.race([result.catch(() => undefined), new Promise((r) => setTimeout(r, pollMs))]);
   }
+  // One last line with the final state: the run may have closed between two polls.
+  await handle.query(progressQuery).then(
+    (p) => printer.update(p),
+    () => undefined,
+  );
   printer.done();
   return result;
 }

@@ -33,7 +33,8 @@ export async function startTestStack(opts: { persist?: boolean } = {}): Promise<
   const engineOpts = { port: await freePort(), dataDir: join(dir, 'engine') };
   const [temporal, engine] = await Promise.all([startTemporalServer(temporalOpts), startEngine(engineOpts)]);
   const temporalAddress = `127.0.0.1:${port}`;
-  const connection = await Connection.connect({ address: temporalAddress });
+  // A loaded machine can take a while to answer gRPC after the port opens.
+  const connection = await Connection.connect({ address: temporalAddress, connectTimeout: '60s' });
   const stack: TestStack = {
     dir,
     temporal,

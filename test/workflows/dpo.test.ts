@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRun } from '../../src/cli/train.js';
 import { progressQuery } from '../../src/workflows/shared/messages.js';
 import type { RunResult } from '../../src/workflows/shared/training-run.js';
+import { RunStore } from '../../src/cookbook/run-store.js';
 import { checkpointsOf, metricsOf, weightsFingerprint } from '../support/runs.js';
 import { startTestStack, testRun, waitUntil, withWorker, workerProcess, type TestStack } from '../support/stack.js';
 
@@ -50,8 +51,10 @@ describe('DPO workflow', () => {
     expect(ckpts.map((c) => c.name)).toEqual(['000004', '000008', 'final']);
     expect(ckpts[0]).toMatchObject({ epoch: 0, batch: 4 });
     expect(ckpts[2]).toMatchObject({ epoch: 1, batch: 0 });
-    expect(rows[4].state_path).toMatch(/^tinker:\/\/.+\/weights\/000004$/);
-    expect(rows[5]).not.toHaveProperty('state_path');
+    // As the reference, the row of a step that began with a save logs its state_path.
+    const raw = new RunStore(run.run.logPath).readMetrics();
+    expect(raw[4].state_path).toMatch(/^tinker:\/\/.+\/weights\/000004$/);
+    expect(raw[5]).not.toHaveProperty('state_path');
     expect(result.finalCheckpoint?.samplerPath).toMatch(/sampler_weights\/final$/);
   });
 
