@@ -13,6 +13,7 @@ import type { Datum } from '../../backends/types.js';
 import { DataValidationError } from '../errors.js';
 import { getRecommendedRendererName, getRenderer } from '../renderers/registry.js';
 import { TrainOnWhat, type Renderer } from '../renderers/types.js';
+import { EpochBatches } from '../epoch-batches.js';
 import { numpyPermutation } from '../shuffle.js';
 import { datumFromModelInputWeights } from '../supervised/datum.js';
 import { getTokenizer, type Tokenizer } from '../tokenizer.js';
@@ -93,45 +94,33 @@ export function comparisonToDatums(lc: LabeledComparison, renderer: Renderer, ma
 }
 
 export class PreferenceDataset {
-  private order: number[];
-  private epochSeed: number | undefined;
-  private readonly cache = new Map<number, { datums: [Datum, Datum] } | { filtered: string }>();
+  private readonly batches: EpochBatches<ComparisonRow, { datums: [Datum, Datum] } | { filtered: string }>;
 
   constructor(
-    private readonly rows: ComparisonRow[],
+    rows: ComparisonRow[],
     readonly batchSize: number,
-    private readonly toDatums: (row: ComparisonRow) => { datums: [Datum, Datum] } | { filtered: string },
+    toDatums: (row: ComparisonRow) => { datums: [Datum, Datum] } | { filtered: string },
     private readonly displayPath: string,
   ) {
-    this.order = rows.map((_, i) => i);
+    this.batches = new EpochBatches(rows, batchSize, toDatums);
   }
 
   /** Full batches of rows (a last partial batch is dropped). */
   get length(): number {
-    return Math.floor(this.rows.length / this.batchSize);
+    return this.batches.length;
   }
 
   setEpoch(seed: number): void {
-    if (seed === this.epochSeed) return;
-    this.order = numpyPermutation(seed, this.rows.length);
-    this.epochSeed = seed;
+    this.batches.setEpoch(seed);
   }
 
   getBatch(index: number): PreferenceBatch {
-    if (!Number.isInteger(index) || index < 0 || index >= this.length) throw new RangeError(`batch index ${index} out of range [0, ${this.length})`);
     const batch: PreferenceBatch = { datums: [], lines: [], filtered: [] };
-    for (let k = index * this.batchSize; k < (index + 1) * this.batchSize; k++) {
-      const r = this.order[k];
-      let built = this.cache.get(r);
-      if (!built) {
-        built = this.toDatums(this.rows[r]);
-        this.cache.set(r, built);
-      }
-      const line = this.rows[r].line;
-      if ('filtered' in built) batch.filtered.push(`${this.displayPath}:${line}: ${built.filtered}`);
+    for (const { row, value } of this.batches.batch(index)) {
+      if ('filtered' in value) batch.filtered.push(`${this.displayPath}:${row.line}: ${value.filtered}`);
       else {
-        batch.datums.push(...built.datums);
-        batch.lines.push(line);
+        batch.datums.push(...value.datums);
+        batch.lines.push(row.line);
       }
     }
     return batch;

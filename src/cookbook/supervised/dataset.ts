@@ -11,6 +11,7 @@ import type { Datum } from '../../backends/types.js';
 import { DataValidationError } from '../errors.js';
 import { getRecommendedRendererName, getRenderer } from '../renderers/registry.js';
 import { TRAIN_ON_WHAT_VALUES, TrainOnWhat, type Message, type Renderer } from '../renderers/types.js';
+import { EpochBatches } from '../epoch-batches.js';
 import { numpyPermutation } from '../shuffle.js';
 import { getTokenizer, type Tokenizer } from '../tokenizer.js';
 import { conversationToDatum } from './datum.js';
@@ -79,43 +80,22 @@ export function resolveDatasetFile(cfg: ChatDatasetConfig, baseDir?: string): { 
 
 /** Rows in a fixed order with lazily built, cached datums; `setEpoch` permutes the order. */
 class ConversationDataset implements SupervisedDataset {
-  private order: number[];
-  private epochSeed: number | undefined;
-  private readonly datums = new Map<number, Datum>();
+  private readonly batches: EpochBatches<ConversationRow, Datum>;
 
-  constructor(
-    private readonly rows: ConversationRow[],
-    private readonly batchSize: number,
-    private readonly toDatum: (row: ConversationRow) => Datum,
-  ) {
-    this.order = rows.map((_, i) => i);
+  constructor(rows: ConversationRow[], batchSize: number, toDatum: (row: ConversationRow) => Datum) {
+    this.batches = new EpochBatches(rows, batchSize, toDatum);
   }
 
   get length(): number {
-    return Math.floor(this.rows.length / this.batchSize);
+    return this.batches.length;
   }
 
   setEpoch(seed: number): void {
-    if (seed === this.epochSeed) return;
-    this.order = numpyPermutation(seed, this.rows.length);
-    this.epochSeed = seed;
+    this.batches.setEpoch(seed);
   }
 
   getBatch(index: number): Datum[] {
-    if (!Number.isInteger(index) || index < 0 || index >= this.length) {
-      throw new RangeError(`batch index ${index} out of range [0, ${this.length})`);
-    }
-    const out: Datum[] = [];
-    for (let k = index * this.batchSize; k < (index + 1) * this.batchSize; k++) {
-      const r = this.order[k];
-      let d = this.datums.get(r);
-      if (!d) {
-        d = this.toDatum(this.rows[r]);
-        this.datums.set(r, d);
-      }
-      out.push(d);
-    }
-    return out;
+    return this.batches.batch(index).map((b) => b.value);
   }
 }
 

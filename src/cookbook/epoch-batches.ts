@@ -1,0 +1,43 @@
+// Fixed-size batches over rows whose order is reshuffled per epoch exactly like HF
+// `Dataset.shuffle(seed)` (numpy PCG64 permutation of the original order); the last partial batch
+// is dropped. What a row turns into (datums) is built lazily and cached per row.
+import { numpyPermutation } from './shuffle.js';
+
+export class EpochBatches<R, V> {
+  private order: number[];
+  private epochSeed: number | undefined;
+  private readonly built = new Map<number, V>();
+
+  constructor(
+    private readonly rows: readonly R[],
+    readonly batchSize: number,
+    private readonly build: (row: R) => V,
+  ) {
+    this.order = rows.map((_, i) => i);
+  }
+
+  get length(): number {
+    return Math.floor(this.rows.length / this.batchSize);
+  }
+
+  setEpoch(seed: number): void {
+    if (seed === this.epochSeed) return;
+    this.order = numpyPermutation(seed, this.rows.length);
+    this.epochSeed = seed;
+  }
+
+  /** The rows of batch `index` in the current epoch's order, each with what it was built into. */
+  batch(index: number): Array<{ row: R; value: V }> {
+    if (!Number.isInteger(index) || index < 0 || index >= this.length) {
+      throw new RangeError(`batch index ${index} out of range [0, ${this.length})`);
+    }
+    return this.order.slice(index * this.batchSize, (index + 1) * this.batchSize).map((r) => {
+      let value = this.built.get(r);
+      if (value === undefined) {
+        value = this.build(this.rows[r]);
+        this.built.set(r, value);
+      }
+      return { row: this.rows[r], value };
+    });
+  }
+}
