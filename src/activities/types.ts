@@ -2,12 +2,14 @@
 // it holds references and small summaries only: no token arrays, logprobs or weights (DESIGN §3.3).
 import type { CheckpointRow, RunRef } from '../cookbook/run-store.js';
 import type { RLPlan, RLTrainInput, RLTrainResult, RolloutGroupInput, RolloutGroupResult } from './rl.js';
+import type { CustomEvalInput } from './evaluators.js';
 import type { DPOPlan, DPOStepInput, DPOStepResult, ReferenceSource } from './dpo.js';
 
 export type { RLPlan, RLTrainInput, RLTrainResult, RolloutGroupInput, RolloutGroupResult };
 import type { DistillPlan, DistillRolloutInput, DistillRolloutResult, DistillTrainInput, DistillTrainResult, TeacherMergeResult, TeacherSamplePlan, TeacherShardResult } from './distill.js';
 export type { DistillPlan, DistillRolloutInput, DistillRolloutResult, DistillTrainInput, DistillTrainResult, TeacherMergeResult, TeacherSamplePlan, TeacherShardResult };
 export type { DPOPlan, DPOStepInput, DPOStepResult, ReferenceSource };
+export type { CustomEvalInput };
 
 /** A training model on the backend and the next sequence id the workflow will hand out for it. */
 export interface ModelRef {
@@ -94,6 +96,8 @@ export interface Activities {
   rlRolloutGroup(input: RolloutGroupInput): Promise<RolloutGroupResult>;
   rlTrain(input: RLTrainInput): Promise<RLTrainResult>;
   rlEval(input: { run: RunRef; step: number; samplerPath: string }): Promise<{ metrics: Record<string, number> }>;
+  /** One custom sampling evaluator of the run's `evaluators` on a sampler (§7.5). */
+  customSamplingEval(input: CustomEvalInput): Promise<{ metrics: Record<string, number> }>;
   distillPrepare(input: { run: RunRef }): Promise<DistillPlan>;
   distillRolloutGroup(input: DistillRolloutInput): Promise<DistillRolloutResult>;
   distillTrain(input: DistillTrainInput): Promise<DistillTrainResult>;

@@ -9,6 +9,7 @@ import { DistillConfigSchema } from '../cookbook/config/distill.js';
 import { DPOConfigSchema } from '../cookbook/config/dpo.js';
 import { FROM_PREVIOUS_STAGE, PipelineConfigSchema, resolvePipelineStages } from '../cookbook/config/pipeline.js';
 import { PIPELINE_STAGE_KINDS } from '../cookbook/config/pipeline-kinds.js';
+import { loadEvalExamples } from '../cookbook/eval/custom-sampling.js';
 import { buildPreferenceDatasets } from '../cookbook/preference/dataset.js';
 import { RLConfigSchema } from '../cookbook/config/rl.js';
 import { buildRLDatasets } from '../cookbook/rl/datasets.js';
@@ -46,8 +47,9 @@ export const TRAINABLE_KINDS: Record<string, TrainableKind> = {
     checkData: async (cfg) => {
       const { train } = await buildRLDatasets(cfg.dataset, cfg.model_name, { rendererName: cfg.renderer_name });
       if (train.length === 0) throw new Error('the RL dataset has no batches');
+      await checkEvaluators(cfg);
     },
-    describe: (cfg) => `RL of ${cfg.model_name} on ${cfg.dataset.kind}${cfg.async_config ? ` (async, ≤${cfg.async_config.max_steps_off_policy} steps off-policy)` : ''}`,
+    describe: (cfg) => `RL of ${cfg.model_name} on ${cfg.dataset.kind === 'custom' ? cfg.dataset.name : cfg.dataset.kind}${cfg.async_config ? ` (async, ≤${cfg.async_config.max_steps_off_policy} steps off-policy)` : ''}`,
   },
   distill: {
     schema: DistillConfigSchema,
@@ -84,6 +86,14 @@ export const TRAINABLE_KINDS: Record<string, TrainableKind> = {
   },
 };
 
+async function checkEvaluators(cfg: { evaluators?: Array<{ file_path: string }> }): Promise<void> {
+  for (const [i, e] of (cfg.evaluators ?? []).entries()) {
+    await loadEvalExamples(e.file_path).catch((err: Error) => {
+      throw new ConfigError(`evaluators.${i}.file_path: ${err.message}`);
+    });
+  }
+}
+
 export function readConfigFile(path: string): Record<string, unknown> {
   if (!existsSync(path)) throw new ConfigError(`config file ${path} does not exist`);
   try {
@@ -106,10 +116,18 @@ function resolvePaths(cfg: Record<string, any>, baseDir: string): void {
     cfg.dataset[key] = abs(cfg.dataset[key]);
     mustExist(cfg.dataset[key], `dataset.${key}`);
   }
+  if (cfg.dataset?.kind === 'custom' && typeof cfg.dataset.module === 'string') {
+    cfg.dataset.module = abs(cfg.dataset.module);
+    mustExist(cfg.dataset.module, 'dataset.module');
+  }
   for (const [i, dc] of (Array.isArray(cfg.dataset_configs) ? cfg.dataset_configs : []).entries()) {
     if (!dc.dataset?.file_path) continue;
     dc.dataset.file_path = abs(dc.dataset.file_path);
     mustExist(dc.dataset.file_path, `dataset_configs.${i}.dataset.file_path`);
+  }
+  for (const [i, e] of (Array.isArray(cfg.evaluators) ? cfg.evaluators : []).entries()) {
+    e.file_path = abs(e.file_path);
+    mustExist(e.file_path, `evaluators.${i}.file_path`);
   }
   if (typeof cfg.model_name === 'string' && (cfg.model_name.startsWith('./') || cfg.model_name.startsWith('../'))) cfg.model_name = abs(cfg.model_name);
 }
@@ -147,6 +165,7 @@ export async function checkRunData(r: ResolvedRun): Promise<void> {
   try {
     await TRAINABLE_KINDS[r.kind].checkData?.(r.config);
   } catch (err) {
+    if (err instanceof ConfigError) throw err;
     throw new ConfigError(`dataset: ${(err as Error).message}`);
   }
 }

@@ -76,6 +76,16 @@ export async function rlWorkflow(input: RLInput): Promise<RunResult> {
     return { groups: [...collected.groups, ...collected.dropped], metrics };
   }
 
+  /** Every evaluator due at this step, in parallel on the pre-update sampler; merged without prefix. */
+  function evaluate(step: number, samplerPath: string): Promise<Array<{ metrics: Record<string, number> }>> {
+    if (!run.shouldEval(step)) return Promise.resolve([]);
+    const evals = plan.hasTest ? [acts.rlEval.executeWithOptions({ summary: `eval before step ${step}` }, [{ run: input.run, step, samplerPath }])] : [];
+    (cfg.evaluators ?? []).forEach((e, index) =>
+      evals.push(acts.customSamplingEval.executeWithOptions({ summary: `evaluator ${e.name ?? index} before step ${step}` }, [{ run: input.run, step, samplerPath, index }])),
+    );
+    return Promise.all(evals);
+  }
+
   return run.run({
     totalSteps,
     lossKey: 'env/all/reward/total',
@@ -92,13 +102,9 @@ export async function rlWorkflow(input: RLInput): Promise<RunResult> {
       const preStepMetrics: Record<string, number> = async
         ? { 'training_client/step': step, 'optim/lr': lr, 'progress/done_frac': (step + 1) / totalSteps }
         : { 'progress/batch': step, 'optim/lr': lr, 'progress/done_frac': (step + 1) / totalSteps };
-      const evaluating = plan.hasTest && run.shouldEval(step);
-      const [evalResult, { groups, metrics: samplingMetrics }] = await Promise.all([
-        evaluating ? acts.rlEval.executeWithOptions({ summary: `eval before step ${step}` }, [{ run: input.run, step, samplerPath }]) : { metrics: {} },
-        groupsFor(step, samplerPath),
-      ]);
+      const [evalResults, { groups, metrics: samplingMetrics }] = await Promise.all([evaluate(step, samplerPath), groupsFor(step, samplerPath)]);
       const errors = countErrors(state().errors, groups);
-      Object.assign(preStepMetrics, samplingMetrics, evalResult.metrics);
+      Object.assign(preStepMetrics, samplingMetrics, ...evalResults.map((r) => r.metrics));
       const trainable = groups.filter((g) => g.ref !== null);
 
       if (trainable.length === 0) {

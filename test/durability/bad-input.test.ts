@@ -24,10 +24,10 @@ function config(name: string, rows: string[], extra: Record<string, unknown> = {
 }
 
 /** What `cookbook train` does before a run exists; returns the error message. */
-async function rejectBeforeStart(configPath: string, overrides: string[] = []): Promise<string> {
+async function rejectBeforeStart(configPath: string, overrides: string[] = [], kind = 'sl'): Promise<string> {
   let resolved: ResolvedRun | undefined;
   try {
-    resolved = resolveRun('sl', configPath, [...overrides, `log_path=${join(dir, 'runs', String(Math.random()))}`]);
+    resolved = resolveRun(kind, configPath, [...overrides, `log_path=${join(dir, 'runs', String(Math.random()))}`]);
     await checkRunData(resolved);
   } catch (err) {
     if (resolved) expect(existsSync(resolved.run.logPath)).toBe(false);
@@ -64,6 +64,13 @@ describe('bad input: rejected before a run starts', () => {
   it('a conversation with no trainable tokens names its line', async () => {
     const rows = [JSON.stringify({ messages: [{ role: 'user', content: 'only a question' }] }), ...goodRows];
     expect(await rejectBeforeStart(config('untrainable', rows))).toMatch(/untrainable\.jsonl:1\b/);
+  });
+  it('an RL evaluator file with a broken line, and an environment nobody registered, are named', async () => {
+    writeFileSync(join(dir, 'eval-broken.jsonl'), '{"input": "a", "output": "b"}\n{"input": "c"\n');
+    const rl = join(dir, 'rl.json');
+    writeFileSync(rl, JSON.stringify({ model_name: 'tiny-qwen3', dataset: { kind: 'arithmetic', batch_size: 1, group_size: 2, n_batches: 1 }, max_tokens: 4, evaluators: [{ kind: 'custom_sampling', file_path: 'eval-broken.jsonl' }] }));
+    expect(await rejectBeforeStart(rl, [], 'rl')).toMatch(/^evaluators\.0\.file_path: .*eval-broken\.jsonl:2: invalid JSON/);
+    expect(await rejectBeforeStart(rl, ['evaluators=[]', 'dataset={"kind":"custom","name":"nope"}'], 'rl')).toMatch(/dataset\.name: no RL environment is registered as "nope"/);
   });
 });
 

@@ -54,9 +54,11 @@ describe('RL workflow', { timeout: 600_000 }, () => {
     expect(hygiene.maxPayloadBytes).toBeLessThan(16 * 1024);
   });
 
-  it('sync: a worker killed mid-batch is replaced and the run equals an uninterrupted one', async () => {
-    const clean = testRun(stack, config, [], 'rl');
-    const crashed = testRun(stack, config, [], 'rl');
+  it('sync: a worker killed mid-batch (and mid-evaluation) is replaced and the run equals an uninterrupted one', async () => {
+    // Step 2 also runs a custom sampling evaluator, whose accuracy must come out the same too.
+    const evaluated = ['eval_every=2', 'evaluators=[{"kind":"custom_sampling","name":"probe","file_path":"eval_probe.jsonl","max_tokens":8}]'];
+    const clean = testRun(stack, config, evaluated, 'rl');
+    const crashed = testRun(stack, config, evaluated, 'rl');
     let worker = await workerProcess(stack, 'rl-worker-1');
     try {
       const cleanResult = (await (await startRun(stack.client, clean, stack.taskQueue)).result()) as RunResult;
@@ -67,6 +69,7 @@ describe('RL workflow', { timeout: 600_000 }, () => {
       worker = await workerProcess(stack, 'rl-worker-2');
       const crashedResult = (await handle.result()) as RunResult;
       expect(crashedResult.status).toBe('completed');
+      expect(metricsOf(clean.run.logPath).filter((r) => 'probe/accuracy' in r).map((r) => r.step)).toEqual([0, 2, 4]);
       expect(metricsOf(crashed.run.logPath)).toEqual(metricsOf(clean.run.logPath));
       expect(checkpointsOf(crashed.run.logPath)).toEqual(checkpointsOf(clean.run.logPath));
       expect(await weightsFingerprint(stack.engine.baseUrl, crashedResult.finalCheckpoint!.samplerPath!)).toBe(

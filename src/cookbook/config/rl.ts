@@ -2,6 +2,7 @@
 // with `dataset` standing in for `dataset_builder`. The learning rate is constant in RL and Adam
 // is fixed at (0.9, 0.95, 1e-8), as in the reference.
 import { z } from 'zod';
+import { EvaluatorsSchema } from '../eval/custom-sampling.js';
 import { RLDatasetConfigSchema } from '../rl/datasets.js';
 import { CommonTrainingFields } from './common.js';
 
@@ -30,6 +31,8 @@ export const RLConfigSchema = z
     max_tokens: z.int().positive(),
     temperature: z.number().positive().default(1.0),
     eval_every: z.int().nonnegative().default(20),
+    /** Custom sampling evaluators (§7.5), run with the test set every `eval_every` steps. */
+    evaluators: EvaluatorsSchema,
     loss_fn: z.enum(['importance_sampling', 'ppo', 'cispo', 'dro']).default('importance_sampling'),
     loss_fn_config: z.record(z.string(), z.number()).nullable().default(null),
     num_substeps: z.int().positive().default(1),

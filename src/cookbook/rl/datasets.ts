@@ -3,14 +3,16 @@
 
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { z } from 'zod';
+import { DataFormatError } from '../errors.js';
 import { getRecommendedRendererName, getRenderer } from '../renderers/registry.js';
 import type { Renderer } from '../renderers/types.js';
 import { getTokenizer, type Tokenizer } from '../tokenizer.js';
 import { ArithmeticDataset } from './envs/arithmetic.js';
 import { Gsm8kDataset } from './envs/gsm8k.js';
 import { loadGsm8kJsonl, standardFewshotPrefix } from './envs/math.js';
+import { registeredRLDataset, registeredRLDatasetNames, type CustomRLDatasetContext, type CustomRLDatasets } from './registry.js';
 import type { RLDataset } from './types.js';
 
 export const GSM8K_SAMPLE_PATH = 'data/gsm8k_sample.jsonl';
@@ -35,7 +37,17 @@ export const Gsm8kDatasetConfigSchema = z.strictObject({
   convo_prefix: z.literal('standard').nullable().default('standard'),
 });
 
-export const RLDatasetConfigSchema = z.discriminatedUnion('kind', [ArithmeticDatasetConfigSchema, Gsm8kDatasetConfigSchema]);
+/** An environment registered in code (registry.ts), built from JSON arguments. */
+export const CustomDatasetConfigSchema = z.strictObject({
+  kind: z.literal('custom'),
+  /** The name the environment was registered under. */
+  name: z.string().min(1),
+  /** An ES module that registers it when imported (relative to the config file); null: already registered. */
+  module: z.string().min(1).nullable().default(null),
+  args: z.record(z.string(), z.unknown()).default({}),
+});
+
+export const RLDatasetConfigSchema = z.discriminatedUnion('kind', [ArithmeticDatasetConfigSchema, Gsm8kDatasetConfigSchema, CustomDatasetConfigSchema]);
 export type RLDatasetConfig = z.output<typeof RLDatasetConfigSchema>;
 export type RLDatasetConfigInput = z.input<typeof RLDatasetConfigSchema>;
 
@@ -82,6 +94,7 @@ export async function buildRLDatasets(
     return { train, renderer, tokenizer };
   }
   const resolve = (p: string) => path.resolve(opts.baseDir ?? process.cwd(), p);
+  if (cfg.kind === 'custom') return { ...(await buildCustomDatasets(cfg, { renderer, tokenizer, modelName }, resolve)), renderer, tokenizer };
   const trainPath = cfg.file_path === undefined ? path.join(rlRepoRoot(), GSM8K_SAMPLE_PATH) : resolve(cfg.file_path);
   const convoPrefix = cfg.convo_prefix === 'standard' ? standardFewshotPrefix() : null;
   const trainRows = await loadGsm8kJsonl(trainPath, cfg.file_path ?? GSM8K_SAMPLE_PATH);
@@ -93,4 +106,29 @@ export async function buildRLDatasets(
     test = new Gsm8kDataset(testRows, renderer, { ...common, split: 'test' });
   }
   return { train, test, renderer, tokenizer };
+}
+
+async function buildCustomDatasets(
+  cfg: z.output<typeof CustomDatasetConfigSchema>,
+  ctx: Omit<CustomRLDatasetContext, 'args'>,
+  resolve: (p: string) => string,
+): Promise<CustomRLDatasets> {
+  if (cfg.module !== null) {
+    try {
+      await import(pathToFileURL(resolve(cfg.module)).href);
+    } catch (err) {
+      throw new DataFormatError(`dataset.module: cannot import ${cfg.module} (${(err as Error).message})`);
+    }
+  }
+  const builder = registeredRLDataset(cfg.name);
+  if (!builder) {
+    const known = registeredRLDatasetNames();
+    throw new DataFormatError(
+      `dataset.name: no RL environment is registered as "${cfg.name}"${cfg.module ? ` after importing ${cfg.module}` : ''} ` +
+        `(registered: ${known.length ? known.join(', ') : 'none'}); call registerRLDataset("${cfg.name}", …) in the module dataset.module names`,
+    );
+  }
+  const built = await builder({ ...ctx, args: cfg.args });
+  if (!built?.train || typeof built.train.getBatch !== 'function') throw new DataFormatError(`dataset: the builder registered as "${cfg.name}" returned no train dataset`);
+  return built;
 }

@@ -15,3 +15,4 @@ export * from './envs/arithmetic.js';
 export * from './envs/math.js';
 export * from './envs/gsm8k.js';
 export * from './datasets.js';
+export * from './registry.js';

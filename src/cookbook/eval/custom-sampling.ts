@@ -1,0 +1,111 @@
+// Custom sampling evaluators (cookbook-spec §7.5, the reference's `CustomEvaluator`): sample one
+// response per example from a sampler, grade its text against the example's target, report
+// accuracy. The reference takes a Python grader function; a serialisable config names one of the
+// graders below instead, and reads its examples from a JSONL file of {"input", "output"} rows.
+import { z } from 'zod';
+import type { SamplingSession } from '../../backends/types.js';
+import { DataFormatError } from '../errors.js';
+import { parseJsonlRows, readTextFile } from '../jsonl.js';
+import { getTextContent } from '../renderers/content.js';
+import type { Renderer } from '../renderers/types.js';
+import { extractBoxed, safeGrade } from '../rl/grading.js';
+
+export const GRADERS = {
+  /** The reference's example grader: the target appears in the response, ignoring case. */
+  contains: (response: string, target: string) => response.toLowerCase().includes(target.toLowerCase()),
+  exact: (response: string, target: string) => response.trim() === target.trim(),
+  /** Math equivalence (§3.3) of the last `\boxed{…}` answer, or of the whole response without one. */
+  math: (response: string, target: string) => safeGrade(boxedOrWhole(response), target),
+} as const satisfies Record<string, (response: string, target: string) => boolean>;
+
+export type GraderName = keyof typeof GRADERS;
+
+function boxedOrWhole(response: string): string {
+  try {
+    return extractBoxed(response);
+  } catch {
+    return response.trim();
+  }
+}
+
+export const CustomSamplingEvaluatorSchema = z.strictObject({
+  kind: z.literal('custom_sampling'),
+  /** JSONL, one {"input": str, "output": str} per line (relative to the config file). */
+  file_path: z.string().min(1),
+  grader: z.enum(Object.keys(GRADERS) as [GraderName, ...GraderName[]]).default('contains'),
+  /** Metrics are `<name>/accuracy`; without a name, `accuracy` as in the reference. */
+  name: z
+    .string()
+    .regex(/^[A-Za-z0-9_.-]+$/, 'use letters, digits, "_", "." and "-"')
+    .nullable()
+    .default(null),
+  max_tokens: z.int().positive().default(100),
+  temperature: z.number().nonnegative().default(0.7),
+  top_p: z.number().gt(0).max(1).default(1.0),
+});
+
+export type CustomSamplingEvaluatorConfig = z.output<typeof CustomSamplingEvaluatorSchema>;
+
+export const EvaluatorsSchema = z
+  .array(CustomSamplingEvaluatorSchema)
+  .default([])
+  .superRefine((evaluators, ctx) => {
+    const seen = new Map<string, number>();
+    evaluators.forEach((e, i) => {
+      const key = e.name ?? '';
+      if (seen.has(key)) {
+        ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `evaluators ${seen.get(key)} and ${i} would both report ${metricKey(e)}; give them distinct names` });
+      }
+      seen.set(key, i);
+    });
+  });
+
+export const metricKey = (e: Pick<CustomSamplingEvaluatorConfig, 'name'>) => (e.name ? `${e.name}/accuracy` : 'accuracy');
+
+export interface EvalExample {
+  input: string;
+  output: string;
+}
+
+export async function loadEvalExamples(filePath: string, displayPath = filePath): Promise<EvalExample[]> {
+  const text = await readTextFile(filePath, displayPath);
+  return parseJsonlRows(
+    text,
+    displayPath,
+    (data, at) => {
+      const row = data as Record<string, unknown> | null;
+      if (typeof row !== 'object' || row === null || Array.isArray(row)) throw new DataFormatError(`${at}: expected an object with "input" and "output"`);
+      for (const key of ['input', 'output']) {
+        if (typeof row[key] !== 'string') throw new DataFormatError(`${at}: "${key}" must be a string`);
+      }
+      return { input: row.input as string, output: row.output as string };
+    },
+    { emptyMessage: `${displayPath}: no evaluation examples` },
+  );
+}
+
+/**
+ * Accuracy of one response per example. Examples are sampled concurrently (the reference samples
+ * them one by one; the verdicts do not depend on the order, the seeds fix each sample).
+ */
+export async function runCustomSamplingEvaluator(
+  evaluator: CustomSamplingEvaluatorConfig,
+  examples: EvalExample[],
+  sampler: SamplingSession,
+  renderer: Renderer,
+  seedFor: (example: number) => number,
+): Promise<Record<string, number>> {
+  const grade = GRADERS[evaluator.grader];
+  const stop = renderer.getStopSequences();
+  const verdicts = await Promise.all(
+    examples.map(async (example, i) => {
+      const prompt = renderer.buildGenerationPrompt([{ role: 'user', content: example.input }]);
+      const res = await sampler.sample(prompt, 1, { max_tokens: evaluator.max_tokens, temperature: evaluator.temperature, top_p: evaluator.top_p, stop, seed: seedFor(i) });
+      const tokens = res.sequences[0]?.tokens;
+      if (!tokens) throw new Error('sampler returned no sequences');
+      return grade(getTextContent(renderer.parseResponse(tokens).message), example.output);
+    }),
+  );
+  const correct = verdicts.filter(Boolean).length;
+  return { [metricKey(evaluator)]: examples.length > 0 ? correct / examples.length : 0.0 };
+}
