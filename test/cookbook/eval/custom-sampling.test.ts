@@ -42,8 +42,8 @@ describe('custom sampling evaluator', () => {
   it('samples one reply per example from a single user message, with the reference parameters, and reports accuracy', async () => {
     const tokenizer = await getTokenizer('tiny-qwen3');
     const renderer = getRenderer('qwen3', tokenizer);
-    const endToken = tokenizer.encode('<|im_end|>', { add_special_tokens: false })[0];
-    const sampler = scriptedSampler((s) => tokenizer.encode(s, { add_special_tokens: false }), endToken, () => 'I think it is Paris');
+    const endToken = tokenizer.encode('<|im_end|>', { addSpecialTokens: false })[0];
+    const sampler = scriptedSampler((s) => tokenizer.encode(s, { addSpecialTokens: false }), endToken, () => 'I think it is Paris');
     const evaluator = CustomSamplingEvaluatorSchema.parse({ kind: 'custom_sampling', file_path: 'unused' });
     const examples = [
       { input: 'What is the capital of France?', output: 'paris' },
