@@ -1,10 +1,11 @@
 // The quick chaos suite for CI: for the supervised workflow one trial per kill target (worker,
 // engine, Temporal server), each killing its target twice at seeded moments, plus a stop sent while
 // the run recovers from an engine crash; for RL an engine kill (restore from a checkpoint with its
-// rollout state) and a Temporal server kill; for DPO and distillation an engine kill. The long
-// variant is `npm run chaos -- --trials 20 [--kind sl|rl|dpo|distill]`.
+// rollout state) and a Temporal server kill; for DPO and distillation an engine kill; for a
+// pipeline (SFT → DPO child workflows) two kills drawn from worker and engine. The long variant is
+// `npm run chaos -- --trials 20 [--kind sl|rl|dpo|distill|pipeline]`.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ChaosLab, DISTILL_CHAOS, DPO_CHAOS, RL_CHAOS, type Baseline, type Target } from './harness.js';
+import { ChaosLab, DISTILL_CHAOS, DPO_CHAOS, PIPELINE_CHAOS, RL_CHAOS, type Baseline, type Target } from './harness.js';
 
 describe('chaos (quick)', () => {
   let lab: ChaosLab;
@@ -38,7 +39,7 @@ describe('chaos (quick)', () => {
   });
 });
 
-for (const subject of [RL_CHAOS, DPO_CHAOS, DISTILL_CHAOS]) {
+for (const subject of [RL_CHAOS, DPO_CHAOS, DISTILL_CHAOS, PIPELINE_CHAOS]) {
   describe(`chaos (quick, ${subject.kind})`, { timeout: 900_000 }, () => {
     let lab: ChaosLab;
     let baseline: Baseline;
@@ -50,11 +51,13 @@ for (const subject of [RL_CHAOS, DPO_CHAOS, DISTILL_CHAOS]) {
       await lab?.stop();
     });
 
-    const trials: Array<[Target, number]> = subject === RL_CHAOS ? [['engine', 21], ['temporal', 22]] : [['engine', 31]];
-    for (const [target, seed] of trials) {
-      it(`killing the ${target} leaves the result of an uninterrupted ${subject.kind} run`, async () => {
-        const outcome = await lab.trial(seed, baseline, { kills: 1, targets: [target], maxGapMs: 5000 });
-        expect(outcome.kills.length).toBe(1);
+    const trials: Array<[Target[], number]> =
+      subject === RL_CHAOS ? [[['engine'], 21], [['temporal'], 22]] : subject === PIPELINE_CHAOS ? [[['worker', 'engine'], 41]] : [[['engine'], 31]];
+    for (const [targets, seed] of trials) {
+      it(`${targets.length === 1 ? 'killing' : `${targets.length} kills of`} the ${targets.join(' or ')} leave${targets.length === 1 ? 's' : ''} the result of an uninterrupted ${subject.kind} run`, async () => {
+        const kills = targets.length;
+        const outcome = await lab.trial(seed, baseline, { kills, targets, maxGapMs: 5000 });
+        expect(outcome.kills.length).toBe(kills);
         expect(outcome.differences).toEqual([]);
       });
     }

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import type { Service } from '../../src/cli/services.js';
 import { startRun, type ResolvedRun } from '../../src/cli/train.js';
 import { stopSignal } from '../../src/workflows/shared/messages.js';
+import type { PipelineResult } from '../../src/workflows/pipeline.js';
 import type { RunResult } from '../../src/workflows/shared/training-run.js';
 import { checkpointsOf, metricsOf, weightsFingerprint } from '../support/runs.js';
 import { startTestStack, testRun, workerProcess, type TestStack } from '../support/stack.js';
@@ -49,6 +50,8 @@ export const SL_CHAOS: ChaosRun = { kind: 'sl', config: CHAOS_CONFIG };
 export const RL_CHAOS: ChaosRun = { kind: 'rl', config: join(import.meta.dirname, '..', 'fixtures', 'rl_small.json') };
 export const DPO_CHAOS: ChaosRun = { kind: 'dpo', config: join(import.meta.dirname, '..', 'fixtures', 'dpo_small.json') };
 export const DISTILL_CHAOS: ChaosRun = { kind: 'distill', config: join(import.meta.dirname, '..', 'fixtures', 'distill_small.json') };
+/** SFT then DPO from its final checkpoint, as child workflows of one pipeline. */
+export const PIPELINE_CHAOS: ChaosRun = { kind: 'pipeline', config: join(import.meta.dirname, '..', 'fixtures', 'pipeline_small.json') };
 
 export class ChaosLab {
   private worker?: Service;
@@ -149,9 +152,13 @@ export class ChaosLab {
   }
 
   async observe(run: ResolvedRun, result: RunResult): Promise<Baseline> {
+    // A pipeline's files are its stages' files, each stage in its own log dir.
+    const stages = (result as PipelineResult).stages;
+    const logPaths = stages ? stages.map((s) => s.logPath) : [run.run.logPath];
+    const tagged = (rows: Array<Record<string, unknown>>, i: number) => (stages ? rows.map((r) => ({ stage: i, ...r })) : rows);
     return {
-      metrics: metricsOf(run.run.logPath),
-      checkpoints: checkpointsOf(run.run.logPath),
+      metrics: logPaths.flatMap((p, i) => tagged(metricsOf(p), i)),
+      checkpoints: logPaths.flatMap((p, i) => tagged(checkpointsOf(p), i)),
       fingerprint: await weightsFingerprint(this.stack.engine.baseUrl, result.finalCheckpoint!.samplerPath!),
       steps: result.steps,
     };
