@@ -69,6 +69,29 @@ function exited(proc: ChildProcess): Promise<void> {
   return new Promise((r) => proc.once('exit', () => r()));
 }
 
+let reaperProc: { proc: ChildProcess; ready: Promise<ChildProcess> } | undefined;
+
+/**
+ * Services run in their own process groups, so they would outlive a parent that dies without
+ * stopping them; one reaper process per parent stops them then (scripts/reaper.mjs). Its channel
+ * is unref'd: it never keeps the parent alive.
+ */
+function reaper(): Promise<ChildProcess> {
+  if (!reaperProc || !reaperProc.proc.connected) {
+    const proc = spawn(process.execPath, [join(repoRoot, 'scripts', 'reaper.mjs')], { stdio: ['ignore', 'ignore', 'ignore', 'ipc'], detached: true });
+    proc.unref();
+    const ready = new Promise<ChildProcess>((resolve, reject) => {
+      proc.once('message', () => {
+        proc.channel?.unref();
+        resolve(proc);
+      });
+      proc.once('error', reject);
+    });
+    reaperProc = { proc, ready };
+  }
+  return reaperProc.ready;
+}
+
 function signalGroup(proc: ChildProcess, signal: NodeJS.Signals): void {
   try {
     process.kill(-proc.pid!, signal);
@@ -95,6 +118,11 @@ export async function spawnService(spec: SpawnSpec): Promise<Service> {
   const proc = spawn(spec.command, spec.args, { cwd: repoRoot, env: { ...process.env, ...spec.env }, stdio: ['ignore', fd, fd], detached: true });
   closeSync(fd);
   if (spec.detached) proc.unref();
+  // Wait until the reaper holds the group, so that no moment leaves it unguarded.
+  else await reaper().then((r) => new Promise((resolve) => r.send({ add: proc.pid }, resolve)));
+  const forget = () => {
+    if (!spec.detached) void reaper().then((r) => r.send({ remove: proc.pid }));
+  };
   const service: Service = {
     name: spec.name,
     proc,
@@ -104,10 +132,12 @@ export async function spawnService(spec: SpawnSpec): Promise<Service> {
       const timer = setTimeout(() => signalGroup(proc, 'SIGKILL'), graceMs);
       await exited(proc);
       clearTimeout(timer);
+      forget();
     },
     async kill() {
       signalGroup(proc, 'SIGKILL');
       await exited(proc);
+      forget();
     },
   };
   try {
