@@ -2,7 +2,10 @@
 // long-tail generation lengths — a briefly fine-tuned tiny model on arithmetic, which stops after
 // a token or two on some prompts and rambles to max_tokens on others. Prints wall-clock per mode,
 // the sync/async ratio (goal ≥ 1.3 at max_steps_off_policy 1–2) and the largest staleness seen.
-//   npm run bench:async-rl [-- --steps 8 --off-policy 1,2]
+//   npm run bench:async-rl [-- --steps 8 --off-policy 1,2 --rounds 2]
+// A shared machine's speed drifts by more than the effect measured, so the modes run in rounds
+// (sync, then each async setting; the order reversed every other round) and each round gives its
+// own ratios; the summary is the geometric mean over rounds.
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startRun } from '../../src/cli/train.js';
@@ -10,9 +13,14 @@ import type { RunResult } from '../../src/workflows/shared/training-run.js';
 import { metricsOf } from '../../test/support/runs.js';
 import { startTestStack, testRun, withWorker } from '../../test/support/stack.js';
 
-const { values } = parseArgs({ options: { steps: { type: 'string', default: '8' }, 'off-policy': { type: 'string', default: '1,2' } } });
+const { values } = parseArgs({
+  options: { steps: { type: 'string', default: '8' }, 'off-policy': { type: 'string', default: '1,2' }, rounds: { type: 'string', default: '2' } },
+});
 const here = import.meta.dirname;
 const steps = Number(values.steps);
+const offPolicy = values['off-policy']!.split(',').map(Number);
+const rounds = Number(values.rounds);
+const GROUPS_PER_BATCH = 8;
 
 const stack = await startTestStack();
 try {
@@ -28,28 +36,35 @@ try {
       const seconds = (performance.now() - t0) / 1000;
       const rows = metricsOf(run.run.logPath);
       const staleness = Math.max(0, ...rows.map((r) => (r.step as number) - ((r['sampling_client/step_min'] as number | undefined) ?? (r.step as number))));
-      const lengths = rows.map((r) => r['env/all/ac_tokens_per_turn'] as number);
-      return { seconds, staleness, lengths };
+      const tokens = rows.map((r) => r['env/all/ac_tokens_per_turn'] as number);
+      return { seconds, staleness, meanTokens: tokens.reduce((a, b) => a + b, 0) / tokens.length };
     }
 
-    // Untimed warm-up (code paths, tokenizer, engine caches), then sync both before and after the
-    // async runs, so neither mode profits from going second; the ratio uses the mean sync time.
-    await timed(['max_steps=1']);
-    const syncBefore = await timed([]);
-    console.log(`sync:  ${syncBefore.seconds.toFixed(1)} s for ${steps} steps (mean action tokens per step ${syncBefore.lengths.map((l) => l.toFixed(1)).join(' ')})`);
-    const asyncRuns: Array<{ off: number; seconds: number; staleness: number }> = [];
-    for (const off of values['off-policy']!.split(',').map(Number)) {
-      const groups = 8;
-      const async = await timed([`async_config={"max_steps_off_policy":${off},"groups_per_batch":${groups}}`]);
-      console.log(`async max_steps_off_policy=${off}: ${async.seconds.toFixed(1)} s, largest staleness observed ${async.staleness}`);
-      asyncRuns.push({ off, ...async });
+    await timed(['max_steps=1']); // untimed warm-up: code paths, tokenizer, engine caches
+    const modes = [{ label: 'sync', off: null as number | null }, ...offPolicy.map((off) => ({ label: `async max_steps_off_policy=${off}`, off }))];
+    const ratios = new Map<number, number[]>(offPolicy.map((off) => [off, []]));
+    let maxStaleness = 0;
+    for (let round = 0; round < rounds; round++) {
+      const seconds = new Map<number | null, number>();
+      for (const mode of round % 2 === 0 ? modes : [...modes].reverse()) {
+        const overrides = mode.off === null ? [] : [`async_config={"max_steps_off_policy":${mode.off},"groups_per_batch":${GROUPS_PER_BATCH}}`];
+        const r = await timed(overrides);
+        seconds.set(mode.off, r.seconds);
+        maxStaleness = Math.max(maxStaleness, r.staleness);
+        console.log(`round ${round + 1} ${mode.label}: ${r.seconds.toFixed(1)} s for ${steps} steps, mean action tokens ${r.meanTokens.toFixed(1)}, largest staleness ${r.staleness}`);
+      }
+      for (const off of offPolicy) {
+        const ratio = seconds.get(null)! / seconds.get(off)!;
+        ratios.get(off)!.push(ratio);
+        console.log(`round ${round + 1} ratio sync/async (max_steps_off_policy=${off}): ${ratio.toFixed(2)}`);
+      }
     }
-    const syncAfter = await timed([]);
-    const sync = (syncBefore.seconds + syncAfter.seconds) / 2;
-    console.log(`sync again: ${syncAfter.seconds.toFixed(1)} s (mean sync ${sync.toFixed(1)} s)`);
-    for (const { off, seconds, staleness } of asyncRuns) {
-      console.log(`ratio sync/async (max_steps_off_policy=${off}): ${(sync / seconds).toFixed(2)}  (largest staleness ${staleness})`);
+    for (const off of offPolicy) {
+      const rs = ratios.get(off)!;
+      const geomean = Math.exp(rs.reduce((a, r) => a + Math.log(r), 0) / rs.length);
+      console.log(`ratio sync/async (max_steps_off_policy=${off}): ${geomean.toFixed(2)} (rounds: ${rs.map((r) => r.toFixed(2)).join(', ')})`);
     }
+    console.log(`largest staleness observed: ${maxStaleness}`);
   });
 } finally {
   await stack.stop();
