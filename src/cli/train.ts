@@ -38,6 +38,7 @@ export const TRAINABLE_KINDS: Record<string, TrainableKind> = {
       train.setEpoch(0);
       train.getBatch(0);
       test?.getBatch(0);
+      await checkEvaluators(cfg);
     },
     describe: (cfg) => `supervised fine-tune of ${cfg.model_name} on ${cfg.dataset.file_path ?? cfg.dataset.builtin}`,
   },

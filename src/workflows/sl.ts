@@ -21,6 +21,27 @@ export async function supervisedWorkflow(input: SupervisedInput): Promise<RunRes
   const progressDenominator = totalSteps > 0 ? totalSteps : 1;
   const cursor = (step: number) => ({ epoch: Math.floor(step / nBatches), batch: step % nBatches });
 
+  /**
+   * The evaluators of §1.2 step 5 on the pre-step weights, merged without prefix in the reference's
+   * order: the custom sampling evaluators (sharing one sampler snapshot, evaluated in parallel),
+   * then the test-set NLL (`test/nll`).
+   */
+  async function evaluate(step: number): Promise<Record<string, number>> {
+    const metrics: Record<string, number> = {};
+    const evaluators = cfg.evaluators ?? [];
+    if (evaluators.length > 0) {
+      const samplerPath = await run.saveSamplerWeights(`eval_${String(step).padStart(6, '0')}`);
+      const results = await Promise.all(
+        evaluators.map((e, index) =>
+          acts.customSamplingEval.executeWithOptions({ summary: `evaluator ${e.name ?? index} before step ${step}` }, [{ run: input.run, step, samplerPath, index }]),
+        ),
+      );
+      for (const r of results) Object.assign(metrics, r.metrics);
+    }
+    if (plan.testSize > 0) Object.assign(metrics, (await run.train(acts.slEval, { run: input.run, step }, `eval before step ${step}`)).metrics);
+    return metrics;
+  }
+
   return run.run({
     totalSteps,
     lossKey: 'train_mean_nll',
@@ -30,8 +51,7 @@ export async function supervisedWorkflow(input: SupervisedInput): Promise<RunRes
       const { epoch, batch } = cursor(step);
       // Fixed when the step starts: a `set` arriving during the step applies from the next one.
       const learningRate = run.learningRate(cfg.learning_rate, lrMultiplier(cfg.lr_schedule, step, totalSteps));
-      const preStepMetrics =
-        plan.testSize > 0 && run.shouldEval(step) ? (await run.train(acts.slEval, { run: input.run, step }, `eval before step ${step}`)).metrics : {};
+      const preStepMetrics = run.shouldEval(step) ? await evaluate(step) : {};
       const result = await run.train(
         acts.slStep,
         { run: input.run, step, epoch, batch, learningRate, progressDenominator, preStepMetrics },

@@ -139,6 +139,22 @@ describe('supervised workflow', () => {
     expect(periodic.every((s) => s < changedAt)).toBe(true);
   });
 
+  it('custom sampling evaluators run before the step, merged ahead of the test NLL, on a sampler snapshot', async () => {
+    const run = testRun(stack, config, ['num_epochs=1', 'max_steps=4', 'evaluators=[{"kind":"custom_sampling","name":"probe","file_path":"eval_probe.jsonl","max_tokens":8}]']);
+    const result = await withWorker(stack, async () => (await (await startRun(stack.client, run, stack.taskQueue)).result()) as RunResult);
+    expect(result.status).toBe('completed');
+    const rows = metricsOf(run.run.logPath);
+    expect(rows.filter((r) => 'probe/accuracy' in r).map((r) => r.step)).toEqual([0, 3]);
+    for (const row of rows.filter((r) => 'probe/accuracy' in r)) {
+      const keys = Object.keys(row);
+      expect(keys.indexOf('probe/accuracy')).toBeLessThan(keys.indexOf('test/nll'));
+      const accuracy = row['probe/accuracy'] as number;
+      expect(Number.isInteger(accuracy * 8) && accuracy >= 2 / 8 && accuracy <= 6 / 8).toBe(true);
+    }
+    // The snapshot is sampler weights for the evaluators only, not a checkpoint row.
+    expect(checkpointsOf(run.run.logPath).map((c) => c.name)).toEqual(['final']);
+  });
+
   it('continue-as-new carries the run on with the same result', async () => {
     const plain = testRun(stack, config, ['num_epochs=1', 'save_every=2']);
     const chained = testRun(stack, config, ['num_epochs=1', 'save_every=2', 'durability.steps_per_workflow_run=2']);

@@ -1,6 +1,7 @@
 // The supervised config: the reference's `supervised/train.py::Config` fields and defaults
 // (cookbook-spec §1.1), with `dataset` standing in for `dataset_builder`.
 import { z } from 'zod';
+import { EvaluatorsSchema } from '../eval/custom-sampling.js';
 import { ChatDatasetConfigSchema } from '../supervised/dataset.js';
 import { CommonTrainingFields, LrScheduleSchema } from './common.js';
 
@@ -10,6 +11,8 @@ export const SupervisedConfigSchema = z.strictObject({
   lr_schedule: LrScheduleSchema.default('linear'),
   dataset: ChatDatasetConfigSchema,
   num_epochs: z.int().positive().default(1),
+  /** Custom sampling evaluators (§7.5), run before the step every `eval_every` steps, on a snapshot of the weights. */
+  evaluators: EvaluatorsSchema,
 });
 
 export type SupervisedConfig = z.output<typeof SupervisedConfigSchema>;
