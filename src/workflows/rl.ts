@@ -79,11 +79,8 @@ export async function rlWorkflow(input: RLInput): Promise<RunResult> {
   /** Every evaluator due at this step, in parallel on the pre-update sampler; merged without prefix. */
   function evaluate(step: number, samplerPath: string): Promise<Array<{ metrics: Record<string, number> }>> {
     if (!run.shouldEval(step)) return Promise.resolve([]);
-    const evals = plan.hasTest ? [acts.rlEval.executeWithOptions({ summary: `eval before step ${step}` }, [{ run: input.run, step, samplerPath }])] : [];
-    (cfg.evaluators ?? []).forEach((e, index) =>
-      evals.push(acts.customSamplingEval.executeWithOptions({ summary: `evaluator ${e.name ?? index} before step ${step}` }, [{ run: input.run, step, samplerPath, index }])),
-    );
-    return Promise.all(evals);
+    const testSet = plan.hasTest ? [acts.rlEval.executeWithOptions({ summary: `eval before step ${step}` }, [{ run: input.run, step, samplerPath }])] : [];
+    return Promise.all([...testSet, ...run.customSamplingEvals(step, samplerPath)]);
   }
 
   return run.run({

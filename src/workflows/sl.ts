@@ -28,15 +28,9 @@ export async function supervisedWorkflow(input: SupervisedInput): Promise<RunRes
    */
   async function evaluate(step: number): Promise<Record<string, number>> {
     const metrics: Record<string, number> = {};
-    const evaluators = cfg.evaluators ?? [];
-    if (evaluators.length > 0) {
+    if (run.hasCustomEvaluators) {
       const samplerPath = await run.saveSamplerWeights(`eval_${String(step).padStart(6, '0')}`);
-      const results = await Promise.all(
-        evaluators.map((e, index) =>
-          acts.customSamplingEval.executeWithOptions({ summary: `evaluator ${e.name ?? index} before step ${step}` }, [{ run: input.run, step, samplerPath, index }]),
-        ),
-      );
-      for (const r of results) Object.assign(metrics, r.metrics);
+      for (const r of await Promise.all(run.customSamplingEvals(step, samplerPath))) Object.assign(metrics, r.metrics);
     }
     if (plan.testSize > 0) Object.assign(metrics, (await run.train(acts.slEval, { run: input.run, step }, `eval before step ${step}`)).metrics);
     return metrics;

@@ -219,6 +219,18 @@ export class TrainingRun<C extends RunConfig, P> {
     return every > 0 && step % every === 0;
   }
 
+  /** The run's custom sampling evaluators (§7.5) on a sampler: one activity each, all in parallel. */
+  customSamplingEvals(step: number, samplerPath: string): Array<Promise<{ metrics: Record<string, number> }>> {
+    const evaluators = (this.input.config as { evaluators?: Array<{ name: string | null }> }).evaluators ?? [];
+    return evaluators.map((e, index) =>
+      this.acts.customSamplingEval.executeWithOptions({ summary: `evaluator ${e.name ?? index} before step ${step}` }, [{ run: this.input.run, step, samplerPath, index }]),
+    );
+  }
+
+  get hasCustomEvaluators(): boolean {
+    return ((this.input.config as { evaluators?: unknown[] }).evaluators ?? []).length > 0;
+  }
+
   /** Records a metrics row through the logMetrics activity (used for rows no step writes). */
   async logMetrics(step: number, metrics: Record<string, number>): Promise<void> {
     await this.acts.logMetrics({ run: this.input.run, step, metrics });
