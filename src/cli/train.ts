@@ -55,6 +55,7 @@ export const TRAINABLE_KINDS: Record<string, TrainableKind> = {
   distill: {
     schema: DistillConfigSchema,
     workflowType: 'distillWorkflow',
+    checkData: (cfg) => checkEvaluators(cfg),
     describe: (cfg) =>
       `${cfg.mode === 'off_policy_sample' ? 'teacher sampling for off-policy distillation' : `on-policy distillation of ${cfg.model_name}`} from ${cfg.dataset_configs.map((d: any) => d.teacher_config.load_checkpoint_path ?? d.teacher_config.base_model).join(', ')}`,
   },
@@ -66,6 +67,7 @@ export const TRAINABLE_KINDS: Record<string, TrainableKind> = {
       train.setEpoch(0);
       train.getBatch(0);
       test?.getBatch(0);
+      await checkEvaluators(cfg);
     },
     describe: (cfg) => `DPO of ${cfg.model_name} on ${cfg.dataset.file_path ?? cfg.dataset.builtin} (β=${cfg.dpo_beta}, reference: ${cfg.reference_model.kind})`,
   },

@@ -54,6 +54,8 @@ async function onPolicyDistillation(input: DistillInput): Promise<RunResult> {
         'progress/done_frac': (step + 1) / totalSteps,
       };
       const datasets = compositeBatchDatasets(plan.promptCounts, plan.groupsPerBatch, step);
+      // As the reference (§5.1): evaluators on the pre-update sampler, their keys under `test/`.
+      const evals = run.shouldEval(step) ? run.customSamplingEvals(step, samplerPath) : [];
       const groups = await Promise.all(
         datasets.map((dataset, group) =>
           acts.distillRolloutGroup.executeWithOptions({ summary: `student rollout step ${step} group ${group} (dataset ${dataset})` }, [
@@ -61,6 +63,7 @@ async function onPolicyDistillation(input: DistillInput): Promise<RunResult> {
           ]),
         ),
       );
+      for (const { metrics } of await Promise.all(evals)) for (const [k, v] of Object.entries(metrics)) preStepMetrics[`test/${k}`] = v;
       if (groups.every((g) => g.ref === null)) {
         // Nothing survived: no training and no checkpoint, as the reference; the row records progress.
         await run.logMetrics(step, preStepMetrics);

@@ -40,6 +40,13 @@ export async function dpoWorkflow(input: DPOInput): Promise<RunResult> {
     return { modelPath: state().referencePath! };
   }
 
+  /** Custom sampling evaluators on a snapshot of the pre-step weights, then the test-set NLL. */
+  async function evaluate(step: number): Promise<Record<string, number>> {
+    const metrics = await run.customEvalsOnSnapshot(step);
+    if (plan.testSize > 0) Object.assign(metrics, (await run.train(acts.dpoEval, { run: input.run, step }, `eval before step ${step}`)).metrics);
+    return metrics;
+  }
+
   return run.run({
     totalSteps,
     lossKey: 'dpo_loss',
@@ -52,7 +59,7 @@ export async function dpoWorkflow(input: DPOInput): Promise<RunResult> {
       const learningRate = run.learningRate(cfg.learning_rate, lrMultiplier(cfg.lr_schedule, step, totalSteps));
       // As the reference: evals when due and also before the last step.
       const evalDue = run.shouldEval(step) || (run.state.hot.eval_every > 0 && step === totalSteps - 1);
-      const preStepMetrics = plan.testSize > 0 && evalDue ? (await run.train(acts.dpoEval, { run: input.run, step }, `eval before step ${step}`)).metrics : {};
+      const preStepMetrics = evalDue ? await evaluate(step) : {};
       const saved = run.state.lastCheckpoint;
       const statePath = saved && saved.name === pad(step) ? saved.statePath : undefined;
       const result = await run.train(

@@ -27,11 +27,7 @@ export async function supervisedWorkflow(input: SupervisedInput): Promise<RunRes
    * then the test-set NLL (`test/nll`).
    */
   async function evaluate(step: number): Promise<Record<string, number>> {
-    const metrics: Record<string, number> = {};
-    if (run.hasCustomEvaluators) {
-      const samplerPath = await run.saveSamplerWeights(`eval_${String(step).padStart(6, '0')}`);
-      for (const r of await Promise.all(run.customSamplingEvals(step, samplerPath))) Object.assign(metrics, r.metrics);
-    }
+    const metrics = await run.customEvalsOnSnapshot(step);
     if (plan.testSize > 0) Object.assign(metrics, (await run.train(acts.slEval, { run: input.run, step }, `eval before step ${step}`)).metrics);
     return metrics;
   }

@@ -43,7 +43,8 @@ describe('distillation workflows', () => {
   });
 
   it('on-policy: the student moves toward the teacher (teacher_kl falls)', async () => {
-    const run = testRun(stack, distillConfig('on'), [], 'distill');
+    const probe = join(import.meta.dirname, '..', 'fixtures', 'eval_probe.jsonl');
+    const run = testRun(stack, distillConfig('on', { eval_every: 3, evaluators: [{ kind: 'custom_sampling', name: 'probe', file_path: probe, max_tokens: 8 }] }), [], 'distill');
     const result = await withWorker(stack, async () => (await (await startRun(stack.client, run, stack.taskQueue)).result()) as RunResult);
     expect(result.status).toBe('completed');
     expect(result.steps).toBe(6); // 24 prompts / 4 groups per batch
@@ -54,6 +55,8 @@ describe('distillation workflows', () => {
       expect(rows[0]).toHaveProperty(key);
     }
     expect(rows[0]['env/all/total_episodes']).toBe(8); // 4 groups × 2 samples
+    // The custom evaluator ran on the pre-update sampler at steps 0 and 3, its keys under test/.
+    expect(rows.filter((r) => 'test/probe/accuracy' in r).map((r) => r.step)).toEqual([0, 3]);
     expect(rows[0]['env/all/reward/total']).toBe(0);
     const kl = rows.map((r) => r.teacher_kl as number);
     expect(kl[0]).toBeGreaterThan(0);

@@ -12,7 +12,7 @@ import { startTestStack, testRun, waitUntil, withWorker, workerProcess, type Tes
 const config = join(import.meta.dirname, '..', 'fixtures', 'dpo_small.json');
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
-describe('DPO workflow', () => {
+describe('DPO workflow', { timeout: 600_000 }, () => {
   let stack: TestStack;
   beforeAll(async () => {
     stack = await startTestStack();
@@ -59,8 +59,10 @@ describe('DPO workflow', () => {
   });
 
   it('an engine restart mid-run restores the last checkpoint with the same reference and equals an uninterrupted run', async () => {
-    const clean = testRun(stack, config, [], 'dpo');
-    const crashed = testRun(stack, config, [], 'dpo');
+    // With a custom evaluator too: its snapshot and sampling must replay the same after the restore.
+    const evaluated = ['evaluators=[{"kind":"custom_sampling","name":"probe","file_path":"eval_probe.jsonl","max_tokens":8}]'];
+    const clean = testRun(stack, config, evaluated, 'dpo');
+    const crashed = testRun(stack, config, evaluated, 'dpo');
     const worker = await workerProcess(stack, 'dpo-worker');
     try {
       const cleanResult = (await (await startRun(stack.client, clean, stack.taskQueue)).result()) as RunResult;
@@ -72,6 +74,8 @@ describe('DPO workflow', () => {
 
       expect(crashedResult.status).toBe('completed');
       expect(crashedResult.recoveries).toBeGreaterThanOrEqual(1);
+      // Evals before steps 0 and 5 and before the last step (9), as the reference.
+      expect(metricsOf(clean.run.logPath).filter((r) => 'probe/accuracy' in r).map((r) => r.step)).toEqual([0, 5, 9]);
       const withoutPaths = (rows: Array<Record<string, unknown>>) => rows.map(({ state_path: _p, ...rest }) => rest);
       expect(withoutPaths(metricsOf(crashed.run.logPath))).toEqual(withoutPaths(metricsOf(clean.run.logPath)));
       expect(checkpointsOf(crashed.run.logPath)).toEqual(checkpointsOf(clean.run.logPath));

@@ -5,6 +5,7 @@
 //  - 'off_policy_sample': the off-policy sampling stage (§5.2 as issue 7 frames it): sample each
 //    dataset's teacher on its prompts and write a conversations JSONL for a supervised run.
 import { z } from 'zod';
+import { EvaluatorsSchema } from '../eval/custom-sampling.js';
 import { PromptDatasetConfigSchema } from '../distillation/prompts.js';
 import { CommonTrainingFields } from './common.js';
 import { KlReferenceSchema } from './rl.js';
@@ -51,6 +52,8 @@ export const DistillConfigSchema = z.strictObject({
   eval_every: z.int().nonnegative().default(20),
   save_every: z.int().nonnegative().default(20),
   off_policy: OffPolicySamplingSchema,
+  /** Custom sampling evaluators (§7.5) on the pre-update sampler every `eval_every` steps; keys under `test/`. */
+  evaluators: EvaluatorsSchema,
 });
 
 export type DistillConfig = z.output<typeof DistillConfigSchema>;

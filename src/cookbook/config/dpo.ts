@@ -2,6 +2,7 @@
 // (cookbook-spec §4.1), with `dataset` standing in for `dataset_builder` and `reference_model`
 // saying where the reference logprobs come from.
 import { z } from 'zod';
+import { EvaluatorsSchema } from '../eval/custom-sampling.js';
 import { PreferenceDatasetConfigSchema } from '../preference/dataset.js';
 import { CommonTrainingFields, LrScheduleSchema } from './common.js';
 
@@ -30,6 +31,8 @@ export const DPOConfigSchema = z.strictObject({
   reference_model: ReferenceModelSchema.default({ kind: 'initial' }),
   /** Unused, as in the reference (kept so reference configs parse). */
   reference_model_name: z.string().nullable().default(null),
+  /** Custom sampling evaluators (§7.5), run with the test-set NLL on a snapshot of the pre-step weights. */
+  evaluators: EvaluatorsSchema,
 });
 
 export type DPOConfig = z.output<typeof DPOConfigSchema>;

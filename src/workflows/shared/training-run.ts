@@ -227,8 +227,16 @@ export class TrainingRun<C extends RunConfig, P> {
     );
   }
 
-  get hasCustomEvaluators(): boolean {
-    return ((this.input.config as { evaluators?: unknown[] }).evaluators ?? []).length > 0;
+  /**
+   * The custom sampling evaluators on one sampler snapshot of the current (pre-step) weights,
+   * merged; none configured: no snapshot and no metrics. (SL and DPO, whose steps sample nothing.)
+   */
+  async customEvalsOnSnapshot(step: number): Promise<Record<string, number>> {
+    const metrics: Record<string, number> = {};
+    if (((this.input.config as { evaluators?: unknown[] }).evaluators ?? []).length === 0) return metrics;
+    const samplerPath = await this.saveSamplerWeights(`eval_${String(step).padStart(6, '0')}`);
+    for (const r of await Promise.all(this.customSamplingEvals(step, samplerPath))) Object.assign(metrics, r.metrics);
+    return metrics;
   }
 
   /** Records a metrics row through the logMetrics activity (used for rows no step writes). */
