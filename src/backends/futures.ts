@@ -191,7 +191,11 @@ export async function pollFuture<T>(http: HttpClient, opts: ResolvedOptions, arg
       bare400++;
       continue;
     }
-    // 410 (expired promise) → kind 'expired'; 404 → 'not_found'; everything else is fatal too.
+    // A 404 here means the server no longer knows the future (it restarted, or dropped it): unlike
+    // the SDK, which gives up, treat it as a 410 — the request may be resubmitted with its seq ids
+    // (deduplicated if the server still has them; a lost model then answers 404 on the resubmit).
+    if (s === 404) throw new BackendError(`${error.message} (the server no longer knows this future)`, 404, requestType, error.detail, 'expired');
+    // 410 (expired promise) → kind 'expired'; everything else is fatal too.
     throw error;
   }
 }

@@ -183,6 +183,14 @@ describe('retrieve_future outcome table (§4.2)', () => {
     await expect((await s.optimStep({ learning_rate: 1 }, { seqId: 2 })).result()).rejects.toMatchObject({ kind: 'server' });
   });
 
+  it('a future the server no longer knows (404, e.g. after a restart) expires like a 410', async () => {
+    const { s } = await model();
+    server.fault({ path: RF, times: 1, action: { status: 404, body: { detail: "unknown or expired request_id 'x'" } } });
+    await expect((await s.optimStep({ learning_rate: 1 }, { seqId: 1 })).result()).rejects.toMatchObject({ kind: 'expired', status: 404 });
+    await (await s.optimStep({ learning_rate: 1 }, { seqId: 1 })).result();
+    expectExactlyOnce();
+  });
+
   it('410 expires a training future; a sample is resubmitted under a new seq id', async () => {
     const { b, s } = await model();
     server.fault({ path: RF, times: 1, action: { status: 410, body: { detail: 'promise expired' } } });
@@ -198,12 +206,12 @@ describe('retrieve_future outcome table (§4.2)', () => {
     expect(server.requestsTo('/api/v1/asample').map((q) => q.json.seq_id)).toEqual([0, 1]);
   });
 
-  it('a bodiless 400 is re-polled at most 3 times; 404 is fatal', async () => {
+  it('a bodiless 400 is re-polled at most 3 times; another 4xx is fatal', async () => {
     const { s } = await model();
     server.fault({ path: RF, times: 3, action: { status: 400 } });
     await (await s.optimStep({ learning_rate: 1 }, { seqId: 1 })).result();
-    server.fault({ path: RF, times: 1, action: { status: 404, body: { detail: 'unknown request' } } });
-    await expect((await s.optimStep({ learning_rate: 1 }, { seqId: 2 })).result()).rejects.toMatchObject({ kind: 'not_found' });
+    server.fault({ path: RF, times: 1, action: { status: 422, body: { detail: 'unprocessable' } } });
+    await expect((await s.optimStep({ learning_rate: 1 }, { seqId: 2 })).result()).rejects.toMatchObject({ kind: 'bad_request', status: 422 });
   });
 
   it('futureTimeoutMs bounds the wait', async () => {

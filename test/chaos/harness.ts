@@ -106,7 +106,13 @@ export class ChaosLab {
       kills.push({ target, atMs: Date.now() - t0 });
       await this.kill(target);
     }
-    const result = await this.finish(run);
+    let result: RunResult;
+    try {
+      result = await this.finish(run);
+    } catch (err) {
+      // A run that failed is a trial that differs; the long command reports it and goes on.
+      return { seed, kills, recoveries: 0, equal: false, differences: [`the run failed: ${failureMessage(err)}`] };
+    }
     const observed = await this.observe(run, result);
     return { seed, kills, recoveries: result.recoveries, ...compare(baseline, observed) };
   }
@@ -175,6 +181,13 @@ export function compare(expected: Baseline, got: Baseline): { equal: boolean; di
   }
   if (JSON.stringify(got.checkpoints) !== JSON.stringify(expected.checkpoints)) differences.push('checkpoints.jsonl differs');
   return { equal: differences.length === 0, differences };
+}
+
+/** The innermost message of a failure chain (workflow → child → activity → application). */
+function failureMessage(err: unknown): string {
+  let e = err as { message?: string; cause?: unknown } | undefined;
+  while (e && typeof e === 'object' && e.cause) e = e.cause as typeof e;
+  return e?.message ?? String(err);
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
