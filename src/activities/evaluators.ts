@@ -3,7 +3,7 @@
 // comes from (run seed, step, evaluator, example), so a retried or replayed eval samples the same.
 import { ApplicationFailure } from '@temporalio/activity';
 import type { CustomSamplingEvaluatorConfig } from '../cookbook/eval/custom-sampling.js';
-import { loadEvalExamples, runCustomSamplingEvaluator } from '../cookbook/eval/custom-sampling.js';
+import { loadEvaluatorExamples, runCustomSamplingEvaluator } from '../cookbook/eval/custom-sampling.js';
 import { getRecommendedRendererName, getRenderer } from '../cookbook/renderers/registry.js';
 import { deriveSeed } from '../cookbook/rl/seeds.js';
 import type { RunRef } from '../cookbook/run-store.js';
@@ -39,7 +39,7 @@ const evalData = runDataCache<EvaluatedConfig, Awaited<ReturnType<typeof buildEv
 
 async function buildEvalData(cfg: EvaluatedConfig) {
   const renderer = getRenderer(cfg.renderer_name ?? getRecommendedRendererName(cfg.model_name), await getTokenizer(cfg.model_name));
-  const examples = await Promise.all(cfg.evaluators.map((e, i) => loadEvalExamples(e.file_path, `evaluators.${i}.file_path (${e.file_path})`)));
+  const examples = await Promise.all(cfg.evaluators.map((_, i) => loadEvaluatorExamples(cfg.evaluators, i)));
   return { renderer, examples };
 }
 

@@ -9,7 +9,7 @@ import { DistillConfigSchema } from '../cookbook/config/distill.js';
 import { DPOConfigSchema } from '../cookbook/config/dpo.js';
 import { FROM_PREVIOUS_STAGE, PipelineConfigSchema, resolvePipelineStages } from '../cookbook/config/pipeline.js';
 import { PIPELINE_STAGE_KINDS } from '../cookbook/config/pipeline-kinds.js';
-import { loadEvalExamples } from '../cookbook/eval/custom-sampling.js';
+import { loadEvaluatorExamples } from '../cookbook/eval/custom-sampling.js';
 import { buildPreferenceDatasets } from '../cookbook/preference/dataset.js';
 import { RLConfigSchema } from '../cookbook/config/rl.js';
 import { buildRLDatasets } from '../cookbook/rl/datasets.js';
@@ -90,9 +90,10 @@ export const TRAINABLE_KINDS: Record<string, TrainableKind> = {
 };
 
 async function checkEvaluators(cfg: { evaluators?: Array<{ file_path: string }> }): Promise<void> {
-  for (const [i, e] of (cfg.evaluators ?? []).entries()) {
-    await loadEvalExamples(e.file_path).catch((err: Error) => {
-      throw new ConfigError(`evaluators.${i}.file_path: ${err.message}`);
+  const evaluators = cfg.evaluators ?? [];
+  for (let i = 0; i < evaluators.length; i++) {
+    await loadEvaluatorExamples(evaluators, i).catch((err: Error) => {
+      throw new ConfigError(err.message); // names the config path itself, unlike dataset errors
     });
   }
 }

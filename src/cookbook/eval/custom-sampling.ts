@@ -84,6 +84,15 @@ export async function loadEvalExamples(filePath: string, displayPath = filePath)
   );
 }
 
+/** The examples of a config's evaluator `index`; errors are named `evaluators.<index>.file_path: …`. */
+export async function loadEvaluatorExamples(evaluators: Array<{ file_path: string }>, index: number): Promise<EvalExample[]> {
+  try {
+    return await loadEvalExamples(evaluators[index].file_path);
+  } catch (err) {
+    throw new DataFormatError(`evaluators.${index}.file_path: ${(err as Error).message}`);
+  }
+}
+
 /**
  * Accuracy of one response per example. Examples are sampled concurrently (the reference samples
  * them one by one; the verdicts do not depend on the order, the seeds fix each sample).

@@ -45,6 +45,8 @@ export interface RunConfig {
   eval_every: number;
   ttl_seconds: number | null;
   durability: DurabilityConfig;
+  /** Custom sampling evaluators (absent from configs recorded before they existed). */
+  evaluators?: Array<{ name: string | null }>;
 }
 
 /** Everything a workflow carries across continue-as-new. Small by construction. */
@@ -221,8 +223,7 @@ export class TrainingRun<C extends RunConfig, P> {
 
   /** The run's custom sampling evaluators (§7.5) on a sampler: one activity each, all in parallel. */
   customSamplingEvals(step: number, samplerPath: string): Array<Promise<{ metrics: Record<string, number> }>> {
-    const evaluators = (this.input.config as { evaluators?: Array<{ name: string | null }> }).evaluators ?? [];
-    return evaluators.map((e, index) =>
+    return (this.input.config.evaluators ?? []).map((e, index) =>
       this.acts.customSamplingEval.executeWithOptions({ summary: `evaluator ${e.name ?? index} before step ${step}` }, [{ run: this.input.run, step, samplerPath, index }]),
     );
   }
@@ -233,7 +234,7 @@ export class TrainingRun<C extends RunConfig, P> {
    */
   async customEvalsOnSnapshot(step: number): Promise<Record<string, number>> {
     const metrics: Record<string, number> = {};
-    if (((this.input.config as { evaluators?: unknown[] }).evaluators ?? []).length === 0) return metrics;
+    if (!this.input.config.evaluators?.length) return metrics;
     const samplerPath = await this.saveSamplerWeights(`eval_${String(step).padStart(6, '0')}`);
     for (const r of await Promise.all(this.customSamplingEvals(step, samplerPath))) Object.assign(metrics, r.metrics);
     return metrics;
