@@ -22,7 +22,7 @@ const offPolicy = values['off-policy']!.split(',').map(Number);
 const rounds = Number(values.rounds);
 const GROUPS_PER_BATCH = 8;
 
-const stack = await startTestStack();
+const stack = await startTestStack({ engineArgs: ['--continuous-batching'] });
 try {
   await withWorker(stack, async () => {
     const sft = testRun(stack, join(here, 'sft.json'));

@@ -31,6 +31,10 @@ def parse_args(argv=None):
                    help="padded tokens per forward/backward micro-batch")
     p.add_argument("--long-poll-seconds", type=float, default=20.0,
                    help="how long retrieve_future waits for a result before answering 408 try_again")
+    p.add_argument("--continuous-batching", action="store_true",
+                   default=os.environ.get("TINKER_ENGINE_CONTINUOUS_BATCHING", "") not in ("", "0"),
+                   help="decode concurrent sample requests in one batch (higher throughput, but sampling is "
+                        "then not bitwise reproducible, which the crash-equality guarantee relies on)")
     p.add_argument("--log-level", default=os.environ.get("TINKER_ENGINE_LOG_LEVEL", "info"))
     args = p.parse_args(argv)
     if args.api_key is not None and not args.api_key.startswith("tml-"):
@@ -79,11 +83,13 @@ def main(argv=None):
         aliases=args.aliases,
         max_batch_tokens=args.max_batch_tokens,
         long_poll_seconds=args.long_poll_seconds,
+        continuous_batching=args.continuous_batching,
     )
     app = create_app(engine, api_key=args.api_key, max_body_bytes=int(args.max_body_mb * (1 << 20)))
     logging.getLogger("tinker_engine").info(
-        "engine on http://%s:%d (device %s, %d threads, data %s)", args.host, args.port, device,
-        torch.get_num_threads(), args.data_dir,
+        "engine on http://%s:%d (device %s, %d threads, %s, data %s)", args.host, args.port, device,
+        torch.get_num_threads(), "continuous batching" if args.continuous_batching else "one request at a time",
+        args.data_dir,
     )
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level.lower(), access_log=False,
                 timeout_keep_alive=75)

@@ -1,14 +1,14 @@
 """Engine state and request semantics: sessions, training models, samplers, ordering, dedupe.
 
 All bookkeeping happens on the asyncio loop thread; all tensor work runs on one compute thread,
-in submission order. A model's requests are dispatched to that thread strictly by seq_id
+in submission order (with `continuous_batching`, sample requests join a shared decode batch
+there instead of running one after another; see batching.py). A model's requests are dispatched to that thread strictly by seq_id
 (out-of-order arrivals wait in a buffer), so the compute thread sees each model's operations
 in sequence order.
 """
 
 import asyncio
 import collections
-import concurrent.futures
 import logging
 import time
 import traceback
@@ -19,8 +19,10 @@ from pathlib import Path
 import torch
 
 from . import checkpoints as ckpt
+from .batching import DecodeJob, DecodePool, batchable
 from .base_models import BaseModelCache, BaseModelSpec, ModelRegistry, instance_sharing_weights
 from .body import Body
+from .compute import ComputeThread
 from .errors import EngineError, RequestFailed, bad_request, conflict, not_found
 from .futures import FutureStore
 from .lora import LoraSpec, attach_lora, load_adapter_state
@@ -154,7 +156,7 @@ def parse_sampling_params(body: Body) -> SamplingParams:
 
 class Engine:
     def __init__(self, data_dir: Path, device: torch.device, dtype: torch.dtype, aliases: dict | None = None,
-                 max_batch_tokens: int = 8192, long_poll_seconds: float = 20.0):
+                 max_batch_tokens: int = 8192, long_poll_seconds: float = 20.0, continuous_batching: bool = False):
         self.store = ckpt.CheckpointStore(data_dir)
         self.registry = ModelRegistry(aliases)
         self.bases = BaseModelCache(device, dtype)
@@ -167,7 +169,7 @@ class Engine:
         self.samplers: dict = {}
         self.ephemeral_order: collections.deque = collections.deque()
         self.sampler_models: collections.OrderedDict = collections.OrderedDict()
-        self.executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="compute")
+        self.compute = ComputeThread(DecodePool(device) if continuous_batching else None)
         self.loop: asyncio.AbstractEventLoop | None = None
         self.started_at = time.time()
 
@@ -175,28 +177,35 @@ class Engine:
         self.loop = loop
 
     def shutdown(self) -> None:
-        self.executor.shutdown(wait=False, cancel_futures=True)
+        self.compute.shutdown()
 
     # ----------------------------------------------------------------------- execution
 
     def _dispatch(self, fut, fn) -> None:
         """Runs fn() on the compute thread and settles `fut` on the loop thread."""
-        loop = self.loop
 
         def run():
             try:
                 result = fn()
-            except RequestFailed as e:
-                loop.call_soon_threadsafe(self.futures.fail, fut, e.message, e.category)
-            except EngineError as e:
-                loop.call_soon_threadsafe(self.futures.fail, fut, e.detail, "user")
-            except Exception as e:  # a bug or resource problem: report it, keep serving
-                log.error("request %s failed:\n%s", fut.request_id, traceback.format_exc())
-                loop.call_soon_threadsafe(self.futures.fail, fut, f"{type(e).__name__}: {e}", "server")
+            except Exception as e:
+                self._fail(fut, e)
             else:
-                loop.call_soon_threadsafe(self.futures.complete, fut, result)
+                self._complete(fut, result)
 
-        self.executor.submit(run)
+        self.compute.submit(run)
+
+    def _complete(self, fut, result) -> None:
+        self.loop.call_soon_threadsafe(self.futures.complete, fut, result)
+
+    def _fail(self, fut, e: BaseException) -> None:
+        loop = self.loop
+        if isinstance(e, RequestFailed):
+            loop.call_soon_threadsafe(self.futures.fail, fut, e.message, e.category)
+        elif isinstance(e, EngineError):
+            loop.call_soon_threadsafe(self.futures.fail, fut, e.detail, "user")
+        else:  # a bug or resource problem: report it, keep serving
+            log.error("request %s failed:\n%s", fut.request_id, "".join(traceback.format_exception(e)))
+            loop.call_soon_threadsafe(self.futures.fail, fut, f"{type(e).__name__}: {e}", "server")
 
     def _enqueue(self, handle: ModelHandle, seq_id: int, job) -> None:
         handle.buffered[seq_id] = job
@@ -655,22 +664,38 @@ class Engine:
             request_id = f"{sampler.sampler_id}:{uuid.uuid4()}"
         fut = self.futures.create(request_id, "Sample")
         tokens = prompt.tolist()
+        pool = self.compute.pool
+        scoring = want_prompt_logprobs or topk > 0
 
         def run():
             model = self._sampler_model(sampler)
-            return generate(
+            tokenizer = self.bases.tokenizer(spec)
+            if pool is not None and not scoring and batchable(model):
+                # Joins the decode batch; the pool settles the future when the last row stops.
+                pool.admit(DecodeJob(
+                    model, tokens, num_samples, params, spec.eos_token_ids, tokenizer,
+                    on_done=lambda result: self._complete(fut, result), on_error=lambda e: self._fail(fut, e),
+                ))
+                return
+            self._complete(fut, generate(
                 model,
                 tokens,
                 num_samples,
                 params,
                 spec.eos_token_ids,
-                self.bases.tokenizer(spec),
+                tokenizer,
                 self.device,
                 prompt_logprobs=want_prompt_logprobs,
                 topk_prompt=topk,
-            )
+            ))
 
-        self._dispatch(fut, run)
+        def guarded():
+            try:
+                run()
+            except Exception as e:
+                self._fail(fut, e)
+
+        self.compute.submit(guarded)
         return {"request_id": request_id}
 
     # --------------------------------------------------------------- runs/checkpoints

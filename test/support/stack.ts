@@ -26,11 +26,11 @@ export interface TestStack {
 
 let counter = 0;
 
-export async function startTestStack(opts: { persist?: boolean } = {}): Promise<TestStack> {
+export async function startTestStack(opts: { persist?: boolean; engineArgs?: string[] } = {}): Promise<TestStack> {
   const dir = mkdtempSync(join(tmpdir(), 'cookbook-test-'));
   const port = await freePort();
   const temporalOpts = { port, dbFile: opts.persist ? join(dir, 'temporal.sqlite') : undefined, logFile: join(dir, 'temporal.log') };
-  const engineOpts = { port: await freePort(), dataDir: join(dir, 'engine') };
+  const engineOpts = { port: await freePort(), dataDir: join(dir, 'engine'), extraArgs: opts.engineArgs };
   const [temporal, engine] = await Promise.all([startTemporalServer(temporalOpts), startEngine(engineOpts)]);
   const temporalAddress = `127.0.0.1:${port}`;
   // A loaded machine can take a while to answer gRPC after the port opens.
