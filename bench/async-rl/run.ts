@@ -14,7 +14,7 @@ import { metricsOf } from '../../test/support/runs.js';
 import { startTestStack, testRun, withWorker } from '../../test/support/stack.js';
 
 const { values } = parseArgs({
-  options: { steps: { type: 'string', default: '8' }, 'off-policy': { type: 'string', default: '1,2' }, rounds: { type: 'string', default: '2' } },
+  options: { steps: { type: 'string', default: '8' }, 'off-policy': { type: 'string', default: '1,2' }, rounds: { type: 'string', default: '2' }, set: { type: 'string', multiple: true, default: [] } },
 });
 const here = import.meta.dirname;
 const steps = Number(values.steps);
@@ -27,7 +27,7 @@ try {
   await withWorker(stack, async () => {
     const sft = testRun(stack, join(here, 'sft.json'));
     const warm = (await (await startRun(stack.client, sft, stack.taskQueue)).result()) as RunResult;
-    const start = [`load_checkpoint_path=${warm.finalCheckpoint!.statePath}`, `max_steps=${steps}`];
+    const start = [`load_checkpoint_path=${warm.finalCheckpoint!.statePath}`, `max_steps=${steps}`, ...values.set!];
 
     async function timed(overrides: string[]) {
       const run = testRun(stack, join(here, 'rl.json'), [...start, ...overrides], 'rl');

@@ -105,11 +105,14 @@ def test_rows_stop_on_their_own_stop_conditions(models):
 
 def test_seeded_rows_keep_their_own_generators(models):
     """The same seeded request twice in one batch draws the same tokens (its draws do not depend
-    on the rows around it), and different seeds draw differently."""
+    on the rows around it), different seeds draw differently, and rows with other sampling
+    parameters (top-k, greedy) between them draw with their own."""
     spec, tokenizer, base, _ = models
     prompt = corpus(1, 16)[0]
     results: dict = {}
-    params = [SamplingParams(max_tokens=8, temperature=1.0, seed=s) for s in (5, 5, 6)]
+    greedy = SamplingParams(max_tokens=8, temperature=0.0)
+    params = [SamplingParams(max_tokens=8, temperature=1.0, seed=s) for s in (5, 5, 6)] + [greedy]
+    params.insert(1, SamplingParams(max_tokens=8, temperature=0.7, top_k=50, seed=5))
     arrivals = {0: [
         DecodeJob(base, prompt, 2, p, [], tokenizer, on_done=lambda r, k=k: results.__setitem__(k, r),
                   on_error=lambda e: pytest.fail(repr(e)))
@@ -117,9 +120,18 @@ def test_seeded_rows_keep_their_own_generators(models):
     ]}
     run_pool(arrivals)
     tokens = {k: [s["tokens"] for s in results[k]["sequences"]] for k in results}
-    assert tokens[0] == tokens[1]
-    assert tokens[0] != tokens[2]
+    assert tokens[0] == tokens[2]
+    assert tokens[0] != tokens[3] and tokens[0] != tokens[1]
     assert tokens[0][0] != tokens[0][1]  # samples of one request have their own seeds
+    # Rows with other sampling parameters in the same batch draw with their own.
+    assert tokens[4] == [s["tokens"] for s in solo(base, prompt, 2, greedy, spec, tokenizer)]
+    top_k = torch.topk(solo_logits(base, prompt), 50).indices.tolist()
+    assert all(t[0] in top_k for t in tokens[1])
+
+
+def solo_logits(model, prompt):
+    with torch.no_grad():
+        return model(input_ids=torch.tensor([prompt])).logits[0, -1]
 
 
 def test_a_failing_prefill_fails_only_its_request(models):

@@ -118,13 +118,14 @@ class _Batch:
         Returns the jobs that finished."""
         logits = self.logits
         chosen = torch.empty(len(self.rows), dtype=torch.long, device=self.device)
+        # One draw per run of rows that share temperature, top-k and top-p (usually all of them).
         start = 0
         while start < len(self.rows):
-            job = self.rows[start].job
-            end = start
-            while end < len(self.rows) and self.rows[end].job is job:
+            params = self.rows[start].job.params
+            end = start + 1
+            while end < len(self.rows) and _same_distribution(self.rows[end].job.params, params):
                 end += 1
-            chosen[start:end] = _draw(logits[start:end], job.params, [r.generator for r in self.rows[start:end]])
+            chosen[start:end] = _draw(logits[start:end], params, [r.generator for r in self.rows[start:end]])
             start = end
         chosen_lp = logits.gather(1, chosen[:, None])[:, 0] - torch.logsumexp(logits, dim=-1)
         chosen_list, lp_list = chosen.cpu().tolist(), chosen_lp.cpu().tolist()
@@ -177,6 +178,10 @@ class _Batch:
             use_cache=True,
         ).last_hidden_state
         self.logits = self.proj.logits(hidden[:, -1])
+
+
+def _same_distribution(a: SamplingParams, b: SamplingParams) -> bool:
+    return (a.temperature, a.top_k, a.top_p) == (b.temperature, b.top_k, b.top_p)
 
 
 def _pad_left(t: torch.Tensor, width: int, dim: int = -2) -> torch.Tensor:

@@ -98,3 +98,30 @@ describe('RL workflow', { timeout: 600_000 }, () => {
     expect(existsSync(join(run.run.logPath, 'iteration_000005', 'train_rollout_summaries.jsonl'))).toBe(true);
   });
 });
+
+// The same async run against an engine that decodes concurrent sample requests in one batch
+// (`--continuous-batching`): rollouts of different sampler versions share the engine's decode
+// step, and the staleness bound and episode counts hold as on the one-request-at-a-time engine.
+describe('RL on a continuously batching engine', { timeout: 600_000 }, () => {
+  let stack: TestStack;
+  beforeAll(async () => {
+    stack = await startTestStack({ engineArgs: ['--continuous-batching'] });
+  });
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  it('async: completes within the staleness bound, every group sampled in full', async () => {
+    const run = testRun(stack, config, ['async_config={"max_steps_off_policy":1,"groups_per_batch":3}'], 'rl');
+    const result = await withWorker(stack, async () => (await (await startRun(stack.client, run, stack.taskQueue)).result()) as RunResult);
+    expect(result.status).toBe('completed');
+    const rows = metricsOf(run.run.logPath);
+    expect(rows.map((r) => r['training_client/step'])).toEqual([0, 1, 2, 3, 4, 5]);
+    for (const row of rows) {
+      expect((row.step as number) - (row['sampling_client/step_min'] as number)).toBeLessThanOrEqual(1);
+      expect(row['env/all/total_episodes']).toBe(12);
+      expect(Number.isFinite(row['env/all/reward/total'])).toBe(true);
+    }
+    expect(readFileSync(join(stack.dir, 'engine', 'engine.log'), 'utf8')).toContain('continuous batching');
+  });
+});
