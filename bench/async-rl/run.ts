@@ -2,7 +2,9 @@
 // long-tail generation lengths — a briefly fine-tuned tiny model on arithmetic, which stops after
 // a token or two on some prompts and rambles to max_tokens on others. Prints wall-clock per mode,
 // the sync/async ratio (goal ≥ 1.3 at max_steps_off_policy 1–2) and the largest staleness seen.
-//   npm run bench:async-rl [-- --steps 8 --off-policy 1,2 --rounds 2]
+// The engine batches concurrent sample requests (--continuous-batching), as a serving sampler does.
+//   npm run bench:async-rl [-- --steps 8 --off-policy 1,2 --rounds 2 --set temperature=1.5 …]
+// (--set: config overrides for every RL run, e.g. a longer tail with temperature and max_tokens)
 // A shared machine's speed drifts by more than the effect measured, so the modes run in rounds
 // (sync, then each async setting; the order reversed every other round) and each round gives its
 // own ratios; the summary is the geometric mean over rounds.

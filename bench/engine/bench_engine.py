@@ -4,7 +4,9 @@
    training loop (peft model → log_softmax → weighted NLL → backward → AdamW) in this process.
 2. Sampling tokens/s through the engine's asample ÷ transformers `generate` (KV cache, sampling)
    on the same LoRA model.
-Prints both ratios last. Usage: python bench_engine.py --url http://127.0.0.1:PORT --threads N
+3. Concurrent single-sample requests (what RL rollouts send: one per env) tokens/s on an engine
+   with --continuous-batching ÷ the same requests on the default one-request-at-a-time engine.
+Prints the ratios last. Usage: python bench_engine.py --url URL --batching-url URL --threads N
 """
 
 import argparse
@@ -116,6 +118,25 @@ def engine_sample(http, model, seq, args, prompt):
     return produced, elapsed
 
 
+def concurrent_sample(http, args, prompt):
+    """`--concurrent` single-sample requests submitted at once, all retrieved: tokens/s."""
+    session = http.post("create_session", {"tags": [], "user_metadata": {}, "sdk_version": "bench"})["session_id"]
+    sampler = http.post("create_sampling_session", {"session_id": session, "sampling_session_seq_id": 0,
+                                                    "base_model": args.model})["sampling_session_id"]
+    produced, elapsed = 0, 0.0
+    for r in range(args.warmup + args.sample_rounds):
+        start = time.perf_counter()
+        ids = [http.post("asample", {"sampling_session_id": sampler, "seq_id": r * args.concurrent + i, "num_samples": 1,
+                                     "prompt": {"chunks": [{"tokens": prompt[: 8 + i % 8]}]},
+                                     "sampling_params": {"max_tokens": args.max_tokens, "seed": i}})["request_id"]
+               for i in range(args.concurrent)]
+        outs = [http.result(i) for i in ids]
+        if r >= args.warmup:
+            elapsed += time.perf_counter() - start
+            produced += sum(len(s["tokens"]) for out in outs for s in out["sequences"])
+    return produced / elapsed
+
+
 def generate_baseline(args, prompt, peft_model):
     ids = torch.tensor([prompt])
     produced, elapsed = 0, 0.0
@@ -137,6 +158,8 @@ def generate_baseline(args, prompt, peft_model):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--url", required=True)
+    p.add_argument("--batching-url", required=True, help="an engine started with --continuous-batching")
+    p.add_argument("--concurrent", type=int, default=32)
     p.add_argument("--threads", type=int, required=True)
     p.add_argument("--model", default="tiny-qwen3")
     p.add_argument("--rank", type=int, default=32)
@@ -172,8 +195,13 @@ def main():
     sample_engine, sample_generate = produced / sample_s, base_tokens / base_s
     print(f"sampling: engine {sample_engine:,.0f} tok/s, transformers generate {sample_generate:,.0f} tok/s "
           f"({args.num_samples} samples x {args.max_tokens} tokens)")
+    one_at_a_time = concurrent_sample(http, args, prompt)
+    batched = concurrent_sample(Http(args.batching_url), args, prompt)
+    print(f"{args.concurrent} concurrent single-sample requests: continuous batching {batched:,.0f} tok/s, "
+          f"one request at a time {one_at_a_time:,.0f} tok/s ({args.max_tokens} tokens each)")
     print(f"forward_backward ratio (engine / plain PyTorch, goal >= 0.9): {train_engine / train_plain:.2f}")
     print(f"sampling ratio (engine / transformers generate, goal >= 0.8): {sample_engine / sample_generate:.2f}")
+    print(f"concurrent sampling ratio (continuous batching / one at a time): {batched / one_at_a_time:.2f}")
 
 
 if __name__ == "__main__":

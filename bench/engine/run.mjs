@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // `npm run bench:engine [-- --threads N ...]`: starts the engine on a free loopback port and runs
-// bench_engine.py against it (engine over HTTP vs plain PyTorch / transformers generate in-process).
+// bench_engine.py against it (engine over HTTP vs plain PyTorch / transformers generate in-process),
+// plus a second engine with --continuous-batching for the concurrent-requests comparison.
 
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -42,34 +43,44 @@ async function waitHealthy(url, child) {
 }
 
 const { python } = await ensureEngineEnv();
-const port = await freePort();
-const url = `http://127.0.0.1:${port}`;
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'engine-bench-'));
-const engine = spawn(
-  python,
-  ['-m', 'tinker_engine', '--port', String(port), '--data-dir', dataDir, '--threads', threads, '--log-level', 'warning'],
-  { cwd: ENGINE_DIR, env: engineProcessEnv(), stdio: 'inherit', detached: true },
-);
-const stopEngine = () => {
-  try {
-    process.kill(-engine.pid, 'SIGTERM');
-  } catch {
-    // already gone
+const engines = [];
+/** An engine on a free port; the second one batches concurrent sample requests. */
+async function startEngine(name, extra) {
+  const port = await freePort();
+  const child = spawn(
+    python,
+    ['-m', 'tinker_engine', '--port', String(port), '--data-dir', path.join(dataDir, name), '--threads', threads, '--log-level', 'warning', ...extra],
+    { cwd: ENGINE_DIR, env: engineProcessEnv(), stdio: 'inherit', detached: true },
+  );
+  engines.push(child);
+  const url = `http://127.0.0.1:${port}`;
+  await waitHealthy(url, child);
+  return url;
+}
+const stopEngines = () => {
+  for (const child of engines) {
+    try {
+      process.kill(-child.pid, 'SIGTERM');
+    } catch {
+      // already gone
+    }
   }
 };
-process.on('exit', stopEngine);
+process.on('exit', stopEngines);
 let code = 1;
 try {
-  await waitHealthy(url, engine);
+  const url = await startEngine('plain', []);
+  const batchingUrl = await startEngine('batching', ['--continuous-batching']);
   code = await new Promise((resolve) => {
-    const bench = spawn(python, [path.join(here, 'bench_engine.py'), '--url', url, '--threads', threads, ...args], {
+    const bench = spawn(python, [path.join(here, 'bench_engine.py'), '--url', url, '--batching-url', batchingUrl, '--threads', threads, ...args], {
       env: engineProcessEnv(),
       stdio: 'inherit',
     });
     bench.on('exit', (c) => resolve(c ?? 1));
   });
 } finally {
-  stopEngine();
+  stopEngines();
   fs.rmSync(dataDir, { recursive: true, force: true });
 }
 process.exit(code);

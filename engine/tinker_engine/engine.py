@@ -2,9 +2,9 @@
 
 All bookkeeping happens on the asyncio loop thread; all tensor work runs on one compute thread,
 in submission order (with `continuous_batching`, sample requests join a shared decode batch
-there instead of running one after another; see batching.py). A model's requests are dispatched to that thread strictly by seq_id
-(out-of-order arrivals wait in a buffer), so the compute thread sees each model's operations
-in sequence order.
+there instead of running one after another; see batching.py). A model's requests are dispatched
+to that thread strictly by seq_id (out-of-order arrivals wait in a buffer), so the compute thread
+sees each model's operations in sequence order.
 """
 
 import asyncio
@@ -39,6 +39,7 @@ MAX_TOPK_PROMPT_LOGPROBS = 1000
 DEFAULT_MAX_TOKENS = 128
 SAMPLER_MODEL_CACHE = 8
 MAX_EPHEMERAL_SAMPLERS = 256
+SETTLED_LATER = object()
 
 
 @dataclass
@@ -182,7 +183,8 @@ class Engine:
     # ----------------------------------------------------------------------- execution
 
     def _dispatch(self, fut, fn) -> None:
-        """Runs fn() on the compute thread and settles `fut` on the loop thread."""
+        """Runs fn() on the compute thread and settles `fut` on the loop thread (unless fn returns
+        SETTLED_LATER: it handed `fut` to the decode pool)."""
 
         def run():
             try:
@@ -190,7 +192,8 @@ class Engine:
             except Exception as e:
                 self._fail(fut, e)
             else:
-                self._complete(fut, result)
+                if result is not SETTLED_LATER:
+                    self._complete(fut, result)
 
         self.compute.submit(run)
 
@@ -676,8 +679,8 @@ class Engine:
                     model, tokens, num_samples, params, spec.eos_token_ids, tokenizer,
                     on_done=lambda result: self._complete(fut, result), on_error=lambda e: self._fail(fut, e),
                 ))
-                return
-            self._complete(fut, generate(
+                return SETTLED_LATER
+            return generate(
                 model,
                 tokens,
                 num_samples,
@@ -687,15 +690,9 @@ class Engine:
                 self.device,
                 prompt_logprobs=want_prompt_logprobs,
                 topk_prompt=topk,
-            ))
+            )
 
-        def guarded():
-            try:
-                run()
-            except Exception as e:
-                self._fail(fut, e)
-
-        self.compute.submit(guarded)
+        self._dispatch(fut, run)
         return {"request_id": request_id}
 
     # --------------------------------------------------------------- runs/checkpoints
