@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import torch
 
 from .head import HeadProjection
-from .sampler import SamplingParams, StopChecker, _draw, _unwrap, sample_seed
+from .sampler import SamplingParams, StopChecker, _draw, _unwrap, seeded_generators
 
 log = logging.getLogger("tinker_engine")
 
@@ -65,8 +65,6 @@ class _Batch:
     """The rows of one sampler model, their shared KV cache and the logits of their next draw."""
 
     def __init__(self, model, device):
-        from transformers import DynamicCache
-
         hf = _unwrap(model)
         self.model = model  # keeps id(model), the pool's key, from being reused while rows decode
         self.config = hf.config
@@ -74,8 +72,8 @@ class _Batch:
         self.proj = HeadProjection(hf.get_output_embeddings())
         self.device = device
         self.rows: list = []
-        self.cache = DynamicCache(config=hf.config)
-        self.mask = torch.zeros((0, 0), dtype=torch.long, device=device)
+        self.cache = None  # set by the first admission
+        self.mask = None
         self.logits = None
 
     def admit(self, job: DecodeJob) -> None:
@@ -96,9 +94,7 @@ class _Batch:
         job.reasons = ["length"] * n
         job.pending = n
         stop = StopChecker(job.params, job.eos_ids, job.tokenizer)
-        for i in range(n):
-            g = torch.Generator(device=self.device)
-            g.manual_seed(sample_seed(job.params.seed, i))
+        for i, g in enumerate(seeded_generators(job.params.seed, n, self.device)):
             self.rows.append(_Row(job, i, g, stop, length))
 
     def _merge(self, cache, mask) -> None:
@@ -202,6 +198,10 @@ class DecodePool:
 
     def __bool__(self) -> bool:
         return bool(self.batches)
+
+    def accepts(self, model) -> bool:
+        """Whether `model` can decode here (checked once per batch, not per request)."""
+        return id(model) in self.batches or batchable(model)
 
     @torch.no_grad()
     def admit(self, job: DecodeJob) -> None:

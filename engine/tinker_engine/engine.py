@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from . import checkpoints as ckpt
-from .batching import DecodeJob, DecodePool, batchable
+from .batching import DecodeJob, DecodePool
 from .base_models import BaseModelCache, BaseModelSpec, ModelRegistry, instance_sharing_weights
 from .body import Body
 from .compute import ComputeThread
@@ -673,7 +673,7 @@ class Engine:
         def run():
             model = self._sampler_model(sampler)
             tokenizer = self.bases.tokenizer(spec)
-            if pool is not None and not scoring and batchable(model):
+            if pool is not None and not scoring and pool.accepts(model):
                 # Joins the decode batch; the pool settles the future when the last row stops.
                 pool.admit(DecodeJob(
                     model, tokens, num_samples, params, spec.eos_token_ids, tokenizer,

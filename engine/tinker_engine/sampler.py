@@ -31,6 +31,16 @@ def sample_seed(seed: int | None, index: int) -> int:
     return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
 
 
+def seeded_generators(seed: int | None, n: int, device) -> list:
+    """One generator per sample of a request, seeded by (request seed, sample index)."""
+    generators = []
+    for i in range(n):
+        g = torch.Generator(device=device)
+        g.manual_seed(sample_seed(seed, i))
+        generators.append(g)
+    return generators
+
+
 def _filter_logits(logits: torch.Tensor, top_k: int, top_p: float) -> torch.Tensor:
     if 0 < top_k < logits.shape[-1]:
         kth = torch.topk(logits, top_k, dim=-1).values[..., -1:]
@@ -108,11 +118,7 @@ def generate(model, prompt: list, num_samples: int, params: SamplingParams, eos_
     logits = proj.logits(hidden[-1:]).expand(num_samples, -1)
     if num_samples > 1:
         cache.batch_repeat_interleave(num_samples)
-    generators = []
-    for i in range(num_samples):
-        g = torch.Generator(device=device)
-        g.manual_seed(sample_seed(params.seed, i))
-        generators.append(g)
+    generators = seeded_generators(params.seed, num_samples, device)
     stop = StopChecker(params, eos_ids, tokenizer)
     tokens = [[] for _ in range(num_samples)]
     logprobs = [[] for _ in range(num_samples)]
