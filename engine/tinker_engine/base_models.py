@@ -175,19 +175,24 @@ class ModelRegistry:
 
 
 class BaseModelCache:
-    """Loads each base model once, frozen, on the engine's device."""
+    """Loads each base model once, frozen, on the engine's device (from the training thread or the
+    sampling thread, whichever asks first)."""
 
     def __init__(self, device: torch.device, dtype: torch.dtype):
         self.device = device
         self.dtype = dtype
         self._models: dict = {}
         self._tokenizers: dict = {}
+        self._lock = threading.Lock()
 
     def model(self, spec: BaseModelSpec) -> torch.nn.Module:
         key = spec.checkpoint_dir or spec.name.split(":peft:")[0]
-        if key not in self._models:
-            self._models[key] = self._load(spec)
-        return self._models[key]
+        with self._lock:
+            if key not in self._models:
+                self._models[key] = self._load(spec)
+                if self.device.type == "cuda":  # the other thread reads it on its own stream
+                    torch.cuda.current_stream(self.device).synchronize()
+            return self._models[key]
 
     def _load(self, spec: BaseModelSpec) -> torch.nn.Module:
         from transformers import AutoModelForCausalLM
@@ -213,11 +218,12 @@ class BaseModelCache:
         path = spec.tokenizer_file
         if not path or not os.path.isfile(path):
             return None
-        if path not in self._tokenizers:
-            from tokenizers import Tokenizer
+        with self._lock:
+            if path not in self._tokenizers:
+                from tokenizers import Tokenizer
 
-            self._tokenizers[path] = Tokenizer.from_file(path)
-        return self._tokenizers[path]
+                self._tokenizers[path] = Tokenizer.from_file(path)
+            return self._tokenizers[path]
 
 
 def instance_sharing_weights(base: torch.nn.Module) -> torch.nn.Module:

@@ -22,8 +22,10 @@ def parse_args(argv=None):
                    help="torch intra-op threads (default: number of cores)")
     p.add_argument("--device", default=os.environ.get("TINKER_ENGINE_DEVICE", "auto"),
                    help="auto (CUDA when present, else CPU), cpu, cuda, cuda:N")
-    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"],
-                   help="dtype of base model weights (adapters always train in float32)")
+    p.add_argument("--dtype", default=os.environ.get("TINKER_ENGINE_DTYPE", "auto"),
+                   choices=["auto", "float32", "bfloat16", "float16"],
+                   help="dtype of base model weights: auto = bfloat16 on CUDA, float32 on CPU (adapters and "
+                        "optimizer state are always float32)")
     p.add_argument("--model", action="append", default=[], metavar="NAME=DIR",
                    help="register a local Hugging Face checkpoint directory under a model name (repeatable)")
     p.add_argument("--max-body-mb", type=float, default=64.0, help="largest accepted request body")
@@ -35,6 +37,16 @@ def parse_args(argv=None):
                    default=os.environ.get("TINKER_ENGINE_CONTINUOUS_BATCHING", "") not in ("", "0"),
                    help="decode concurrent sample requests in one batch (higher throughput, but sampling is "
                         "then not bitwise reproducible, which the crash-equality guarantee relies on)")
+    p.add_argument("--sampler", default=os.environ.get("TINKER_ENGINE_SAMPLER", "auto"),
+                   choices=["auto", "reference", "fast"],
+                   help="fast = batched decoding with a slot KV cache (CUDA graphs on CUDA) on a sampling thread "
+                        "beside training, not bitwise reproducible under varying load; reference = one request "
+                        "at a time on the training thread, bitwise reproducible; auto = fast on CUDA, reference "
+                        "on CPU")
+    p.add_argument("--kv-cache-gb", type=float, default=float(os.environ.get("TINKER_ENGINE_KV_CACHE_GB", "0")),
+                   help="memory for the fast sampler's KV caches (default: 30%% of the GPU's memory; 2 GB on CPU)")
+    p.add_argument("--max-decode-rows", type=int, default=int(os.environ.get("TINKER_ENGINE_MAX_DECODE_ROWS", "512")),
+                   help="most samples one fast-sampler batch decodes at once")
     p.add_argument("--log-level", default=os.environ.get("TINKER_ENGINE_LOG_LEVEL", "info"))
     args = p.parse_args(argv)
     if args.api_key is not None and not args.api_key.startswith("tml-"):
@@ -69,7 +81,17 @@ def main(argv=None):
         device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     else:
         device = torch.device(args.device)
-    dtype = getattr(torch, args.dtype)
+    if args.dtype == "auto":
+        dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    else:
+        dtype = getattr(torch, args.dtype)
+    sampler = args.sampler if args.sampler != "auto" else ("fast" if device.type == "cuda" else "reference")
+    if args.kv_cache_gb > 0:
+        kv_cache_bytes = int(args.kv_cache_gb * (1 << 30))
+    elif device.type == "cuda":
+        kv_cache_bytes = int(0.3 * torch.cuda.get_device_properties(device).total_memory)
+    else:
+        kv_cache_bytes = 2 << 30
 
     import uvicorn
 
@@ -84,12 +106,18 @@ def main(argv=None):
         max_batch_tokens=args.max_batch_tokens,
         long_poll_seconds=args.long_poll_seconds,
         continuous_batching=args.continuous_batching,
+        sampler=sampler,
+        kv_cache_bytes=kv_cache_bytes,
+        max_decode_rows=args.max_decode_rows,
     )
     app = create_app(engine, api_key=args.api_key, max_body_bytes=int(args.max_body_mb * (1 << 20)))
+    if sampler == "fast":
+        sampling = f"fast sampler beside training, {kv_cache_bytes / (1 << 30):.1f} GB KV cache"
+    else:
+        sampling = "continuous batching" if args.continuous_batching else "one request at a time"
     logging.getLogger("tinker_engine").info(
-        "engine on http://%s:%d (device %s, %d threads, %s, data %s)", args.host, args.port, device,
-        torch.get_num_threads(), "continuous batching" if args.continuous_batching else "one request at a time",
-        args.data_dir,
+        "engine on http://%s:%d (device %s, %s, %d threads, %s, data %s)", args.host, args.port, device,
+        str(dtype).removeprefix("torch."), torch.get_num_threads(), sampling, args.data_dir,
     )
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level.lower(), access_log=False,
                 timeout_keep_alive=75)

@@ -1,26 +1,28 @@
-"""The engine's one compute thread: tensor work in submission order, with decode steps between.
+"""A compute thread: tensor work in submission order, with decode steps between.
 
-Without continuous batching it is a plain FIFO worker. With it, queued work runs first and then
-every active decode batch advances one token, so a training op waits for at most one decode step
-and sample requests that arrive while others decode join them at the next step.
+The engine runs training on one such thread and, with the fast sampler, sampling on a second, so
+that rollouts of step N+1 decode while step N trains. Without a decode pool a thread is a plain
+FIFO worker. With one, queued work runs first and then every active decode batch advances one
+token, so queued work waits for at most one decode step and sample requests that arrive while
+others decode join them at the next step. On CUDA each thread issues its kernels on a stream of
+its own, so the two threads' kernels can run at the same time.
 """
 
 import collections
 import logging
 import threading
 
-from .batching import DecodePool
-
 log = logging.getLogger("tinker_engine")
 
 
 class ComputeThread:
-    def __init__(self, pool: DecodePool | None = None):
+    def __init__(self, pool=None, name: str = "compute", cuda_device=None):
         self.pool = pool
+        self.cuda_device = cuda_device
         self._queue: collections.deque = collections.deque()
         self._cv = threading.Condition()
         self._stopped = False
-        self._thread = threading.Thread(target=self._run, name="compute", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
     def submit(self, work) -> None:
@@ -41,6 +43,10 @@ class ComputeThread:
         return self.pool is not None and bool(self.pool)
 
     def _run(self) -> None:
+        if self.cuda_device is not None:
+            import torch
+
+            torch.cuda.set_stream(torch.cuda.Stream(self.cuda_device))
         while True:
             with self._cv:
                 while not self._queue and not self._decoding() and not self._stopped:

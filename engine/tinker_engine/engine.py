@@ -1,15 +1,18 @@
 """Engine state and request semantics: sessions, training models, samplers, ordering, dedupe.
 
-All bookkeeping happens on the asyncio loop thread; all tensor work runs on one compute thread,
-in submission order (with `continuous_batching`, sample requests join a shared decode batch
-there instead of running one after another; see batching.py). A model's requests are dispatched
-to that thread strictly by seq_id (out-of-order arrivals wait in a buffer), so the compute thread
-sees each model's operations in sequence order.
+All bookkeeping happens on the asyncio loop thread; tensor work runs on compute threads, in
+submission order. Training operations run on the compute thread; a model's requests are
+dispatched to it strictly by seq_id (out-of-order arrivals wait in a buffer), so it sees each
+model's operations in sequence order. Sample requests run there too with the reference sampler
+(with `continuous_batching` they join a shared decode batch; see batching.py); with the fast
+sampler (fast_decode.py) they run on a sampling thread of their own, beside training.
 """
 
 import asyncio
 import collections
+import itertools
 import logging
+import threading
 import time
 import traceback
 import uuid
@@ -24,6 +27,7 @@ from .base_models import BaseModelCache, BaseModelSpec, ModelRegistry, instance_
 from .body import Body
 from .compute import ComputeThread
 from .errors import EngineError, RequestFailed, bad_request, conflict, not_found
+from .fast_decode import FastJob, FastSampler, unsupported_reason
 from .futures import FutureStore
 from .lora import LoraSpec, attach_lora, load_adapter_state
 from .sampler import SamplingParams, generate
@@ -76,6 +80,7 @@ class SamplerHandle:
     adapter: dict | None = None  # ephemeral samplers carry their weights in memory
     fingerprint: str = ""
     seen: dict = field(default_factory=dict)
+    serial: int = field(default_factory=itertools.count().__next__)
 
 
 @dataclass
@@ -157,7 +162,8 @@ def parse_sampling_params(body: Body) -> SamplingParams:
 
 class Engine:
     def __init__(self, data_dir: Path, device: torch.device, dtype: torch.dtype, aliases: dict | None = None,
-                 max_batch_tokens: int = 8192, long_poll_seconds: float = 20.0, continuous_batching: bool = False):
+                 max_batch_tokens: int = 8192, long_poll_seconds: float = 20.0, continuous_batching: bool = False,
+                 sampler: str = "reference", kv_cache_bytes: int = 2 << 30, max_decode_rows: int = 512):
         self.store = ckpt.CheckpointStore(data_dir)
         self.registry = ModelRegistry(aliases)
         self.bases = BaseModelCache(device, dtype)
@@ -170,7 +176,14 @@ class Engine:
         self.samplers: dict = {}
         self.ephemeral_order: collections.deque = collections.deque()
         self.sampler_models: collections.OrderedDict = collections.OrderedDict()
-        self.compute = ComputeThread(DecodePool(device) if continuous_batching else None)
+        self._sampler_models_lock = threading.Lock()
+        cuda = device if device.type == "cuda" else None
+        self.compute = ComputeThread(DecodePool(device) if continuous_batching else None, cuda_device=cuda)
+        self.fast = FastSampler(device, kv_cache_bytes, max_decode_rows) if sampler == "fast" else None
+        self.sampling = (
+            ComputeThread(self.fast, name="sampling", cuda_device=cuda) if self.fast is not None else None
+        )
+        self._fast_unsupported: dict = {}  # base model name → why it samples on the reference path
         self.loop: asyncio.AbstractEventLoop | None = None
         self.started_at = time.time()
 
@@ -179,12 +192,14 @@ class Engine:
 
     def shutdown(self) -> None:
         self.compute.shutdown()
+        if self.sampling is not None:
+            self.sampling.shutdown()
 
     # ----------------------------------------------------------------------- execution
 
-    def _dispatch(self, fut, fn) -> None:
-        """Runs fn() on the compute thread and settles `fut` on the loop thread (unless fn returns
-        SETTLED_LATER: it handed `fut` to the decode pool)."""
+    def _dispatch(self, fut, fn, thread: ComputeThread | None = None) -> None:
+        """Runs fn() on a compute thread (by default the training one) and settles `fut` on the
+        loop thread (unless fn returns SETTLED_LATER: it handed `fut` to a decode pool)."""
 
         def run():
             try:
@@ -195,7 +210,7 @@ class Engine:
                 if result is not SETTLED_LATER:
                     self._complete(fut, result)
 
-        self.compute.submit(run)
+        (thread or self.compute).submit(run)
 
     def _complete(self, fut, result) -> None:
         self.loop.call_soon_threadsafe(self.futures.complete, fut, result)
@@ -479,9 +494,10 @@ class Engine:
             sampler_id = None if record else self._ephemeral_sampler_id(handle, sampling_seq, seq_id)
 
             def work(trainer):
-                sampler = SamplerHandle(
-                    sampler_id, handle.session_id, handle.spec, lora=handle.lora, adapter=trainer.adapter_state()
-                )
+                adapter = trainer.adapter_state()
+                if self.device.type == "cuda":  # read next on the sampling thread's stream
+                    torch.cuda.current_stream(self.device).synchronize()
+                sampler = SamplerHandle(sampler_id, handle.session_id, handle.spec, lora=handle.lora, adapter=adapter)
                 self._register_ephemeral(sampler)
                 return {"type": "save_weights_for_sampler", "path": None, "sampling_session_id": sampler_id}
 
@@ -596,10 +612,14 @@ class Engine:
         return out
 
     def _sampler_model(self, sampler: SamplerHandle):
-        """The module a sampler generates with (compute thread); adapters are cached LRU."""
+        """The module a sampler generates with (on a compute thread); adapters are cached LRU."""
         base = self.bases.model(sampler.spec)
         if sampler.lora is None:
             return base
+        with self._sampler_models_lock:
+            return self._sampler_model_locked(sampler, base)
+
+    def _sampler_model_locked(self, sampler: SamplerHandle, base):
         key = ("path", sampler.model_path) if sampler.model_path else ("ephemeral", sampler.sampler_id)
         model = self.sampler_models.get(key)
         if model is None:
@@ -670,6 +690,17 @@ class Engine:
         pool = self.compute.pool
         scoring = want_prompt_logprobs or topk > 0
 
+        def reference():
+            return generate(
+                self._sampler_model(sampler), tokens, num_samples, params, spec.eos_token_ids,
+                self.bases.tokenizer(spec), self.device, prompt_logprobs=want_prompt_logprobs, topk_prompt=topk,
+            )
+
+        if self.fast is not None:
+            self._dispatch(fut, lambda: self._sample_fast(fut, sampler, tokens, num_samples, params, scoring,
+                                                          reference), self.sampling)
+            return {"request_id": request_id}
+
         def run():
             model = self._sampler_model(sampler)
             tokenizer = self.bases.tokenizer(spec)
@@ -680,20 +711,40 @@ class Engine:
                     on_done=lambda result: self._complete(fut, result), on_error=lambda e: self._fail(fut, e),
                 ))
                 return SETTLED_LATER
-            return generate(
-                model,
-                tokens,
-                num_samples,
-                params,
-                spec.eos_token_ids,
-                tokenizer,
-                self.device,
-                prompt_logprobs=want_prompt_logprobs,
-                topk_prompt=topk,
-            )
+            return reference()
 
         self._dispatch(fut, run)
         return {"request_id": request_id}
+
+    def _sample_fast(self, fut, sampler: SamplerHandle, tokens, num_samples, params, scoring, reference):
+        """On the sampling thread: queues the request on the fast path, or runs it on the reference
+        path (scoring requests, and architectures the fast path does not cover)."""
+        spec = sampler.spec
+        base = self.bases.model(spec)
+        if spec.name not in self._fast_unsupported:
+            reason = unsupported_reason(base)
+            self._fast_unsupported[spec.name] = reason
+            if reason is not None:
+                log.warning("%s samples on the reference path: %s", spec.name, reason)
+        if scoring or self._fast_unsupported[spec.name] is not None:
+            return reference()
+
+        def fallback():
+            try:
+                self._complete(fut, reference())
+            except Exception as e:
+                self._fail(fut, e)
+
+        snapshot = None if sampler.lora is None else (lambda: self._sampler_model(sampler))
+        # A handle's serial names its weights for good (a reused sampler id or an overwritten path
+        # gets a new handle), so a decode lane never serves stale adapters.
+        key = ("base", spec.name) if sampler.lora is None else ("snapshot", sampler.serial)
+        self.fast.submit(FastJob(
+            key, base, snapshot, tokens, num_samples, params, spec.eos_token_ids,
+            self.bases.tokenizer(spec), on_done=lambda result: self._complete(fut, result),
+            on_error=lambda e: self._fail(fut, e), fallback=fallback,
+        ))
+        return SETTLED_LATER
 
     # --------------------------------------------------------------- runs/checkpoints
 

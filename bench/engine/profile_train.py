@@ -1,0 +1,106 @@
+"""Where a training step's time goes: the engine's TrainingModel against a plain PyTorch + peft loop,
+in-process on one device (no HTTP), with torch.profiler's top operators for each.
+
+Usage: python profile_train.py [--device cuda] [--model DIR|tiny-qwen3] [--datums 8 --length 512]
+       [--variants] (also times the engine with determinism off and with other head chunk sizes)
+"""
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "engine"))
+
+from tinker_engine import head  # noqa: E402
+from tinker_engine.base_models import BaseModelCache, ModelRegistry  # noqa: E402
+from tinker_engine.lora import LoraSpec  # noqa: E402
+from tinker_engine.trainer import ADAM_DEFAULTS, TrainingModel  # noqa: E402
+from tinker_engine.wire import Datum, ForwardRequest  # noqa: E402
+
+from bench_engine import peft_model, plain_train_step, sequences, sync  # noqa: E402
+
+
+def engine_step(trainer, seqs, device):
+    data = [Datum(np.array(s[:-1], dtype=np.int64), {
+        "target_tokens": np.array(s[1:], dtype=np.int64), "weights": np.ones(len(s) - 1, dtype=np.float32)})
+        for s in seqs]
+    req = ForwardRequest(data, "cross_entropy", {}, False)
+    adam = dict(ADAM_DEFAULTS, learning_rate=1e-4)
+
+    def step():
+        trainer.forward_backward(req)
+        trainer.optim_step(adam)
+        sync(device)
+
+    return step
+
+
+def ms_per_step(step, repeats=5):
+    step()
+    step()
+    start = time.perf_counter()
+    for _ in range(repeats):
+        step()
+    return 1000 * (time.perf_counter() - start) / repeats
+
+
+def profile(step, device, label, rows):
+    from torch.profiler import ProfilerActivity, profile as torch_profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    with torch_profile(activities=activities) as prof:
+        for _ in range(2):
+            step()
+    key = "self_cuda_time_total" if device.type == "cuda" else "self_cpu_time_total"
+    print(f"\n== {label}: top operators by {key}")
+    print(prof.key_averages().table(sort_by=key, row_limit=rows, max_name_column_width=60))
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--model", default="tiny-qwen3")
+    p.add_argument("--dtype", default="auto")
+    p.add_argument("--rank", type=int, default=32)
+    p.add_argument("--datums", type=int, default=8)
+    p.add_argument("--length", type=int, default=512)
+    p.add_argument("--rows", type=int, default=20)
+    p.add_argument("--variants", action="store_true")
+    p.add_argument("--no-profile", action="store_true")
+    args = p.parse_args()
+    device = torch.device(args.device)
+    dtype = (torch.bfloat16 if device.type == "cuda" else torch.float32) if args.dtype == "auto" else getattr(torch, args.dtype)
+    args.model_name = "bench" if os.path.isdir(args.model) else args.model
+    torch.use_deterministic_algorithms(True, warn_only=True)  # as the engine runs
+    seqs = sequences(args.datums, args.length)
+    registry = ModelRegistry({"bench": args.model} if os.path.isdir(args.model) else None)
+    spec = registry.resolve(args.model_name)
+    base = BaseModelCache(device, dtype).model(spec)
+    trainer = TrainingModel(base, spec, LoraSpec(rank=args.rank), device, 8192)
+    engine = engine_step(trainer, seqs, device)
+    plain = plain_train_step(peft_model(args, device, dtype), seqs, device)
+    tokens = args.datums * args.length
+    rows = [("engine", ms_per_step(engine)), ("plain PyTorch + peft", ms_per_step(plain))]
+    if args.variants:
+        torch.use_deterministic_algorithms(False)
+        rows.append(("engine, determinism off", ms_per_step(engine)))
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        for chunk in (1 << 26, 1 << 28):
+            head.CHUNK_ELEMENTS = chunk
+            rows.append((f"engine, head chunk {chunk >> 20}M logits", ms_per_step(engine)))
+        head.CHUNK_ELEMENTS = 1 << 24
+    if not args.no_profile:
+        profile(engine, device, "engine", args.rows)
+        profile(plain, device, "plain", args.rows)
+    print(f"\n{args.datums}x{args.length} tokens, rank {args.rank}, {str(dtype).removeprefix('torch.')}, {device}")
+    for label, ms in rows:
+        print(f"{label:40s} {ms:8.1f} ms/step {tokens / ms * 1000:10,.0f} tok/s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,239 @@
+"""The fast sampler (fast_decode.py) against the reference path (sampler.generate).
+
+Greedy decoding pins the mechanics — fused projections, unmerged float32 LoRA, batched prefill of
+right-padded prompts, slot cache with rows retired and moved down, joins mid-flight, separate
+lanes per snapshot, stop conditions: every token must equal the reference path's and logprobs
+agree to float rounding. Seeded sampling is pinned by its own contract: a sample's draws depend
+only on (seed, sample index, token index), never on the batch around it. The CUDA tests (graph
+capture and replay) run wherever CUDA is present.
+"""
+
+import threading
+
+import pytest
+import torch
+
+from http_client import Client, corpus, datum
+from tinker_engine.base_models import BaseModelCache, ModelRegistry, instance_sharing_weights
+from tinker_engine.fast_decode import FastJob, FastSampler, counter_uniform, filter_rows, unsupported_reason
+from tinker_engine.lora import LoraSpec, attach_lora
+from tinker_engine.sampler import SamplingParams, _filter_logits, generate
+
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+def build_models(device: str):
+    spec = ModelRegistry().resolve("tiny-qwen3")
+    cache = BaseModelCache(torch.device(device), torch.float32)
+    base = cache.model(spec)
+    adapted = attach_lora(instance_sharing_weights(base), LoraSpec(rank=4, seed=3))
+    with torch.no_grad():  # a non-zero adapter, so the two models really differ
+        for name, p in adapted.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0, 0.5, generator=torch.Generator(device=p.device).manual_seed(len(name)))
+    return spec, cache.tokenizer(spec), base, adapted
+
+
+@pytest.fixture(scope="module", params=DEVICES)
+def models(request):
+    return (request.param, *build_models(request.param))
+
+
+def job(base, snapshot, prompt, n, params, spec, tokenizer, results, key, fallback=None):
+    return FastJob(
+        ("snap", id(snapshot)) if snapshot is not None else ("base",), base,
+        (lambda: snapshot) if snapshot is not None else None, prompt, n, params, spec.eos_token_ids, tokenizer,
+        on_done=lambda r: results.__setitem__(key, r), on_error=lambda e: pytest.fail(repr(e)),
+        fallback=fallback or (lambda: pytest.fail("unexpected fallback")),
+    )
+
+
+def run(sampler: FastSampler, arrivals: dict, max_steps=500):
+    """arrivals: decode step → jobs submitted before it. Returns when every job finished."""
+    last = max(arrivals)
+    for step in range(max_steps):
+        for j in arrivals.get(step, []):
+            sampler.submit(j)
+        if not sampler and step >= last:
+            return
+        sampler.step()
+    raise AssertionError("sampler did not drain")
+
+
+def reference(model, prompt, n, params, spec, tokenizer, device):
+    return generate(model, prompt, n, params, spec.eos_token_ids, tokenizer, torch.device(device))["sequences"]
+
+
+def test_tiny_models_take_the_fast_path(models):
+    _, _, _, base, adapted = models
+    assert unsupported_reason(base) is None and unsupported_reason(adapted) is None
+
+
+def test_greedy_rows_decode_as_the_reference_path(models):
+    device, spec, tokenizer, base, adapted = models
+    prompts = corpus(7, 40)
+    cases = [  # (snapshot, prompt, num_samples, max_tokens, arrival step)
+        (None, prompts[0][:5], 1, 12, 0),
+        (None, prompts[1][:31], 3, 20, 0),
+        (adapted, prompts[2][:17], 2, 9, 0),
+        (None, prompts[3][:2], 1, 25, 4),  # joins mid-flight, shorter prompt than the batch's
+        (adapted, prompts[4][:40], 1, 6, 7),  # longer prompt than the lane's rows
+        (None, prompts[5][:11], 2, 1, 11),
+        (adapted, prompts[6][:3], 4, 30, 2),  # outlives rows retired before it (slots move down)
+    ]
+    results: dict = {}
+    arrivals: dict = {}
+    for i, (snapshot, prompt, n, max_tokens, at) in enumerate(cases):
+        params = SamplingParams(max_tokens=max_tokens, temperature=0.0)
+        arrivals.setdefault(at, []).append(job(base, snapshot, prompt, n, params, spec, tokenizer, results, i))
+    sampler = FastSampler(device, 1 << 30)
+    run(sampler, arrivals)
+    assert sorted(results) == list(range(len(cases)))
+    for i, (snapshot, prompt, n, max_tokens, _) in enumerate(cases):
+        params = SamplingParams(max_tokens=max_tokens, temperature=0.0)
+        expected = reference(snapshot if snapshot is not None else base, prompt, n, params, spec, tokenizer, device)
+        got = results[i]["sequences"]
+        assert len(got) == n
+        for e, g in zip(expected, got):
+            assert g["tokens"] == e["tokens"], f"case {i}"
+            assert len(g["tokens"]) == max_tokens and g["stop_reason"] == "length"
+            assert torch.allclose(torch.tensor(g["logprobs"]), torch.tensor(e["logprobs"]), atol=1e-4), f"case {i}"
+    if device == "cuda":
+        assert any(lane.graphs for lane in sampler.lanes + sampler.idle), "decode steps should replay CUDA graphs"
+
+
+def test_rows_stop_on_their_own_stop_conditions(models):
+    device, spec, tokenizer, base, _ = models
+    prompt = corpus(1, 20)[0]
+    greedy = reference(base, prompt, 1, SamplingParams(max_tokens=10, temperature=0.0), spec, tokenizer, device)[0]
+    text = tokenizer.decode(greedy["tokens"][:5], skip_special_tokens=False)
+    cases = [
+        SamplingParams(max_tokens=10, temperature=0.0, stop_tokens=[greedy["tokens"][3]]),
+        SamplingParams(max_tokens=10, temperature=0.0),
+        SamplingParams(max_tokens=10, temperature=0.0, stop_strings=[text[-2:]] if len(text) >= 2 else []),
+        SamplingParams(max_tokens=0, temperature=0.0),
+    ]
+    results: dict = {}
+    run(FastSampler(device, 1 << 30), {0: [job(base, None, prompt, 1, p, spec, tokenizer, results, k)
+                                           for k, p in enumerate(cases)]})
+    for k, params in enumerate(cases):
+        expected = reference(base, prompt, 1, params, spec, tokenizer, device)[0]
+        got = results[k]["sequences"][0]
+        assert got["tokens"] == expected["tokens"] and got["stop_reason"] == expected["stop_reason"], f"case {k}"
+    assert results[0]["sequences"][0]["stop_reason"] == "stop"
+
+
+def test_seeded_draws_depend_on_the_seed_alone(models):
+    """A seeded request draws the same tokens alone, in a crowd, and in another order; other seeds,
+    and the samples of one request, draw differently; top-k rows keep to their top k."""
+    device, spec, tokenizer, base, adapted = models
+    prompt = corpus(1, 16)[0]
+    params = SamplingParams(max_tokens=8, temperature=1.0, seed=5)
+
+    def tokens_of(jobs_params, snapshot=None):
+        results: dict = {}
+        jobs = [job(base, snapshot, prompt, 3, p, spec, tokenizer, results, k) for k, p in enumerate(jobs_params)]
+        run(FastSampler(device, 1 << 30), {0: jobs})
+        return {k: [s["tokens"] for s in results[k]["sequences"]] for k in results}
+
+    alone = tokens_of([params])[0]
+    crowd = tokens_of([SamplingParams(max_tokens=20, temperature=0.7, top_k=50, seed=1), params,
+                       SamplingParams(max_tokens=3, seed=6), SamplingParams(max_tokens=8, temperature=0.0)])
+    assert crowd[1] == alone
+    assert crowd[2][0] != alone[0][:3]
+    assert alone[0] != alone[1]  # samples of one request have their own seeds
+    with torch.no_grad():
+        top = torch.topk(base(input_ids=torch.tensor([prompt], device=device)).logits[0, -1], 50).indices.tolist()
+    assert all(t[0] in top for t in crowd[0])
+    assert tokens_of([params], adapted)[0] != alone  # the adapter changes the distribution
+
+
+def test_row_filters_match_the_reference_filter():
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(6, 1000, generator=g) * 3
+    logits[2, :10] = 5.0  # ties at the k-th value
+    top_k = torch.tensor([-1, 5, 10, 0, 1000, 3])
+    top_p = torch.tensor([0.9, 1.0, 0.5, 0.3, 1.0, 0.99])
+    got = filter_rows(logits, top_k, top_p)
+    for i in range(6):
+        expected = _filter_logits(logits[i : i + 1], int(top_k[i]), float(top_p[i]))[0]
+        assert torch.equal(torch.isinf(got[i]), torch.isinf(expected)), f"row {i}"
+        assert torch.equal(got[i][~torch.isinf(got[i])], expected[~torch.isinf(expected)])
+
+
+def test_counter_uniform_is_a_pure_function_of_key_and_count():
+    keys = torch.tensor([0, 1, 2**62 + 12345, 7] * 2500)
+    counts = torch.arange(10_000)
+    u = counter_uniform(keys, counts)
+    assert u.dtype == torch.float32 and bool((u >= 0).all()) and bool((u < 1).all())
+    assert torch.equal(u, counter_uniform(keys.clone(), counts.clone()))
+    assert abs(float(u.mean()) - 0.5) < 0.01 and abs(float(u.var()) - 1 / 12) < 0.005
+    same_count = counter_uniform(torch.arange(1000), torch.zeros(1000, dtype=torch.long))
+    assert len(set(same_count.tolist())) > 990
+
+
+def test_a_request_larger_than_the_cache_budget_takes_the_reference_path(models):
+    device, spec, tokenizer, base, _ = models
+    fell_back, results = [], {}
+    params = SamplingParams(max_tokens=4, temperature=0.0)
+    j = job(base, None, corpus(1, 8)[0], 1, params, spec, tokenizer, results, 0, fallback=lambda: fell_back.append(1))
+    run(FastSampler(device, 1 << 10), {0: [j]})  # 1 KiB: not even one row fits
+    assert fell_back == [1] and not results
+
+
+def test_requests_wait_for_room_when_the_cache_is_full(models):
+    """With room for one lane's rows only, later requests wait for earlier rows to retire and
+    still decode exactly as the reference path."""
+    device, spec, tokenizer, base, adapted = models
+    sampler = FastSampler(device, 1 << 30, max_slots=4)
+    prompts = corpus(3, 12)
+    results: dict = {}
+    params = SamplingParams(max_tokens=6, temperature=0.0)
+    run(sampler, {0: [job(base, None, p, 3, params, spec, tokenizer, results, k) for k, p in enumerate(prompts)]})
+    for k, p in enumerate(prompts):
+        expected = reference(base, p, 3, params, spec, tokenizer, device)
+        assert [s["tokens"] for s in results[k]["sequences"]] == [s["tokens"] for s in expected]
+
+
+def test_engine_fast_sampler_answers_like_the_reference_sampler_beside_training(fresh_engine, tmp_path):
+    """Over HTTP: an engine with --sampler fast answers concurrent greedy requests exactly like one
+    with the reference sampler, while training requests run on the other thread; seeded requests
+    repeat exactly."""
+    fast = Client(fresh_engine(tmp_path / "fast", "--sampler", "fast").url)
+    plain = Client(fresh_engine(tmp_path / "plain", "--sampler", "reference").url)
+    prompts = corpus(6, 30)
+
+    def requests(c: Client):
+        sid = c.session()
+        model = c.create_model(sid, 0, seed=7)
+        sampler = c.done(c.ok("save_weights_for_sampler", {
+            "model_id": model, "seq_id": 1, "sampling_session_seq_id": 0})["request_id"])["sampling_session_id"]
+        ids = []
+        for i, prompt in enumerate(prompts):
+            ids.append(c.ok("asample", {
+                "sampling_session_id": sampler, "seq_id": i, "num_samples": 1 + i % 3,
+                "prompt": {"chunks": [{"tokens": prompt[: 5 + 4 * i]}]},
+                "sampling_params": {"max_tokens": 6 + 5 * i, "temperature": 0.0},
+            })["request_id"])
+            if i == 2:  # training while samples decode
+                c.forward_backward(model, 2, [datum(s) for s in corpus(2)])
+        seeded = [c.ok("asample", {
+            "sampling_session_id": sampler, "seq_id": 100 + k, "num_samples": 2,
+            "prompt": {"chunks": [{"tokens": prompts[0][:9]}]}, "sampling_params": {"max_tokens": 7, "seed": 11},
+        })["request_id"] for k in range(2)]
+        return [c.done(r)["sequences"] for r in ids], [c.done(r)["sequences"] for r in seeded]
+
+    out = {}
+    threads = [threading.Thread(target=lambda k=k, c=c: out.__setitem__(k, requests(c))) for k, c in (("f", fast), ("p", plain))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    (got, seeded), (expected, _) = out["f"], out["p"]
+    assert len(got) == len(prompts)
+    for g, e in zip(got, expected):
+        assert [s["tokens"] for s in g] == [s["tokens"] for s in e]
+        assert [s["stop_reason"] for s in g] == [s["stop_reason"] for s in e]
+        for gs, es in zip(g, e):
+            assert torch.allclose(torch.tensor(gs["logprobs"]), torch.tensor(es["logprobs"]), atol=1e-4)
+    assert seeded[0] == seeded[1]
