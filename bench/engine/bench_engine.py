@@ -117,6 +117,14 @@ def sync(device):
         torch.cuda.synchronize(device)
 
 
+def release(device):
+    import gc
+
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+
+
 # ------------------------------------------------------------------------------- train
 
 
@@ -274,15 +282,21 @@ def generate_batch_baseline(args, n, device, dtype):
             start = time.perf_counter()
             ids = manager.add_requests(inputs=prompts, max_new_tokens=args.rl_tokens)
             done, produced = 0, 0
+            deadline = start + args.baseline_timeout
             while done < len(ids):
-                result = manager.get_result(timeout=60)
+                # The manager's own thread may die (e.g. out of memory): never wait on it forever.
+                running = getattr(manager, "is_running", lambda: True)()
+                if not running or time.perf_counter() > deadline:
+                    raise RuntimeError(f"generate_batch finished {done} of {len(ids)} requests "
+                                       f"({'manager stopped' if not running else 'timed out'})")
+                result = manager.get_result(timeout=5)
                 if result is not None and result.is_finished():
                     done += 1
                     produced += len(result.generated_tokens)
             if r >= args.warmup:
                 rates.append(produced / (time.perf_counter() - start))
     del model
-    torch.cuda.empty_cache()
+    release(device)
     return statistics.median(rates)
 
 
@@ -384,6 +398,8 @@ def main():
     p.add_argument("--overlap-steps", type=int, default=None)
     p.add_argument("--overlap-requests", type=int, default=None)
     p.add_argument("--json-out", default=None)
+    p.add_argument("--baseline-timeout", type=float, default=300.0,
+                   help="seconds one round of a transformers baseline may take before it counts as failed")
     args = p.parse_args()
     device = torch.device(args.device)
     cuda = device.type == "cuda"
@@ -410,7 +426,47 @@ def main():
     def report(line, **numbers):
         print(line, flush=True)
         results.update(numbers)
+        if args.json_out:  # after every line, so a run cut short still leaves what it measured
+            Path(args.json_out).write_text(json.dumps(results, indent=2))
 
+    def guarded(label, fn):
+        """Runs one measurement; a failure is reported and the others still run."""
+        try:
+            return fn()
+        except Exception as e:  # noqa: BLE001 - a benchmark reports and goes on
+            report(f"{label}: FAILED: {type(e).__name__}: {e}", **{f"{label}_error": f"{type(e).__name__}: {e}"})
+            return None
+
+    seqs = sequences(args.datums, args.length)
+    tokens = args.datums * args.length
+    matmul, weight_bytes, kv_per_token = model_sizes(args, device, dtype)
+
+    # Phase 1: the in-process baselines, with the device to themselves (no engine holds memory yet).
+    base = {}
+    if cuda:
+        base["peaks"] = guarded("card_peaks", lambda: card_peaks(device))
+    if "train" in sections:
+        def plain():
+            model = peft_model(args, device, dtype)
+            seconds = timed(plain_train_step(model, seqs, device), args.warmup, args.steps)
+            del model
+            release(device)
+            return tokens / seconds
+        base["train"] = guarded("train_plain", plain)
+    if "sample" in sections:
+        def generate():
+            model = peft_model(args, device, dtype)
+            rate = generate_baseline(model, args, seqs[0][:16], device)
+            del model
+            release(device)
+            return rate
+        base["sample"] = guarded("sample_generate", generate)
+    if "concurrent" in sections and cuda:
+        for n in args.concurrent:
+            base[f"rl{n}"] = guarded(f"rl{n}_generate_batch", lambda n=n: generate_batch_baseline(args, n, device, dtype))
+    release(device)
+
+    # Phase 2: the engines, each measured against the baselines above.
     engines = []
     try:
         fast = Engine(args, "fast", "--sampler", "fast")
@@ -418,43 +474,44 @@ def main():
         # On CUDA the reference sampler is measured as it was best before the fast path: batching.
         reference = Engine(args, "reference", "--sampler", "reference", *(["--continuous-batching"] if cuda else []))
         engines.append(reference)
-        seqs = sequences(args.datums, args.length)
-        tokens = args.datums * args.length
 
         if "train" in sections:
-            trainer = EngineTrainer(Http(fast.url), args, seqs)
-            engine_s = timed(trainer.step, args.warmup, args.steps)
-            model = peft_model(args, device, dtype)
-            plain_s = timed(plain_train_step(model, seqs, device), args.warmup, args.steps)
-            del model
-            if cuda:
-                torch.cuda.empty_cache()
-            e, b = tokens / engine_s, tokens / plain_s
-            report(f"train: engine {e:,.0f} tok/s, plain PyTorch + peft {b:,.0f} tok/s "
-                   f"({args.datums}x{args.length} tokens, rank {args.rank}, {args.dtype})",
-                   train_engine_tok_s=e, train_plain_tok_s=b)
-            ratios.append(("training (engine / plain PyTorch + peft, goal >= 0.9)", e / b))
+            def train():
+                trainer = EngineTrainer(Http(fast.url), args, seqs)
+                e = tokens / timed(trainer.step, args.warmup, args.steps)
+                b = base.get("train")
+                report(f"train: engine {e:,.0f} tok/s, plain PyTorch + peft {b or 0:,.0f} tok/s "
+                       f"({args.datums}x{args.length} tokens, rank {args.rank}, {args.dtype})",
+                       train_engine_tok_s=e, train_plain_tok_s=b)
+                if b:
+                    ratios.append(("training (engine / plain PyTorch + peft, goal >= 0.9)", e / b))
+                peaks = base.get("peaks")
+                if peaks:
+                    # LoRA training: forward (2 FLOPs per matmul weight per token) + input gradients (2 more).
+                    share = 4 * matmul * e / peaks[1]
+                    report(f"training reaches {share:.1%} of the card's measured bf16 matmul rate "
+                           f"({peaks[1] / 1e12:,.0f} TFLOP/s; copy {peaks[0] / 1e12:.2f} TB/s)",
+                           train_flops_share=share, peak_bf16_flops=peaks[1], peak_copy_bytes_s=peaks[0])
+            guarded("train", train)
 
         if "sample" in sections:
-            trainer = EngineTrainer(Http(fast.url), args, seqs)
-            sampler = trainer.sampler()
-            prompt = seqs[0][:16]
-            e = engine_sample(Http(fast.url), sampler, args, prompt)
-            model = peft_model(args, device, dtype)
-            b = generate_baseline(model, args, prompt, device)
-            del model
-            report(f"sampling, one request of {args.num_samples} x {args.max_tokens} tokens: engine {e:,.0f} tok/s, "
-                   f"transformers generate {b:,.0f} tok/s", sample_engine_tok_s=e, sample_generate_tok_s=b)
-            ratios.append(("one request (engine / transformers generate)", e / b))
+            def sample():
+                trainer = EngineTrainer(Http(fast.url), args, seqs)
+                e = engine_sample(Http(fast.url), trainer.sampler(), args, seqs[0][:16])
+                b = base.get("sample")
+                report(f"sampling, one request of {args.num_samples} x {args.max_tokens} tokens: engine {e:,.0f} tok/s, "
+                       f"transformers generate {b or 0:,.0f} tok/s", sample_engine_tok_s=e, sample_generate_tok_s=b)
+                if b:
+                    ratios.append(("one request (engine / transformers generate)", e / b))
+            guarded("sample", sample)
 
         if "concurrent" in sections:
             if not cuda:
                 batching = Engine(args, "batching", "--sampler", "reference", "--continuous-batching")
                 engines.append(batching)
-            matmul, weight_bytes, kv_per_token = model_sizes(args, device, dtype)
-            peaks = card_peaks(device) if cuda else None
             reference_rates: dict = {}
-            for n in args.concurrent:
+
+            def concurrent(n):
                 f = engine_concurrent(Http(fast.url), args, n)
                 # The reference sampler is far slower on CUDA: measured once, at no more than 64 requests.
                 m = min(n, 64) if cuda else n
@@ -465,40 +522,42 @@ def main():
                 line = (f"{n} concurrent single-sample requests x {args.rl_tokens} tokens: fast sampler {f:,.0f} tok/s, "
                         f"{label} {r:,.0f} tok/s" + (f" (at {m} requests)" if m != n else ""))
                 numbers = {f"rl{n}_fast_tok_s": f, f"rl{n}_reference_tok_s": r}
+                ratios.append((f"{n} concurrent (fast / {label})", f / r))
                 if not cuda:
                     c = engine_concurrent(Http(batching.url), args, n)
                     line += f", reference with --continuous-batching {c:,.0f} tok/s"
                     numbers[f"rl{n}_batching_tok_s"] = c
                     ratios.append((f"{n} concurrent (fast / continuous batching)", f / c))
                 else:
-                    g = generate_batch_baseline(args, n, device, dtype)
-                    line += f", transformers generate_batch {g:,.0f} tok/s"
-                    numbers[f"rl{n}_generate_batch_tok_s"] = g
-                    ratios.append((f"{n} concurrent (fast / transformers generate_batch, goal >= 0.8)", f / g))
-                    # A decode step of n rows reads the weights once and each row's cache (~prompt + half the answer).
-                    steps = f / n
-                    mean_context = sum(args.prompt_tokens) / 2 + args.rl_tokens / 2
-                    moved = steps * (weight_bytes + n * mean_context * kv_per_token)
-                    line += f"; decode reaches {moved / peaks[0]:.1%} of the card's copy bandwidth"
-                    numbers[f"rl{n}_bandwidth_share"] = moved / peaks[0]
-                ratios.append((f"{n} concurrent (fast / {label})", f / r))
+                    g = base.get(f"rl{n}")
+                    if g:
+                        line += f", transformers generate_batch {g:,.0f} tok/s"
+                        numbers[f"rl{n}_generate_batch_tok_s"] = g
+                        ratios.append((f"{n} concurrent (fast / transformers generate_batch, goal >= 0.8)", f / g))
+                    peaks = base.get("peaks")
+                    if peaks:
+                        # A decode step of n rows reads the weights once and each row's cache
+                        # (~prompt + half the answer).
+                        mean_context = sum(args.prompt_tokens) / 2 + args.rl_tokens / 2
+                        moved = f / n * (weight_bytes + n * mean_context * kv_per_token)
+                        line += f"; decode reaches {moved / peaks[0]:.1%} of the card's copy bandwidth"
+                        numbers[f"rl{n}_bandwidth_share"] = moved / peaks[0]
                 report(line, **numbers)
-            if cuda and "train_engine_tok_s" in results:
-                # LoRA training: forward (2 FLOPs per matmul weight per token) + input gradients (2 more).
-                share = 4 * matmul * results["train_engine_tok_s"] / peaks[1]
-                report(f"training reaches {share:.1%} of the card's measured bf16 matmul rate "
-                       f"({peaks[1] / 1e12:,.0f} TFLOP/s; copy {peaks[0] / 1e12:.2f} TB/s)",
-                       train_flops_share=share, peak_bf16_flops=peaks[1], peak_copy_bytes_s=peaks[0])
+
+            for n in args.concurrent:
+                guarded(f"rl{n}", lambda n=n: concurrent(n))
 
         if "overlap" in sections:
             # On CUDA only the fast engine: the reference sampler would take minutes for the same load.
             for name, engine in (("fast", fast),) + ((("reference", reference),) if not cuda else ()):
-                t_train, t_sample, t_both = overlap(Http(engine.url), args, seqs)
-                report(f"overlap, {name} sampler: train {t_train:.2f} s, sample {t_sample:.2f} s alone; "
-                       f"both at once {t_both:.2f} s",
-                       **{f"overlap_{name}": [t_train, t_sample, t_both]})
-                ratios.append((f"sampler beside trainer, {name} ((train + sample) / together)",
-                               (t_train + t_sample) / t_both))
+                def measure(name=name, engine=engine):
+                    t_train, t_sample, t_both = overlap(Http(engine.url), args, seqs)
+                    report(f"overlap, {name} sampler: train {t_train:.2f} s, sample {t_sample:.2f} s alone; "
+                           f"both at once {t_both:.2f} s",
+                           **{f"overlap_{name}": [t_train, t_sample, t_both]})
+                    ratios.append((f"sampler beside trainer, {name} ((train + sample) / together)",
+                                   (t_train + t_sample) / t_both))
+                guarded(f"overlap_{name}", measure)
     finally:
         for engine in engines:
             engine.stop()

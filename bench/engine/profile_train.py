@@ -90,10 +90,12 @@ def main():
         torch.use_deterministic_algorithms(False)
         rows.append(("engine, determinism off", ms_per_step(engine)))
         torch.use_deterministic_algorithms(True, warn_only=True)
-        for chunk in (1 << 26, 1 << 28):
-            head.CHUNK_ELEMENTS = chunk
+        name = "CUDA_CHUNK_ELEMENTS" if device.type == "cuda" else "CHUNK_ELEMENTS"
+        default = getattr(head, name)
+        for chunk in (default >> 2, default << 2):
+            setattr(head, name, chunk)
             rows.append((f"engine, head chunk {chunk >> 20}M logits", ms_per_step(engine)))
-        head.CHUNK_ELEMENTS = 1 << 24
+        setattr(head, name, default)
     if not args.no_profile:
         profile(engine, device, "engine", args.rows)
         profile(plain, device, "plain", args.rows)

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
+from .head import mm_float32_out
 from .sampler import SamplingParams, StopChecker, _unwrap, sample_seed
 
 log = logging.getLogger("tinker_engine")
@@ -154,7 +155,7 @@ class BaseWeights:
         self.vocab = self.head.sizes[0]
         self.dtype = self.head.weight.dtype
         self.device = self.head.weight.device
-        self.mm_float32_out = _mm_float32_out(self.device, self.dtype)
+        self.mm_float32_out = mm_float32_out(self.device, self.dtype)
         self._rope = None  # (cos, sin) tables [T, head_dim]
 
     def lora_of(self, model) -> list | None:
@@ -206,18 +207,6 @@ def _head_logits(base: BaseWeights, x: torch.Tensor, lora) -> torch.Tensor:
         a, b = lora
         logits = logits + (x.float() @ a.T) @ b.T
     return logits
-
-
-def _mm_float32_out(device, dtype) -> bool:
-    """Whether torch.mm can take half-precision inputs and write float32 (float32 accumulation
-    and no rounding of the logits to bfloat16, which would move logprobs by ~1e-2)."""
-    if device.type != "cuda" or dtype == torch.float32:
-        return False
-    try:
-        a = torch.ones((2, 2), dtype=dtype, device=device)
-        return torch.mm(a, a, out_dtype=torch.float32).dtype == torch.float32
-    except (TypeError, RuntimeError):
-        return False
 
 
 # ----------------------------------------------------------------------------- draws

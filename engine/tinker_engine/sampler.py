@@ -149,4 +149,4 @@ def generate(model, prompt: list, num_samples: int, params: SamplingParams, eos_
 
 
 def proj_vocab(proj: HeadProjection, hidden: torch.Tensor) -> int:
-    return proj.weight.shape[0] if proj.weight is not None else proj.logits(hidden[:1]).shape[-1]
+    return proj.vocab if proj.vocab is not None else proj.logits(hidden[:1]).shape[-1]

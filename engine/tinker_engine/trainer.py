@@ -55,6 +55,18 @@ def target_logprobs(hf_model, datums: list, device) -> list:
     return out
 
 
+def _to_numpy(tensors: list) -> list:
+    """Float32 numpy copies with one device-to-host transfer for the lot."""
+    if not tensors:
+        return []
+    flat = torch.cat([t.detach().float().reshape(-1) for t in tensors]).cpu().numpy()
+    out, offset = [], 0
+    for t in tensors:
+        out.append(flat[offset : offset + t.numel()].reshape(t.shape))
+        offset += t.numel()
+    return out
+
+
 def micro_batches(datums: list, max_tokens: int) -> list:
     """Consecutive groups whose padded size (count × longest) stays within max_tokens."""
     batches, current, longest = [], [], 0
@@ -116,8 +128,7 @@ class TrainingModel:
                 if not req.forward_only:
                     loss.backward()
                 total += value
-                for d, lp in zip(batch, logprobs):
-                    outputs.append({"logprobs": lp.detach().float().cpu().numpy()})
+                outputs.extend({"logprobs": lp} for lp in _to_numpy(logprobs))
             if saved_grads is not None and not self._grads_finite():
                 raise RequestFailed("gradients are non-finite (NaN/inf); gradients were not updated")
         except BaseException:
@@ -143,7 +154,9 @@ class TrainingModel:
             p.grad = saved[n]
 
     def _grads_finite(self) -> bool:
-        return all(p.grad is None or bool(torch.isfinite(p.grad).all()) for p in self.params.values())
+        # One device sync for all parameters, not one per parameter.
+        checks = [torch.isfinite(p.grad).all() for p in self.params.values() if p.grad is not None]
+        return not checks or bool(torch.stack(checks).all())
 
     # ---------------------------------------------------------------------- optimiser
 
@@ -151,7 +164,9 @@ class TrainingModel:
         params = list(self.params.values())
         metrics = {}
         if adam["grad_clip_norm"] > 0:
-            norm = torch.nn.utils.clip_grad_norm_(params, adam["grad_clip_norm"], foreach=False)
+            # The per-parameter loop keeps CPU results bitwise stable; on a GPU, fused kernels.
+            foreach = None if self.device.type == "cuda" else False
+            norm = torch.nn.utils.clip_grad_norm_(params, adam["grad_clip_norm"], foreach=foreach)
             metrics["unclipped_grad_l2:mean"] = float(norm)
         for group in self.optimizer.param_groups:
             group["lr"] = adam["learning_rate"]
