@@ -93,6 +93,35 @@ class Session:
     last_heartbeat: float = field(default_factory=time.time)
     training_run_ids: list = field(default_factory=list)
     sampler_ids: list = field(default_factory=list)
+    finished: dict | None = None  # {"reason": {...}, "detail": ...}; the first finish wins
+
+
+def sequence_ids(request_id: str, num_samples: int) -> list:
+    """SDK 0.38's `sample_sequence_ids`: one id per sample, fixed at submission (a resend of the
+    same seq id gets the same ids), unique within the engine."""
+    return [f"{request_id}:{i}" for i in range(num_samples)]
+
+
+# Sampling options of SDK 0.38 this engine does not compute: refused by name rather than ignored
+# (the SDK trusts a reply to honour what it asked for).
+_UNSERVED_SAMPLING_OPTIONS = ("topk_sample_logprobs", "prompt_alt_tokens_k", "target_prompt_logprobs",
+                              "prompt_logprobs_last_n", "record_stability_info")
+
+
+def check_unserved_sampling_options(body: Body) -> None:
+    for name in _UNSERVED_SAMPLING_OPTIONS:
+        value = body.raw(name, None)
+        if value not in (None, 0, False):
+            raise bad_request(f"{name} is not served by this engine")
+
+
+def check_optimizer_config(body: Body) -> None:
+    """SDK 0.38 names the optimizer at model creation; this engine trains with AdamW only and
+    refuses any other (never trains a Dimuon request with Adam)."""
+    config = body.obj("optimizer_config", None)
+    kind = "adamw" if config is None else config.str("type", "adamw")
+    if kind != "adamw":
+        raise bad_request(f"optimizer_config.type {kind!r} is not served by this engine (it trains with adamw only)")
 
 
 def parse_adam(body: Body) -> dict:
@@ -146,7 +175,9 @@ def parse_sampling_params(body: Body) -> SamplingParams:
     if not 0 < params.top_p <= 1:
         raise bad_request("sampling_params.top_p must be in (0, 1]")
     stop = raw.raw("stop")
-    if isinstance(stop, str):
+    if isinstance(stop, list) and not stop:
+        params.stop_at_eos = False
+    elif isinstance(stop, str):
         params.stop_strings = [stop]
     elif isinstance(stop, list):
         if all(isinstance(s, str) for s in stop):
@@ -303,8 +334,22 @@ class Engine:
         return self.sessions[session_id]
 
     def heartbeat(self, body: Body) -> dict:
-        self.session(body.str("session_id")).last_heartbeat = time.time()
+        session = self.session(body.str("session_id"))
+        if session.finished is not None:
+            # 410 tells SDK 0.38+ to stop heartbeating for good.
+            raise EngineError(410, f"session {session.session_id} is finished")
+        session.last_heartbeat = time.time()
         return {"type": "session_heartbeat"}
+
+    def finish_session(self, session_id: str, body: Body) -> dict:
+        session = self.session(session_id)
+        reason = body.obj("reason", None)
+        kind = reason.str("type") if reason is not None else "success"
+        if kind not in ("success", "errored", "interrupted"):
+            raise bad_request(f"reason.type must be success, errored or interrupted, not {kind!r}")
+        if session.finished is None:
+            session.finished = {"reason": {"type": kind}, "detail": body.str("detail", None)}
+        return {"type": "finish_session", "session_id": session.session_id, **session.finished}
 
     # -------------------------------------------------------------------------- models
 
@@ -322,11 +367,18 @@ class Engine:
         model_seq_id = body.int("model_seq_id", 0)
         base_model = body.str("base_model")
         lora = parse_lora(body)
+        check_optimizer_config(body)
         user_metadata = body.raw("user_metadata", {})
         if not isinstance(user_metadata, dict):
             raise bad_request("user_metadata must be an object")
-        model_id = f"{session.session_id}:train:{model_seq_id}"
         fingerprint = fingerprint_json("create_model", [base_model, lora.to_json(), user_metadata])
+        return self._create(session, model_seq_id, base_model, lora, user_metadata, fingerprint, "CreateModel")
+
+    def _create(self, session: Session, model_seq_id: int, base_model: str, lora: LoraSpec, user_metadata: dict,
+                fingerprint: str, request_type: str, then=None) -> dict:
+        """A new model `{session}:train:{model_seq_id}` whose seq id 0 builds it (and runs `then(trainer)`:
+        the create-via-load of SDK 0.38); a resend with the same payload gets the same answer."""
+        model_id = f"{session.session_id}:train:{model_seq_id}"
         request_id = f"{model_id}:0"
         existing = self.models.get(model_id)
         if existing is not None:
@@ -337,7 +389,7 @@ class Engine:
         handle = ModelHandle(model_id, session.session_id, spec, lora, user_metadata, fingerprint)
         self.models[model_id] = handle
         session.training_run_ids.append(model_id)
-        fut = self.futures.create(request_id, "CreateModel")
+        fut = self.futures.create(request_id, request_type)
         run_meta = {
             "training_run_id": model_id,
             "base_model": base_model,
@@ -358,6 +410,8 @@ class Engine:
                 handle.create_error = f"{type(e).__name__}: {e}"
                 raise
             self.store.save_run(run_meta)
+            if then is not None:
+                return then(handle.trainer)
             return {"type": "create_model", "model_id": model_id}
 
         self._dispatch(fut, run)
@@ -376,6 +430,7 @@ class Engine:
             "is_lora": True,
             "lora_rank": handle.lora.rank,
             "model_name": handle.spec.name,
+            "optimizer_config": {"type": "adamw"},
         }
 
     def unload_model(self, body: Body) -> dict:
@@ -415,6 +470,8 @@ class Engine:
         handle = self.model(body.str("model_id"))
         seq_id = body.int("seq_id")
         try:
+            if body.raw("optimizer_params", None) is not None and body.raw("adam_params", None) is None:
+                raise bad_request("optimizer_params (a non-Adam optimizer) are not served by this engine (adamw only)")
             adam = parse_adam(body)
         except EngineError as e:
             self.reject(handle.model_id, seq_id, fingerprint_json("optim_step", body.raw("adam_params")), e)
@@ -526,6 +583,8 @@ class Engine:
         self.loop.call_soon_threadsafe(register)
 
     def load_weights(self, body: Body) -> dict:
+        if body.has("session_id") and not body.has("model_id"):
+            return self._create_from_checkpoint(body)
         handle = self.model(body.str("model_id"))
         path = body.str("path")
         with_optimizer = body.bool("optimizer", False)
@@ -556,6 +615,36 @@ class Engine:
             work,
         )
         return {"request_id": request_id, "model_id": handle.model_id}
+
+    def _create_from_checkpoint(self, body: Body) -> dict:
+        """SDK 0.38's create-via-load: one session-addressed load_weights creates the model
+        `{session}:train:{model_seq_id}` from a checkpoint (LoRA config from its metadata) as the
+        model's seq id 0; training requests follow from seq id 1."""
+        session = self.session(body.str("session_id"))
+        model_seq_id = body.int("model_seq_id")
+        path = body.str("path")
+        with_optimizer = body.bool("optimizer", False)
+        check_optimizer_config(body)
+        if body.raw("weights_access_token", None) is not None:
+            raise bad_request("weights_access_token is not served by this engine (checkpoints of other accounts)")
+        user_metadata = body.raw("user_metadata", None) or {}
+        if not isinstance(user_metadata, dict):
+            raise bad_request("user_metadata must be an object")
+        meta = self.store.metadata(path)
+        base_model = meta["base_model"]
+        override = body.str("base_model", None)
+        if override is not None and self.registry.resolve(override).name != self.registry.resolve(base_model).name:
+            raise bad_request(f"base_model {override!r} is not compatible with checkpoint {path} (base model {base_model!r})")
+        if with_optimizer and meta["checkpoint_type"] != "training":
+            raise bad_request(f"checkpoint {path} has no optimizer state (a sampler checkpoint)")
+        lora = LoraSpec(**meta["lora"])
+        fingerprint = fingerprint_json("load_weights", [path, with_optimizer, user_metadata])
+
+        def load(trainer):
+            trainer.load(self.store.directory(path), with_optimizer)
+            return {"type": "load_weights", "path": path, "model_id": f"{session.session_id}:train:{model_seq_id}"}
+
+        return self._create(session, model_seq_id, base_model, lora, user_metadata, fingerprint, "LoadWeights", load)
 
     def weights_info(self, body: Body) -> dict:
         meta = self.store.metadata(body.str("tinker_path"))
@@ -653,9 +742,11 @@ class Engine:
             raise bad_request("missing required field 'prompt'")
         params = parse_sampling_params(body)
         num_samples = body.int("num_samples", 1)
-        want_prompt_logprobs = body.bool("prompt_logprobs", False)
+        want_prompt_logprobs = body.bool("prompt_logprobs", None) or False
         topk = body.int("topk_prompt_logprobs", 0)
+        check_unserved_sampling_options(body)
         spec = sampler.spec
+        eos = spec.eos_token_ids if params.stop_at_eos else ()
         if not 1 <= num_samples <= MAX_NUM_SAMPLES:
             raise bad_request(f"num_samples must be between 1 and {MAX_NUM_SAMPLES}")
         if not 0 <= topk <= MAX_TOPK_PROMPT_LOGPROBS:
@@ -680,7 +771,7 @@ class Engine:
             if record is not None:
                 if record.fingerprint != fingerprint:
                     raise conflict(f"seq_id {seq_id} of sampling session {sampler.sampler_id} was already used")
-                return {"request_id": record.request_id}
+                return {"request_id": record.request_id, "sample_sequence_ids": sequence_ids(record.request_id, num_samples)}
             request_id = f"{sampler.sampler_id}:{seq_id}"
             sampler.seen[seq_id] = SeqRecord(fingerprint, request_id=request_id)
         else:
@@ -692,14 +783,14 @@ class Engine:
 
         def reference():
             return generate(
-                self._sampler_model(sampler), tokens, num_samples, params, spec.eos_token_ids,
+                self._sampler_model(sampler), tokens, num_samples, params, eos,
                 self.bases.tokenizer(spec), self.device, prompt_logprobs=want_prompt_logprobs, topk_prompt=topk,
             )
 
         if self.fast is not None:
             self._dispatch(fut, lambda: self._sample_fast(fut, sampler, tokens, num_samples, params, scoring,
-                                                          reference), self.sampling)
-            return {"request_id": request_id}
+                                                          reference, eos), self.sampling)
+            return {"request_id": request_id, "sample_sequence_ids": sequence_ids(request_id, num_samples)}
 
         def run():
             model = self._sampler_model(sampler)
@@ -707,16 +798,16 @@ class Engine:
             if pool is not None and not scoring and pool.accepts(model):
                 # Joins the decode batch; the pool settles the future when the last row stops.
                 pool.admit(DecodeJob(
-                    model, tokens, num_samples, params, spec.eos_token_ids, tokenizer,
+                    model, tokens, num_samples, params, eos, tokenizer,
                     on_done=lambda result: self._complete(fut, result), on_error=lambda e: self._fail(fut, e),
                 ))
                 return SETTLED_LATER
             return reference()
 
         self._dispatch(fut, run)
-        return {"request_id": request_id}
+        return {"request_id": request_id, "sample_sequence_ids": sequence_ids(request_id, num_samples)}
 
-    def _sample_fast(self, fut, sampler: SamplerHandle, tokens, num_samples, params, scoring, reference):
+    def _sample_fast(self, fut, sampler: SamplerHandle, tokens, num_samples, params, scoring, reference, eos):
         """On the sampling thread: queues the request on the fast path, or runs it on the reference
         path (scoring requests, and architectures the fast path does not cover)."""
         spec = sampler.spec
@@ -740,7 +831,7 @@ class Engine:
         # gets a new handle), so a decode lane never serves stale adapters.
         key = ("base", spec.name) if sampler.lora is None else ("snapshot", sampler.serial)
         self.fast.submit(FastJob(
-            key, base, snapshot, tokens, num_samples, params, spec.eos_token_ids,
+            key, base, snapshot, tokens, num_samples, params, eos,
             self.bases.tokenizer(spec), on_done=lambda result: self._complete(fut, result),
             on_error=lambda e: self._fail(fut, e), fallback=fallback,
         ))

@@ -21,6 +21,7 @@ class SamplingParams:
     seed: int | None = None
     stop_strings: list = field(default_factory=list)
     stop_tokens: list = field(default_factory=list)
+    stop_at_eos: bool = True  # SDK 0.38: `stop: []` disables every stop token, EOS included
 
 
 def sample_seed(seed: int | None, index: int) -> int:

@@ -207,6 +207,10 @@ def create_app(engine: Engine, api_key: str | None = None, max_body_bytes: int =
     async def session_heartbeat(request: Request):
         return json_response(engine.heartbeat(await read_json(request)))
 
+    @app.post(API + "/sessions/{session_id}/finish")
+    async def finish_session(session_id: str, request: Request):
+        return json_response(engine.finish_session(session_id, await read_json(request)))
+
     @app.post(f"{API}/telemetry")
     async def telemetry(request: Request):
         await request.body()

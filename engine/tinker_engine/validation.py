@@ -8,11 +8,16 @@ from .errors import bad_request
 from .losses import LOSS_INPUTS, LOSSES, resolve_config
 from .wire import ForwardRequest
 
+# Losses of the Tinker SDK (0.38) that this engine does not implement: refused by name, never
+# silently replaced by another loss.
+UNSERVED_LOSSES = ("gspo", "stable_reinforce", "custom")
 _KNOWN_INPUTS = set().union(*(req | opt for req, opt in LOSS_INPUTS.values()))
 _FLOAT_INPUTS = _KNOWN_INPUTS - {"target_tokens"}
 
 
 def validate_forward(req: ForwardRequest, spec: BaseModelSpec, max_datums: int = 1 << 16) -> None:
+    if req.loss_fn in UNSERVED_LOSSES:
+        raise bad_request(f"loss_fn {req.loss_fn!r} is not served by this engine; it serves {', '.join(LOSSES)}")
     if req.loss_fn not in LOSSES:
         raise bad_request(f"unknown loss_fn {req.loss_fn!r}; expected one of {', '.join(LOSSES)}")
     try:

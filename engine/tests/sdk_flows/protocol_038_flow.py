@@ -1,0 +1,99 @@
+"""What SDK 0.38 added to the protocol, driven through the official, unmodified SDK (its own venv).
+
+Usage: python protocol_038_flow.py <base_url>. Prints one JSON object (REPORT …) for
+test_conformance_sdk.py. Each entry either exercises a call or records how a call the engine does
+not serve failed (exception type and message), so that the test can assert it failed cleanly —
+by name, quickly, never by silently doing something else.
+"""
+
+import json
+import sys
+import time
+
+import tinker
+from tinker import types
+
+BASE_MODEL = "tiny-qwen3"
+
+
+def datum(tokens):
+    return types.Datum(
+        model_input=types.ModelInput.from_ints(tokens[:-1]),
+        loss_fn_inputs={"target_tokens": tokens[1:], "weights": [1.0] * (len(tokens) - 1)},
+    )
+
+
+def failure(call):
+    """(exception type, message, seconds) of a call expected to fail; None if it succeeded."""
+    start = time.time()
+    try:
+        call()
+    except Exception as e:  # noqa: BLE001 - we record whatever the SDK raises
+        return {"type": type(e).__name__, "message": str(e)[:500], "seconds": time.time() - start}
+    return None
+
+
+def main(base_url):
+    report = {"sdk_version": tinker.__version__}
+    seqs = [[1000 + (i * 7 + j) % 50 for j in range(24)] for i in range(2)]
+    data = [datum(s) for s in seqs]
+    prompt = types.ModelInput.from_ints(seqs[0][:8])
+
+    with tinker.ServiceClient(base_url=base_url, api_key="tml-conformance") as service:
+        training = service.create_lora_training_client(BASE_MODEL, rank=4, seed=3).result()
+        report["info_optimizer"] = training.get_info().optimizer_config.type
+        training.forward_backward(data, "cross_entropy").result()
+        training.optim_step(types.AdamParams(learning_rate=1e-2)).result()
+        state = training.save_state("s1").result().path
+
+        # Create-via-load (session-addressed load_weights), with and without optimizer state.
+        restored = service.create_training_client_from_state(state).result()
+        with_opt = service.create_training_client_from_state_with_optimizer(state).result()
+        report["restored_model_ids"] = [restored.model_id, with_opt.model_id]
+        lp = [restored.forward(data, "cross_entropy").result().loss_fn_outputs[0]["logprobs"].tolist(),
+              with_opt.forward(data, "cross_entropy").result().loss_fn_outputs[0]["logprobs"].tolist(),
+              training.forward(data, "cross_entropy").result().loss_fn_outputs[0]["logprobs"].tolist()]
+        report["restored_logprobs"] = lp
+        report["restored_trains"] = with_opt.forward_backward(data, "cross_entropy").result().metrics["loss:sum"]
+
+        # Sampled sequences carry session-scoped ids; `stop: []` disables EOS too.
+        sampler = training.save_weights_and_get_sampling_client()
+        params = types.SamplingParams(max_tokens=6, seed=5)
+        out = sampler.sample(prompt, 3, params).result()
+        report["sequence_ids"] = [s.sequence_id for s in out.sequences]
+        report["sequence_ids_again"] = [s.sequence_id for s in sampler.sample(prompt, 2, params).result().sequences]
+        no_stop = sampler.sample(prompt, 2, types.SamplingParams(max_tokens=10, seed=6, stop=[])).result()
+        report["no_stop_lengths"] = [len(s.tokens) for s in no_stop.sequences]
+        report["compute_logprobs_len"] = len(sampler.compute_logprobs(types.ModelInput.from_ints(seqs[0])).result())
+        report["sampler_base_model"] = sampler.get_base_model()
+        handle = sampler.get_sampler_handle()
+        from_handle = tinker.SamplingClient.from_sampler_handle(handle)
+        report["from_handle_tokens"] = len(from_handle.sample(prompt, 1, params).result().sequences[0].tokens)
+
+        # Not served by this engine: each must fail by name, not be ignored.
+        report["refused"] = {
+            "topk_sample_logprobs": failure(lambda: sampler.sample(prompt, 1, params, topk_sample_logprobs=2).result()),
+            "prompt_alt_tokens_k": failure(lambda: sampler.sample(prompt, 1, params, prompt_alt_tokens_k=2).result()),
+            "prompt_logprobs_last_n": failure(
+                lambda: sampler.sample(prompt, 1, params, include_prompt_logprobs=True, prompt_logprobs_last_n=2).result()),
+            "dimuon": failure(lambda: service.create_lora_training_client(
+                BASE_MODEL, rank=4, optimizer=types.DimuonOptimizerConfig()).result()),
+            "gspo": failure(lambda: training.forward_backward(data, "gspo").result()),
+            "stable_reinforce": failure(lambda: training.forward_backward(data, "stable_reinforce").result()),
+        }
+        # The model keeps working after refused requests (their seq ids were consumed).
+        report["after_refusals"] = training.forward_backward(data, "cross_entropy").result().metrics["loss:sum"]
+
+        rest = tinker.RestClient(base_url=base_url, api_key="tml-conformance")
+        run_id = state.split("/")[2]
+        report["rest_checkpoints"] = sorted(c.checkpoint_id for c in rest.list_checkpoints(run_id).result().checkpoints)
+        report["rest_run_by_path"] = rest.get_training_run_by_tinker_path(state).result().training_run_id
+        report["rest_weights_info_rank"] = rest.get_weights_info_by_tinker_path(state).result().lora_rank
+        report["session_id"] = service.holder.get_session_id() if hasattr(service.holder, "get_session_id") else None
+    # Leaving the `with` block sent sessions/{id}/finish (an error there would have raised).
+    report["closed"] = True
+    print("REPORT " + json.dumps(report))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
