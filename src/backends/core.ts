@@ -1,7 +1,7 @@
 // State shared by one client instance: transport, negotiated server settings, the server session
 // with its heartbeat, and the session-wide counters (§2, §3.1). Training and sampling sessions hold
 // a reference to it.
-import type { ZodType } from 'zod';
+import type { ZodType, z } from 'zod';
 import { negotiateSettings, SDK_VERSION, type ResolvedOptions, type ServerSettings } from './config.js';
 import { type FutureRequestType, pollFuture, type ResultDecoder } from './futures.js';
 import { ClientClosedError, HttpClient, type HttpRequest, parseJsonBody } from './http.js';
@@ -143,8 +143,13 @@ export class ClientCore {
 
   /** POST a future-returning request (with §6 retries) and return its request id. */
   async submit(req: HttpRequest): Promise<string> {
+    return (await this.submitFuture(req)).request_id;
+  }
+
+  /** Submits a future-returning request; the whole promise (request id, sample sequence ids). */
+  async submitFuture(req: HttpRequest): Promise<z.infer<typeof UntypedFuture>> {
     const res = await this.http.call(req);
-    return parseJson(UntypedFuture, parseJsonBody(res), req.requestType, res.status).request_id;
+    return parseJson(UntypedFuture, parseJsonBody(res), req.requestType, res.status);
   }
 
   poll<T>(requestId: string, requestType: FutureRequestType, decoder: ResultDecoder<T>): Promise<T> {
@@ -239,10 +244,10 @@ export class ClientCore {
         this.lastHeartbeatOk = Date.now();
         return;
       }
-      if (res.status === 404) {
-        // The server forgot the session (e.g. engine restart): the next model or sampler gets a
-        // fresh session instead of failing forever on a dead one.
-        this.opts.logger.warn({ sessionId }, 'Tinker session is gone; a new one will be created on demand');
+      if (res.status === 404 || res.status === 410) {
+        // The server forgot the session (404, e.g. engine restart) or finished it (410, SDK 0.38+):
+        // the next model or sampler gets a fresh session instead of failing on a dead one.
+        this.opts.logger.warn({ sessionId, status: res.status }, 'Tinker session is gone; a new one will be created on demand');
         await this.invalidateSession(sessionId);
         this.stopHeartbeat();
         return;

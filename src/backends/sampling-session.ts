@@ -52,7 +52,7 @@ export class TinkerSamplingSession implements SamplingSession {
     for (let attempt = 0; ; attempt++) {
       const seqId = this.seq++;
       // 429 on asample is backpressure: http.call backs off and resubmits the same seq id.
-      const requestId = await this.core.submit({
+      const promise = await this.core.submitFuture({
         method: 'POST',
         path: '/api/v1/asample',
         body: {
@@ -69,7 +69,7 @@ export class TinkerSamplingSession implements SamplingSession {
         requestType: 'asample',
       });
       try {
-        return await this.core.poll(requestId, 'Sample', SAMPLE_DECODER);
+        return withSequenceIds(await this.core.poll(promise.request_id, 'Sample', SAMPLE_DECODER), promise.sample_sequence_ids);
       } catch (err) {
         if (err instanceof BackendError && err.kind === 'expired' && attempt < MAX_EXPIRED_RESUBMITS) continue;
         throw err;
@@ -82,4 +82,14 @@ export class TinkerSamplingSession implements SamplingSession {
     if (!r.prompt_logprobs) throw new BackendError('compute_logprobs: server returned no prompt_logprobs', 200, 'Sample', r, 'server');
     return r.prompt_logprobs;
   }
+}
+
+/** Stamps the ids fixed at submission onto the sequences (the final response does not repeat them). */
+function withSequenceIds(response: SampleResponse, ids: string[] | null | undefined): SampleResponse {
+  if (ids == null) return response; // servers before SDK 0.38's protocol
+  if (ids.length !== response.sequences.length) {
+    throw new BackendError(
+      `asample: ${ids.length} sample_sequence_ids for ${response.sequences.length} sequences`, 200, 'Sample', ids, 'server');
+  }
+  return { ...response, sequences: response.sequences.map((s, i) => ({ ...s, sequence_id: ids[i] })) };
 }

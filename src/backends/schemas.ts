@@ -38,7 +38,14 @@ export const CreateSessionResponse = z
 
 export const CreateSamplingSessionResponse = z.object({ sampling_session_id: z.string() }).loose();
 
-export const UntypedFuture = z.object({ request_id: z.string(), model_id: optStr }).loose();
+export const UntypedFuture = z
+  .object({
+    request_id: z.string(),
+    model_id: optStr,
+    // SDK 0.38+: asample promises carry one id per sample, aligned with the final sequences.
+    sample_sequence_ids: z.array(z.string()).nullish(),
+  })
+  .loose();
 
 export const TryAgain = z
   .object({

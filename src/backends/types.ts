@@ -63,6 +63,8 @@ export interface SamplingParams {
   top_p?: number;
   top_k?: number;
   seed?: number;
+  /** Stop strings or token ids. `[]` means no stop at all, EOS included (SDK 0.38 semantics);
+   *  leave it out to stop at EOS only. */
   stop?: string[] | number[];
 }
 
@@ -70,6 +72,8 @@ export interface SampledSequence {
   stop_reason: 'length' | 'stop';
   tokens: number[];
   logprobs?: number[] | null;
+  /** Session-scoped id the server gave this sample at submission (servers of SDK 0.38+). */
+  sequence_id?: string;
 }
 
 export interface SampleResponse {

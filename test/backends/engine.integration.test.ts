@@ -228,6 +228,13 @@ describe('TinkerBackend against the real engine', () => {
     const b = await sampler.sample(prompt, 2, { max_tokens: 6, seed: 42, temperature: 1 });
     expect(a.sequences).toHaveLength(2);
     expect(b.sequences.map((x) => x.tokens)).toEqual(a.sequences.map((x) => x.tokens));
+    // SDK 0.38's protocol: every sample has its own session-scoped id, fixed at submission.
+    const ids = [...a.sequences, ...b.sequences].map((x) => x.sequence_id);
+    expect(ids.every((id) => typeof id === 'string' && id.length > 0)).toBe(true);
+    expect(new Set(ids).size).toBe(4);
+    // `stop: []` disables every stop token, EOS included: each sample runs to max_tokens.
+    const noStop = await sampler.sample(prompt, 2, { max_tokens: 7, seed: 5, stop: [] });
+    expect(noStop.sequences.map((x) => x.tokens.length)).toEqual([7, 7]);
     for (const sq of a.sequences) {
       expect(sq.tokens.length).toBeGreaterThan(0);
       expect(sq.tokens.length).toBeLessThanOrEqual(6);
