@@ -70,6 +70,42 @@ def test_official_sdk_flow(version, engine):
     assert r["checkpoint_ids_after_delete"] == ["weights/ckpt-1"]
 
 
+# Every public method of SDK 0.38's four clients, and how this suite accounts for it. `*_async`
+# variants send the same requests as their sync counterparts and are covered by them.
+EXERCISED = {
+    "ServiceClient": ["create_lora_training_client", "create_training_client_from_state",
+                      "create_training_client_from_state_with_optimizer", "create_sampling_client",
+                      "get_server_capabilities", "create_rest_client", "close"],
+    "TrainingClient": ["forward", "forward_backward", "optim_step", "save_state", "load_state",
+                       "load_state_with_optimizer", "save_weights_for_sampler", "save_weights_and_get_sampling_client",
+                       "create_sampling_client", "get_info"],
+    "SamplingClient": ["sample", "compute_logprobs", "get_base_model", "get_sampler_handle", "from_sampler_handle"],
+    "RestClient": ["list_checkpoints", "get_training_run", "get_training_run_by_tinker_path",
+                   "get_weights_info_by_tinker_path", "delete_checkpoint", "list_training_runs", "list_user_checkpoints",
+                   "get_server_capabilities", "get_session", "list_sessions", "set_checkpoint_ttl_from_tinker_path",
+                   "delete_checkpoint_from_tinker_path"],
+}
+# Refused by the engine with a 4xx naming the call (or, for calls the SDK checks first, refused by
+# the SDK itself before any request).
+REFUSED = {
+    "ServiceClient": ["copy_weights"],
+    "TrainingClient": ["save_weights_external"],
+    "RestClient": ["copy_weights", "get_external_weights_urls", "get_current_checkpoint_storage_usage",
+                   "publish_checkpoint_from_tinker_path", "unpublish_checkpoint_from_tinker_path", "get_billing_usage",
+                   "get_audit_log", "assign_session_project", "export_session_trace"],
+}
+# No engine traffic of their own: local helpers, hub downloads (get_tokenizer), client-side custom
+# losses over forward + forward_backward (need PyTorch in the SDK's environment), server-side
+# custom losses (only behind a server flag the engine leaves off), an alias of create_sampling_client,
+# JWT-only identity, and session search (a hosted console feature; the engine answers 404).
+CLIENT_SIDE = {
+    "ServiceClient": ["get_console_url", "get_telemetry", "create_custom_loss"],
+    "TrainingClient": ["get_console_url", "get_telemetry", "get_tokenizer", "forward_backward_custom"],
+    "SamplingClient": ["get_telemetry", "get_tokenizer", "on_queue_state_change", "create"],
+    "RestClient": ["get_telemetry", "whoami", "get_sampler", "search_sessions"],
+}
+
+
 def test_sdk_038_protocol(engine):
     """What 0.38 added: create-via-load, sequence ids, `stop: []`, session finish, and a clean
     refusal (400 naming the option, no retries) of what the engine does not serve."""
@@ -90,7 +126,18 @@ def test_sdk_038_protocol(engine):
     assert "dimuon" in r["refused"]["dimuon"]["message"] and "gspo" in r["refused"]["gspo"]["message"]
     assert r["after_refusals"] > 0
     assert r["rest_checkpoints"] == ["weights/s1"] and r["rest_weights_info_rank"] == 4
+    assert r["after_external"] > 0, "a refused save_weights_external consumed its seq id"
+    for name, outcome in r["rest"].items():
+        assert "ok" in outcome, f"RestClient.{name}: {outcome}"
+    for name, failure in r["rest_refused"].items():
+        assert failure is not None and failure["seconds"] < 10, f"RestClient.{name}: {failure}"
+        assert failure["type"] in ("BadRequestError", "NotFoundError", "ValueError"), failure
     assert r["closed"]
+
+    for cls, methods in r["public_methods"].items():
+        accounted = set(EXERCISED.get(cls, [])) | set(REFUSED.get(cls, [])) | set(CLIENT_SIDE.get(cls, []))
+        missing = [m for m in methods if m not in accounted and m.removesuffix("_async") not in accounted]
+        assert not missing, f"{cls} methods of SDK 0.38 this suite does not account for: {missing}"
 
 
 def test_session_finish_and_create_via_load_over_http(engine):

@@ -211,6 +211,22 @@ def create_app(engine: Engine, api_key: str | None = None, max_body_bytes: int =
     async def finish_session(session_id: str, request: Request):
         return json_response(engine.finish_session(session_id, await read_json(request)))
 
+    @app.post(f"{API}/save_weights_external")
+    async def save_weights_external(request: Request):
+        # A sequenced model request: refused, but its seq id is consumed so later requests still run.
+        body = await read_json(request)
+        engine.reject(body.raw("model_id"), body.raw("seq_id"), "save_weights_external",
+                      bad_request("save_weights_external (weights in an external format) is not served by this engine; "
+                                  "checkpoints are PEFT adapters under the data dir"))
+
+    @app.post(f"{API}/copy_weights")
+    async def copy_weights():
+        raise bad_request("copy_weights (between projects) is not served by this engine")
+
+    @app.post(f"{API}/create_custom_loss")
+    async def create_custom_loss():
+        raise bad_request("server-side custom losses are not served by this engine (custom losses run client-side)")
+
     @app.post(f"{API}/telemetry")
     async def telemetry(request: Request):
         await request.body()

@@ -33,8 +33,24 @@ def failure(call):
     return None
 
 
+def attempt(call):
+    """{"ok": value} or {"failed": failure}."""
+    start = time.time()
+    try:
+        return {"ok": call()}
+    except Exception as e:  # noqa: BLE001
+        return {"failed": {"type": type(e).__name__, "message": str(e)[:300], "seconds": time.time() - start}}
+
+
+def public_methods():
+    import inspect
+
+    return {c.__name__: sorted(n for n, v in inspect.getmembers(c) if not n.startswith("_") and callable(v))
+            for c in (tinker.ServiceClient, tinker.TrainingClient, tinker.SamplingClient, tinker.RestClient)}
+
+
 def main(base_url):
-    report = {"sdk_version": tinker.__version__}
+    report = {"sdk_version": tinker.__version__, "public_methods": public_methods()}
     seqs = [[1000 + (i * 7 + j) % 50 for j in range(24)] for i in range(2)]
     data = [datum(s) for s in seqs]
     prompt = types.ModelInput.from_ints(seqs[0][:8])
@@ -84,12 +100,44 @@ def main(base_url):
         # The model keeps working after refused requests (their seq ids were consumed).
         report["after_refusals"] = training.forward_backward(data, "cross_entropy").result().metrics["loss:sum"]
 
+        # Client-side custom loss (forward + forward_backward with the loss's gradients).
+        def custom_loss(data_, logprobs_list):
+            loss = sum(-lp.sum() for lp in logprobs_list)
+            return loss, {"custom_loss": float(loss)}
+
+        # (The SDK needs PyTorch in its own environment for this; without it the call says so.)
+        report["custom_loss"] = attempt(lambda: sorted(training.forward_backward_custom(data, custom_loss).result().metrics))
+        report["refused"]["save_weights_external"] = failure(lambda: training.save_weights_external("ext").result())
+        report["after_external"] = training.forward_backward(data, "cross_entropy").result().metrics["loss:sum"]
+
         rest = tinker.RestClient(base_url=base_url, api_key="tml-conformance")
         run_id = state.split("/")[2]
         report["rest_checkpoints"] = sorted(c.checkpoint_id for c in rest.list_checkpoints(run_id).result().checkpoints)
         report["rest_run_by_path"] = rest.get_training_run_by_tinker_path(state).result().training_run_id
         report["rest_weights_info_rank"] = rest.get_weights_info_by_tinker_path(state).result().lora_rank
-        report["session_id"] = service.holder.get_session_id() if hasattr(service.holder, "get_session_id") else None
+        report["rest"] = {
+            "list_training_runs": attempt(lambda: len(rest.list_training_runs().result().training_runs)),
+            "get_training_run": attempt(lambda: rest.get_training_run(run_id).result().base_model),
+            "list_user_checkpoints": attempt(lambda: len(rest.list_user_checkpoints().result().checkpoints)),
+            "get_server_capabilities": attempt(lambda: len(rest.get_server_capabilities().result().supported_models)),
+            "get_session": attempt(lambda: len(rest.get_session(state.split("/")[2].split(":train:")[0]).result().training_run_ids)),
+            "list_sessions": attempt(lambda: len(rest.list_sessions().result().sessions)),
+            "set_checkpoint_ttl_from_tinker_path": attempt(lambda: rest.set_checkpoint_ttl_from_tinker_path(state, 3600).result()),
+            "delete_checkpoint_from_tinker_path": attempt(lambda: rest.delete_checkpoint_from_tinker_path(
+                training.save_state("s2").result().path).result()),
+        }
+        report["rest_refused"] = {
+            "copy_weights": failure(lambda: rest.copy_weights(state, "other-project").result()),
+            "service_copy_weights": failure(lambda: service.copy_weights(state).result()),
+            "get_external_weights_urls": failure(lambda: rest.get_external_weights_urls(state).result()),
+            "get_current_checkpoint_storage_usage": failure(lambda: rest.get_current_checkpoint_storage_usage().result()),
+            "publish_checkpoint_from_tinker_path": failure(lambda: rest.publish_checkpoint_from_tinker_path(state).result()),
+            "get_billing_usage": failure(lambda: rest.get_billing_usage("2026-01-01", "2026-02-01").result()),
+            "get_audit_log": failure(lambda: rest.get_audit_log().result()),
+            "unpublish_checkpoint_from_tinker_path": failure(lambda: rest.unpublish_checkpoint_from_tinker_path(state).result()),
+            "assign_session_project": failure(lambda: rest.assign_session_project("s", "p").result()),
+            "export_session_trace": failure(lambda: rest.export_session_trace("s").result()),
+        }
     # Leaving the `with` block sent sessions/{id}/finish (an error there would have raised).
     report["closed"] = True
     print("REPORT " + json.dumps(report))
