@@ -156,6 +156,15 @@ def test_session_finish_and_create_via_load_over_http(engine):
     assert c.post("load_weights", {**load, "model_seq_id": 2, "optimizer_config": {"type": "dimuon"}}).status == 400
     c.forward_backward(f"{session}:train:1", 1, [datum(t) for t in corpus(2)])  # training starts at seq 1
 
+    # A create-via-load whose load fails leaves no model that trains on fresh weights.
+    broken = c.done(c.ok("save_weights", {"model_id": model, "seq_id": 3, "path": "broken"})["request_id"])["path"]
+    run, _, name = broken.removeprefix("tinker://").partition("/weights/")
+    (engine.data_dir / "runs" / run / "weights" / name / "adapter_model.safetensors").write_bytes(b"not safetensors")
+    failed = c.ok("load_weights", {**load, "model_seq_id": 3, "path": broken})
+    assert "error" in c.result(failed["request_id"])
+    after = c.submit_fb(failed["model_id"], 1, [datum(t) for t in corpus(2)])
+    assert after.status != 200 or "error" in c.result(after.json()["request_id"])
+
     assert c.post("session_heartbeat", {"session_id": session}).status == 200
     finished = c.ok(f"sessions/{session}/finish", {"reason": {"type": "errored"}, "detail": "boom"})
     assert finished["reason"] == {"type": "errored"}

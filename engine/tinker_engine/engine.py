@@ -405,14 +405,16 @@ class Engine:
         def run():
             try:
                 base = self.bases.model(spec)
-                handle.trainer = TrainingModel(base, spec, lora, self.device, self.max_batch_tokens)
+                trainer = TrainingModel(base, spec, lora, self.device, self.max_batch_tokens)
+                # A create-via-load whose load fails leaves no model behind: training on fresh
+                # weights instead of the checkpoint's would be a silent wrong answer.
+                result = then(trainer) if then is not None else {"type": "create_model", "model_id": model_id}
             except Exception as e:
                 handle.create_error = f"{type(e).__name__}: {e}"
                 raise
+            handle.trainer = trainer
             self.store.save_run(run_meta)
-            if then is not None:
-                return then(handle.trainer)
-            return {"type": "create_model", "model_id": model_id}
+            return result
 
         self._dispatch(fut, run)
         return {"request_id": request_id, "model_id": model_id}
