@@ -118,6 +118,9 @@ def test_sdk_038_protocol(engine):
     ids = r["sequence_ids"] + r["sequence_ids_again"]
     assert len(ids) == 5 and len(set(ids)) == 5 and all(ids)
     assert r["no_stop_lengths"] == [10, 10]
+    last_n, full = r["last_n_prompt_logprobs"], r["full_prompt_logprobs"]
+    assert len(last_n) == len(full) == 8 and last_n[:6] == [None] * 6
+    assert close(last_n[6:], full[6:], 1e-6)
     assert r["compute_logprobs_len"] == 24 and r["from_handle_tokens"] > 0
     for name, failure in r["refused"].items():
         assert failure is not None, f"{name} was accepted"

@@ -105,7 +105,20 @@ def sequence_ids(request_id: str, num_samples: int) -> list:
 # Sampling options of SDK 0.38 this engine does not compute: refused by name rather than ignored
 # (the SDK trusts a reply to honour what it asked for).
 _UNSERVED_SAMPLING_OPTIONS = ("topk_sample_logprobs", "prompt_alt_tokens_k", "target_prompt_logprobs",
-                              "prompt_logprobs_last_n", "record_stability_info")
+                              "record_stability_info")
+
+
+def keep_last_prompt_logprobs(result: dict, last_n: int | None) -> dict:
+    """SDK 0.38's `prompt_logprobs_last_n`: prompt logprobs (and top-k rows) only for the last N
+    prompt positions; earlier positions are null (NaN on the protobuf wire)."""
+    if last_n is None:
+        return result
+    for key in ("prompt_logprobs", "topk_prompt_logprobs"):
+        rows = result.get(key)
+        if rows is not None:
+            cut = max(0, len(rows) - last_n)
+            result[key] = [None] * cut + rows[cut:]
+    return result
 
 
 def check_unserved_sampling_options(body: Body) -> None:
@@ -747,6 +760,9 @@ class Engine:
         want_prompt_logprobs = body.bool("prompt_logprobs", None) or False
         topk = body.int("topk_prompt_logprobs", 0)
         check_unserved_sampling_options(body)
+        last_n = body.int("prompt_logprobs_last_n", None)
+        if last_n is not None and (last_n < 1 or not want_prompt_logprobs):
+            raise bad_request("prompt_logprobs_last_n must be >= 1 and needs prompt_logprobs: true")
         spec = sampler.spec
         eos = spec.eos_token_ids if params.stop_at_eos else ()
         if not 1 <= num_samples <= MAX_NUM_SAMPLES:
@@ -766,7 +782,7 @@ class Engine:
         seq_id = body.int("seq_id", None)
         fingerprint = fingerprint_json(
             "sample",
-            [prompt.tolist(), vars(params), num_samples, want_prompt_logprobs, topk],
+            [prompt.tolist(), vars(params), num_samples, want_prompt_logprobs, topk, last_n],
         )
         if seq_id is not None:
             record = sampler.seen.get(seq_id)
@@ -784,10 +800,10 @@ class Engine:
         scoring = want_prompt_logprobs or topk > 0
 
         def reference():
-            return generate(
+            return keep_last_prompt_logprobs(generate(
                 self._sampler_model(sampler), tokens, num_samples, params, eos,
                 self.bases.tokenizer(spec), self.device, prompt_logprobs=want_prompt_logprobs, topk_prompt=topk,
-            )
+            ), last_n)
 
         if self.fast is not None:
             self._dispatch(fut, lambda: self._sample_fast(fut, sampler, tokens, num_samples, params, scoring,

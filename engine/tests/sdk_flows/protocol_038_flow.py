@@ -86,12 +86,15 @@ def main(base_url):
         from_handle = tinker.SamplingClient.from_sampler_handle(handle)
         report["from_handle_tokens"] = len(from_handle.sample(prompt, 1, params).result().sequences[0].tokens)
 
+        last_n = sampler.sample(prompt, 1, params, include_prompt_logprobs=True, prompt_logprobs_last_n=2).result()
+        full = sampler.sample(prompt, 1, params, include_prompt_logprobs=True).result()
+        report["last_n_prompt_logprobs"] = [None if x is None or x != x else x for x in last_n.prompt_logprobs]
+        report["full_prompt_logprobs"] = full.prompt_logprobs
+
         # Not served by this engine: each must fail by name, not be ignored.
         report["refused"] = {
             "topk_sample_logprobs": failure(lambda: sampler.sample(prompt, 1, params, topk_sample_logprobs=2).result()),
             "prompt_alt_tokens_k": failure(lambda: sampler.sample(prompt, 1, params, prompt_alt_tokens_k=2).result()),
-            "prompt_logprobs_last_n": failure(
-                lambda: sampler.sample(prompt, 1, params, include_prompt_logprobs=True, prompt_logprobs_last_n=2).result()),
             "dimuon": failure(lambda: service.create_lora_training_client(
                 BASE_MODEL, rank=4, optimizer=types.DimuonOptimizerConfig()).result()),
             "gspo": failure(lambda: training.forward_backward(data, "gspo").result()),
