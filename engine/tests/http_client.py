@@ -109,3 +109,40 @@ def datum(tokens, weights=None, **extra):
 
 def corpus(n=3, length=24, offset=500):
     return [[offset + (i * 11 + j * 3) % 97 for j in range(length)] for i in range(n)]
+
+
+def greedy_load_beside_training(c: "Client", prompts: list, seeded: int = 0):
+    """Concurrent greedy sample requests of varied lengths and sample counts on a fresh model's
+    sampler, with a training step submitted while they decode; then `seeded` identical seeded
+    requests. Returns (greedy sequences per request, seeded sequences per request)."""
+    sid = c.session()
+    model = c.create_model(sid, 0, seed=7)
+    sampler = c.done(c.ok("save_weights_for_sampler", {
+        "model_id": model, "seq_id": 1, "sampling_session_seq_id": 0})["request_id"])["sampling_session_id"]
+    ids = []
+    for i, prompt in enumerate(prompts):
+        ids.append(c.ok("asample", {
+            "sampling_session_id": sampler, "seq_id": i, "num_samples": 1 + i % 3,
+            "prompt": {"chunks": [{"tokens": prompt[: 5 + 4 * i]}]},
+            "sampling_params": {"max_tokens": 6 + 5 * i, "temperature": 0.0},
+        })["request_id"])
+        if i == 2:  # a training step while samples decode
+            c.forward_backward(model, 2, [datum(s) for s in corpus(2)])
+    seeded_ids = [c.ok("asample", {
+        "sampling_session_id": sampler, "seq_id": 100 + k, "num_samples": 2,
+        "prompt": {"chunks": [{"tokens": prompts[0][:9]}]}, "sampling_params": {"max_tokens": 7, "seed": 11},
+    })["request_id"] for k in range(seeded)]
+    return [c.done(r)["sequences"] for r in ids], [c.done(r)["sequences"] for r in seeded_ids]
+
+
+def side_by_side(clients: dict, fn) -> dict:
+    """fn(client) for every client at the same time (one thread each); results by key."""
+    import threading
+
+    out = {}
+    threads = [threading.Thread(target=lambda k=k, c=c: out.__setitem__(k, fn(c))) for k, c in clients.items()]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return out

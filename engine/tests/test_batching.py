@@ -6,12 +6,11 @@ logprobs agree to float rounding. Seeded sampling is only checked for being well
 its draws may flip where a batch changes a logit's last bits (see batching.py).
 """
 
-import threading
 
 import pytest
 import torch
 
-from http_client import Client, corpus, datum
+from http_client import Client, corpus, greedy_load_beside_training, side_by_side
 from tinker_engine.base_models import BaseModelCache, ModelRegistry, instance_sharing_weights
 from tinker_engine.batching import DecodeJob, DecodePool, batchable
 from tinker_engine.lora import LoraSpec, attach_lora
@@ -157,28 +156,7 @@ def test_engine_serves_concurrent_requests_in_one_batch(fresh_engine, tmp_path):
     plain = Client(fresh_engine(tmp_path / "plain").url)
     prompts = corpus(6, 30)
 
-    def requests(c: Client):
-        sid = c.session()
-        model = c.create_model(sid, 0, seed=7)
-        sampler = c.done(c.ok("save_weights_for_sampler", {
-            "model_id": model, "seq_id": 1, "sampling_session_seq_id": 0})["request_id"])["sampling_session_id"]
-        ids = []
-        for i, prompt in enumerate(prompts):
-            ids.append(c.ok("asample", {
-                "sampling_session_id": sampler, "seq_id": i, "num_samples": 1 + i % 3,
-                "prompt": {"chunks": [{"tokens": prompt[: 5 + 4 * i]}]},
-                "sampling_params": {"max_tokens": 6 + 5 * i, "temperature": 0.0},
-            })["request_id"])
-            if i == 2:  # a training step while samples decode
-                c.forward_backward(model, 2, [datum(s) for s in corpus(2)])
-        return [c.done(r)["sequences"] for r in ids]
-
-    out = {}
-    threads = [threading.Thread(target=lambda k=k, c=c: out.__setitem__(k, requests(c))) for k, c in (("b", batched), ("p", plain))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    out = side_by_side({"b": batched, "p": plain}, lambda c: greedy_load_beside_training(c, prompts)[0])
     assert len(out["b"]) == len(prompts)
     for got, expected in zip(out["b"], out["p"]):
         assert [s["tokens"] for s in got] == [s["tokens"] for s in expected]

@@ -8,12 +8,11 @@ only on (seed, sample index, token index), never on the batch around it. The CUD
 capture and replay) run wherever CUDA is present.
 """
 
-import threading
 
 import pytest
 import torch
 
-from http_client import Client, corpus, datum
+from http_client import Client, corpus, greedy_load_beside_training, side_by_side
 from tinker_engine.base_models import BaseModelCache, ModelRegistry, instance_sharing_weights
 from tinker_engine.fast_decode import FastJob, FastSampler, counter_uniform, filter_rows, unsupported_reason
 from tinker_engine.lora import LoraSpec, attach_lora
@@ -203,32 +202,7 @@ def test_engine_fast_sampler_answers_like_the_reference_sampler_beside_training(
     plain = Client(fresh_engine(tmp_path / "plain", "--sampler", "reference").url)
     prompts = corpus(6, 30)
 
-    def requests(c: Client):
-        sid = c.session()
-        model = c.create_model(sid, 0, seed=7)
-        sampler = c.done(c.ok("save_weights_for_sampler", {
-            "model_id": model, "seq_id": 1, "sampling_session_seq_id": 0})["request_id"])["sampling_session_id"]
-        ids = []
-        for i, prompt in enumerate(prompts):
-            ids.append(c.ok("asample", {
-                "sampling_session_id": sampler, "seq_id": i, "num_samples": 1 + i % 3,
-                "prompt": {"chunks": [{"tokens": prompt[: 5 + 4 * i]}]},
-                "sampling_params": {"max_tokens": 6 + 5 * i, "temperature": 0.0},
-            })["request_id"])
-            if i == 2:  # training while samples decode
-                c.forward_backward(model, 2, [datum(s) for s in corpus(2)])
-        seeded = [c.ok("asample", {
-            "sampling_session_id": sampler, "seq_id": 100 + k, "num_samples": 2,
-            "prompt": {"chunks": [{"tokens": prompts[0][:9]}]}, "sampling_params": {"max_tokens": 7, "seed": 11},
-        })["request_id"] for k in range(2)]
-        return [c.done(r)["sequences"] for r in ids], [c.done(r)["sequences"] for r in seeded]
-
-    out = {}
-    threads = [threading.Thread(target=lambda k=k, c=c: out.__setitem__(k, requests(c))) for k, c in (("f", fast), ("p", plain))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    out = side_by_side({"f": fast, "p": plain}, lambda c: greedy_load_beside_training(c, prompts, seeded=2))
     (got, seeded), (expected, _) = out["f"], out["p"]
     assert len(got) == len(prompts)
     for g, e in zip(got, expected):

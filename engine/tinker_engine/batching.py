@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import torch
 
 from .head import HeadProjection
-from .sampler import SamplingParams, StopChecker, _draw, _unwrap, seeded_generators
+from .sampler import SamplingParams, StopChecker, _draw, _unwrap, record_draws, seeded_generators
 
 log = logging.getLogger("tinker_engine")
 
@@ -124,21 +124,7 @@ class _Batch:
             chosen[start:end] = _draw(logits[start:end], params, [r.generator for r in self.rows[start:end]])
             start = end
         chosen_lp = logits.gather(1, chosen[:, None])[:, 0] - torch.logsumexp(logits, dim=-1)
-        chosen_list, lp_list = chosen.cpu().tolist(), chosen_lp.cpu().tolist()
-        keep, finished = [], []
-        for k, row in enumerate(self.rows):
-            job = row.job
-            tokens = job.tokens[row.index]
-            tokens.append(chosen_list[k])
-            job.logprobs[row.index].append(lp_list[k])
-            if row.stop.stops(tokens):
-                job.reasons[row.index] = "stop"
-            elif len(tokens) < job.params.max_tokens:
-                keep.append(k)
-                continue
-            job.pending -= 1
-            if job.pending == 0:
-                finished.append(job)
+        keep, finished = record_draws(self.rows, chosen.cpu().tolist(), chosen_lp.cpu().tolist())
         if len(keep) < len(self.rows):
             self._select(keep)
         if self.rows:

@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from .head import mm_float32_out
-from .sampler import SamplingParams, StopChecker, _unwrap, sample_seed
+from .sampler import SamplingParams, StopChecker, _unwrap, record_draws, sample_seed
 
 log = logging.getLogger("tinker_engine")
 
@@ -514,21 +514,7 @@ class _Lane:
             self.logits[:n], state["temperature"], state["top_k"], state["top_p"], state["keys"],
             counts.to(self.base.device), state["any_filter"], state["any_greedy"],
         )
-        chosen_list, lp_list = chosen.tolist(), logprobs.tolist()
-        keep, finished = [], []
-        for i, row in enumerate(self.rows):
-            job = row.job
-            tokens = job.tokens[row.index]
-            tokens.append(chosen_list[i])
-            job.logprobs[row.index].append(lp_list[i])
-            if row.stop.stops(tokens):
-                job.reasons[row.index] = "stop"
-            elif len(tokens) < job.params.max_tokens:
-                keep.append(i)
-                continue
-            job.pending -= 1
-            if job.pending == 0:
-                finished.append(job)
+        keep, finished = record_draws(self.rows, chosen.tolist(), logprobs.tolist())
         if len(keep) < n:
             self._compact(keep)
         if self.rows:

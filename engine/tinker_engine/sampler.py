@@ -151,3 +151,25 @@ def generate(model, prompt: list, num_samples: int, params: SamplingParams, eos_
 
 def proj_vocab(proj: HeadProjection, hidden: torch.Tensor) -> int:
     return proj.vocab if proj.vocab is not None else proj.logits(hidden[:1]).shape[-1]
+
+
+def record_draws(rows: list, chosen: list, logprobs: list) -> tuple[list, list]:
+    """Appends one drawn token (and its logprob) to each decoding row's sample; returns the indices
+    of the rows that go on decoding and the jobs whose last sample just stopped. A row has `job`,
+    `index` (its sample in the job) and `stop` (a StopChecker); a job has per-sample `tokens`,
+    `logprobs` and `reasons`, its `params` and a `pending` count of unfinished samples."""
+    keep, finished = [], []
+    for i, row in enumerate(rows):
+        job = row.job
+        tokens = job.tokens[row.index]
+        tokens.append(chosen[i])
+        job.logprobs[row.index].append(logprobs[i])
+        if row.stop.stops(tokens):
+            job.reasons[row.index] = "stop"
+        elif len(tokens) < job.params.max_tokens:
+            keep.append(i)
+            continue
+        job.pending -= 1
+        if job.pending == 0:
+            finished.append(job)
+    return keep, finished
