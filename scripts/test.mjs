@@ -10,6 +10,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureTemporalCli } from './lib/temporal-bin.mjs';
 import { ensureEngineEnv } from './lib/engine-env.mjs';
+import { ensureReferenceEnv } from './lib/reference-env.mjs';
 import { runEngineTests } from './lib/engine-test.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -21,6 +22,8 @@ const step = (msg) => console.log(`\n=== ${msg}`);
 step('installing test dependencies (cached)');
 process.env.TEMPORAL_CLI = await ensureTemporalCli({ log: console.log });
 await ensureEngineEnv();
+// The Python reference for the parity suite (test/parity), sharing the engine venv's PyTorch.
+if (only !== 'engine') await ensureReferenceEnv();
 
 const totals = { passed: 0, failed: 0, skipped: 0 };
 let failedSuites = 0;

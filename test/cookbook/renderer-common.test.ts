@@ -117,7 +117,9 @@ describe('registry and recommended renderers (spec §6.2, §6.6)', () => {
     expect(getRecommendedRendererName('meta-llama/Llama-3.2-1B')).toBe('role_colon');
     expect(getRecommendedRendererName('meta-llama/Llama-3.1-8B:peft')).toBe('role_colon');
     expect(() => getRecommendedRendererName('Llama-3.2-1B')).toThrow(ConfigurationError);
-    expect(() => getRecommendedRendererName('acme/Model')).toThrow(/Unknown model organization/);
+    expect(() => getRecommendedRendererName('acme/Model')).toThrow(/not served/);
+    expect(getRecommendedRendererName('openai/gpt-oss-20b')).toBe('gpt_oss_no_sysprompt');
+    expect(getRecommendedRendererName('deepseek-ai/DeepSeek-V3.1')).toBe('deepseekv3');
     expect(() => getRecommendedRendererName('Qwen/Nope')).toThrow(/Unknown model/);
   });
 

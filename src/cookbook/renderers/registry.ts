@@ -1,6 +1,7 @@
-// Renderer names (spec §6.2) and recommended renderers per model (spec §6.6).
+// Renderer names (spec §6.2) and the renderers recommended per model (model-info.ts, spec §6.6).
 
-import { ConfigurationError, RendererError } from '../errors.js';
+import { RendererError } from '../errors.js';
+import { getModelAttributes } from '../model-info.js';
 import type { Tokenizer } from '../tokenizer.js';
 import { Llama3Renderer } from './llama3.js';
 import { Qwen3DisableThinkingRenderer, Qwen3InstructRenderer, Qwen3Renderer } from './qwen3.js';
@@ -39,52 +40,9 @@ export function getRenderer(name: string, tokenizer: Tokenizer): Renderer {
   }
 }
 
-// First entry is the recommended one. Only the families whose tokenizers ship with this
-// project are listed; the reference table has more (DeepSeek, Kimi, gpt-oss, …).
-const MODEL_RENDERERS: Record<string, Record<string, string[]>> = {
-  'meta-llama': {
-    'Llama-3.1-8B-Instruct': ['llama3'],
-    'Llama-3.3-70B-Instruct': ['llama3'],
-    'Llama-3.2-1B': ['role_colon'],
-    'Llama-3.2-3B': ['role_colon'],
-    'Llama-3.1-8B': ['role_colon'],
-    'Llama-3.1-70B': ['role_colon'],
-  },
-  Qwen: {
-    'Qwen3-8B': ['qwen3', 'qwen3_disable_thinking'],
-    'Qwen3-32B': ['qwen3', 'qwen3_disable_thinking'],
-    'Qwen3-30B-A3B': ['qwen3', 'qwen3_disable_thinking'],
-    'Qwen3-8B-Base': ['role_colon'],
-    'Qwen3-30B-A3B-Base': ['role_colon'],
-    'Qwen3-4B-Instruct-2507': ['qwen3_instruct'],
-    'Qwen3-30B-A3B-Instruct-2507': ['qwen3_instruct'],
-    'Qwen3-235B-A22B-Instruct-2507': ['qwen3_instruct'],
-  },
-};
-
-// The local engine's tiny models use the real tokenizers; they are chat-style like Qwen3-8B and
-// Llama-3.1-8B-Instruct respectively.
-const LOCAL_MODEL_RENDERERS: Record<string, string[]> = {
-  'tiny-qwen3': ['qwen3', 'qwen3_disable_thinking'],
-  'tiny-llama3': ['llama3'],
-};
-
-/** Renderers known to suit a model, recommended first. Throws ConfigurationError if unknown. */
+/** Renderers known to suit a model, recommended first (the served-model table). */
 export function getRecommendedRenderers(modelName: string): string[] {
-  const name = modelName.split(':')[0];
-  const local = LOCAL_MODEL_RENDERERS[name];
-  if (local) return [...local];
-  const slash = name.indexOf('/');
-  if (slash < 0) {
-    throw new ConfigurationError(`Model name must look like "org/model" (or be tiny-qwen3 / tiny-llama3): ${modelName}`);
-  }
-  const org = name.slice(0, slash);
-  const model = name.slice(slash + 1);
-  const table = MODEL_RENDERERS[org];
-  if (!table) throw new ConfigurationError(`Unknown model organization "${org}" in ${modelName}`);
-  const renderers = table[model];
-  if (!renderers) throw new ConfigurationError(`Unknown model "${model}" of ${org}`);
-  return [...renderers];
+  return [...getModelAttributes(modelName).recommendedRenderers];
 }
 
 export function getRecommendedRendererName(modelName: string): string {

@@ -1,14 +1,16 @@
 // Group-centred advantages (spec §2.4): A_g = R_g − mean(R) in float32, as torch computes them
 // from a tensor of Python floats. No std normalisation, clipping or length normalisation.
+// torch's CPU sum of a float32 tensor accumulates in double (ATen's acc_type<float> on CPU) and
+// rounds once; the mean then divides in float32 (pinned by test/parity/numbers.parity.test.ts).
 
 import { f32 } from '../float32.js';
 import type { TrajectoryGroup } from './types.js';
 
-/** Mean of float32 values, accumulated left to right in float32. */
+/** torch's `tensor_f32.mean()` on CPU: the sum accumulated in double, rounded, divided in float32. */
 export function meanF32(xs: readonly number[]): number {
   let acc = 0;
-  for (const x of xs) acc = f32(acc + f32(x));
-  return f32(acc / xs.length);
+  for (const x of xs) acc += f32(x);
+  return f32(f32(acc) / xs.length);
 }
 
 /** One float32 advantage per trajectory of each group. */

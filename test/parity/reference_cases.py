@@ -1,0 +1,438 @@
+"""Parity cases computed by the Python reference (tinker-cookbook 0.6.1) at test time.
+
+Run by test/parity/*.test.ts with the cached reference venv (scripts/lib/reference-env.mjs):
+
+    <reference venv>/bin/python test/parity/reference_cases.py '[{"topic": ..., "args": {...}}, ...]'
+
+prints one JSON document: {"results": [{"topic", "args", "cases": [{"id", "input", "expected"}]}]}. The inputs
+are chosen here; every expected value is what the reference itself returns for them, so nothing
+is hand-copied. A reference call that raises is recorded as {"error": <exception type>} and the
+TypeScript side must refuse the same input.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from typing import Any, Callable
+
+import pydantic
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, pydantic.BaseModel):
+        return _jsonable(x.model_dump())
+    if isinstance(x, dict):
+        return {k: _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, float) and not math.isfinite(x):
+        return {"float": repr(x)}
+    if hasattr(x, "tolist"):
+        return x.tolist()
+    if hasattr(x, "value") and isinstance(getattr(x, "value"), str):  # StrEnum
+        return x.value
+    return x
+
+
+def _attempt(fn: Callable[[], Any]) -> Any:
+    try:
+        return {"ok": _jsonable(fn())}
+    except Exception as e:  # the reference refusing an input is a case too
+        return {"error": type(e).__name__, "message": str(e)[:300]}
+
+
+# ---------------------------------------------------------------------------- renderers
+
+CONVERSATIONS: dict[str, list[dict]] = {
+    "single_turn": [
+        {"role": "user", "content": "What is 2 + 2?"},
+        {"role": "assistant", "content": "2 + 2 = 4."},
+    ],
+    "system_multi_turn": [
+        {"role": "system", "content": "You are a terse assistant."},
+        {"role": "user", "content": "Name a prime."},
+        {"role": "assistant", "content": "7"},
+        {"role": "user", "content": "Another one, bigger."},
+        {"role": "assistant", "content": "11, then 13."},
+    ],
+    "unicode_and_whitespace": [
+        {"role": "user", "content": "  Übersetze: «naïve café» → 日本語?\n\n"},
+        {"role": "assistant", "content": "ナイーブなカフェ 🙂\n  (trailing spaces)  "},
+    ],
+    "thinking_string": [
+        {"role": "user", "content": "Is 91 prime?"},
+        {"role": "assistant", "content": "<think>\n91 = 7 * 13.\n</think>\n\nNo: 91 = 7 × 13."},
+    ],
+    "thinking_parts_history": [
+        {"role": "user", "content": "Compute 3*4."},
+        {
+            "role": "assistant",
+            "content": [{"type": "thinking", "thinking": "3*4=12"}, {"type": "text", "text": "12"}],
+        },
+        {"role": "user", "content": "And 5*6?"},
+        {
+            "role": "assistant",
+            "content": [{"type": "thinking", "thinking": "5*6=30"}, {"type": "text", "text": "30"}],
+        },
+    ],
+    "consecutive_assistants": [
+        {"role": "user", "content": "Count to two, one message each."},
+        {"role": "assistant", "content": "one"},
+        {"role": "assistant", "content": "two"},
+    ],
+    "tool_call_round_trip": [
+        {"role": "user", "content": "Weather in Paris?"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {
+                    "type": "function",
+                    "id": "call_1",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                }
+            ],
+        },
+        {"role": "tool", "content": '{"temp_c": 18}', "tool_call_id": "call_1", "name": "get_weather"},
+        {"role": "assistant", "content": "It is 18 °C in Paris."},
+    ],
+    "empty_assistant": [
+        {"role": "user", "content": "Say nothing."},
+        {"role": "assistant", "content": ""},
+    ],
+    "ends_with_user": [
+        {"role": "user", "content": "Hello"},
+        {"role": "assistant", "content": "Hi!"},
+        {"role": "user", "content": "Bye"},
+    ],
+}
+
+TRAIN_ON_WHAT = [
+    "last_assistant_message",
+    "last_assistant_turn",
+    "all_assistant_messages",
+    "all_messages",
+    "all_tokens",
+    "all_user_and_system_messages",
+]
+
+# Completions to parse, as text the model could emit after a generation prompt; "<stop>" is
+# replaced by the renderer's stop token (when its stop sequences are token ids).
+COMPLETIONS = {
+    "plain": "The answer is 4.<stop>",
+    "thinking": "<think>\nadd them\n</think>\n\nThe answer is 4.<stop>",
+    "truncated": "The answer is",
+    "tool_call": '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call><stop>',
+    "bad_tool_call": "<tool_call>\n{not json}\n</tool_call><stop>",
+}
+
+
+def _tokenizer(path: str):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(path)
+
+
+def _with_tool_call_objects(convo: list[dict]) -> list[dict]:
+    from tinker_cookbook.renderers import ToolCall
+
+    return [
+        {**m, "tool_calls": [ToolCall.model_validate(tc) for tc in m["tool_calls"]]} if "tool_calls" in m else m
+        for m in convo
+    ]
+
+
+def renderer_cases(args: dict) -> list[dict]:
+    import logging
+
+    from tinker_cookbook import renderers
+    from tinker_cookbook.renderers import TrainOnWhat
+
+    logging.disable(logging.WARNING)  # the extension-property warning, once per case
+
+    tokenizer = _tokenizer(args["tokenizer_dir"])
+    renderer = renderers.get_renderer(args["renderer"], tokenizer)
+    cases: list[dict] = []
+    cases.append(
+        {
+            "id": "meta",
+            "input": {},
+            "expected": _attempt(
+                lambda: {
+                    "stop_sequences": renderer.get_stop_sequences(),
+                    "has_extension_property": renderer.has_extension_property,
+                }
+            ),
+        }
+    )
+    for name, convo in CONVERSATIONS.items():
+        for tow in TRAIN_ON_WHAT:
+
+            def example(convo=convo, tow=tow):
+                mi, weights = renderer.build_supervised_example(
+                    _with_tool_call_objects(convo), train_on_what=TrainOnWhat(tow)
+                )
+                return {"tokens": mi.to_ints(), "weights": [float(w) for w in weights.tolist()]}
+
+            cases.append(
+                {
+                    "id": f"supervised/{name}/{tow}",
+                    "input": {"messages": convo, "train_on_what": tow},
+                    "expected": _attempt(example),
+                }
+            )
+        prefix = convo[:-1] if convo[-1]["role"] == "assistant" else convo
+        cases.append(
+            {
+                "id": f"generation_prompt/{name}",
+                "input": {"messages": prefix},
+                "expected": _attempt(
+                    lambda prefix=prefix: renderer.build_generation_prompt(_with_tool_call_objects(prefix)).to_ints()
+                ),
+            }
+        )
+    cases.append(
+        {
+            "id": "generation_prompt/prefill",
+            "input": {"messages": CONVERSATIONS["single_turn"][:1], "prefill": "The answer"},
+            "expected": _attempt(
+                lambda: renderer.build_generation_prompt(
+                    CONVERSATIONS["single_turn"][:1], prefill="The answer"
+                ).to_ints()
+            ),
+        }
+    )
+    stops = renderer.get_stop_sequences()
+    for name, text in COMPLETIONS.items():
+        if stops and isinstance(stops[0], int):
+            pieces = text.split("<stop>")
+            tokens: list[int] = []
+            for i, piece in enumerate(pieces):
+                if piece:
+                    tokens += tokenizer.encode(piece, add_special_tokens=False)
+                if i < len(pieces) - 1:
+                    tokens.append(stops[0])
+        else:
+            tokens = tokenizer.encode(text.replace("<stop>", stops[0] if stops else ""), add_special_tokens=False)
+
+        def parse(tokens=tokens):
+            message, termination = renderer.parse_response(tokens)
+            return {"message": message, "termination": termination}
+
+        cases.append({"id": f"parse/{name}", "input": {"tokens": tokens}, "expected": _attempt(parse)})
+    return cases
+
+
+# ---------------------------------------------------------------------------- model info
+
+def model_info_cases(args: dict) -> list[dict]:
+    from tinker_cookbook import hyperparam_utils, model_info
+
+    names = []
+    for table in (
+        model_info.get_llama_info,
+        model_info.get_qwen_info,
+        model_info.get_deepseek_info,
+        model_info.get_gpt_oss_info,
+        model_info.get_moonshot_info,
+        model_info.get_zai_info,
+        model_info.get_nvidia_info,
+        model_info.get_thinkingmachines_info,
+    ):
+        for version, attrs in table().items():
+            names.append(f"{attrs.organization}/{version}")
+    names += ["Qwen/Qwen3-8B:peft:131072", "thinkingmachines/Inkling-Next", "acme/Unknown-1B", "Qwen/Qwen9-1B"]
+    cases = []
+    for name in names:
+
+        def attrs(name=name):
+            a = model_info.get_model_attributes(name)
+            return {
+                "organization": a.organization,
+                "version_str": a.version_str,
+                "size_str": a.size_str,
+                "is_chat": a.is_chat,
+                "recommended_renderers": list(a.recommended_renderers),
+                "is_vl": a.is_vl,
+                "is_audio_in": a.is_audio_in,
+            }
+
+        lora = {}
+        for rank, flags in [(32, (True, True, True)), (8, (True, False, False)), (1, (False, True, True))]:
+            lora[f"{rank}/{'-'.join(str(int(f)) for f in flags)}"] = _attempt(
+                lambda name=name, rank=rank, flags=flags: hyperparam_utils.get_lora_param_count(
+                    name, lora_rank=rank, train_mlp=flags[0], train_attn=flags[1], train_unembed=flags[2]
+                )
+            )
+        cases.append(
+            {
+                "id": name,
+                "input": {"model_name": name},
+                "expected": {
+                    "attributes": _attempt(attrs),
+                    "lr_lora": _attempt(lambda name=name: hyperparam_utils.get_lr(name, is_lora=True)),
+                    "lr_full": _attempt(lambda name=name: hyperparam_utils.get_lr(name, is_lora=False)),
+                    "lora_params": lora,
+                },
+            }
+        )
+    return cases
+
+
+# ---------------------------------------------------------------------------- numbers
+
+def lr_schedule_cases(args: dict) -> list[dict]:
+    from tinker_cookbook.utils.lr_scheduling import compute_schedule_lr_multiplier
+
+    cases = []
+    for schedule in ("linear", "cosine", "constant"):
+        for total in (1, 7, 100):
+            for step in sorted({0, 1, total // 3, total // 2, total - 1}):
+                cases.append(
+                    {
+                        "id": f"{schedule}/{step}/{total}",
+                        "input": {"schedule": schedule, "step": step, "total": total},
+                        "expected": _attempt(lambda s=schedule, st=step, t=total: compute_schedule_lr_multiplier(s, st, t)),
+                    }
+                )
+    return cases
+
+
+def advantage_cases(args: dict) -> list[dict]:
+    import numpy as np
+    from tinker_cookbook.rl.data_processing import compute_advantages
+    from tinker_cookbook.rl.types import TrajectoryGroup
+
+    rng = np.random.default_rng(1234)
+    groups = [
+        [1.0, 0.0, 0.0, 1.0],
+        [0.5, 0.5, 0.5],
+        [0.1, 0.2, 0.3000001, 1e-8, -7.25],
+        [3.0],
+        rng.normal(size=16).astype(np.float32).tolist(),
+        (rng.random(8) * 1e6).tolist(),
+        [1 / 3, 2 / 3, 0.7, 0.1],
+    ]
+    cases = []
+    for i, rewards in enumerate(groups):
+
+        def adv(rewards=rewards):
+            group = TrajectoryGroup(
+                trajectories_G=[None] * len(rewards),  # type: ignore[list-item]
+                final_rewards_G=[0.0] * len(rewards),
+                metrics_G=[{} for _ in rewards],
+            )
+            group.get_total_rewards = lambda: list(rewards)  # type: ignore[method-assign]
+            return [a.tolist() for a in compute_advantages([group])][0]
+
+        cases.append({"id": f"group{i}", "input": {"rewards": rewards}, "expected": _attempt(adv)})
+    return cases
+
+
+def grading_cases(args: dict) -> list[dict]:
+    from tinker_cookbook.recipes.math_rl.math_grading import extract_boxed, grade_answer, normalize_answer
+
+    pairs = [
+        ("4", "4"),
+        ("4.0", "4"),
+        ("\\frac{1}{2}", "0.5"),
+        ("1/2", "\\frac{1}{2}"),
+        ("\\dfrac{3}{4}", "\\frac34"),
+        ("1,000", "1000"),
+        ("1,000,000", "1000000"),
+        ("12,34", "1234"),
+        ("5 \\text{ cm}", "5"),
+        ("5\\text{cm}", "5"),
+        ("10\\%", "10"),
+        ("$42$", "42"),
+        ("\\$42", "42"),
+        ("x = 3", "3"),
+        ("(1, 2)", "(1,2)"),
+        ("\\left(1, 2\\right)", "(1,2)"),
+        ("[1, 2]", "(1,2)"),
+        ("\\sqrt{2}", "\\sqrt 2"),
+        ("2\\sqrt{2}", "\\sqrt{8}"),
+        ("\\pi", "3.14159"),
+        ("0.333", "\\frac{1}{3}"),
+        ("-7", "−7"),
+        ("\\infty", "\\infty"),
+        ("x^2+2x+1", "(x+1)^2"),
+        ("\\{1,2\\}", "\\{2,1\\}"),
+        ("3.5", "7/2"),
+        ("\\boxed{5}", "5"),
+        ("five", "5"),
+        ("", "5"),
+        ("10^{3}", "1000"),
+        ("1e3", "1000"),
+        ("\\text{(A)}", "A"),
+        ("50^\\circ", "50"),
+        ("\\mbox{yes}", "yes"),
+    ]
+    cases = []
+    for i, (given, truth) in enumerate(pairs):
+        cases.append(
+            {
+                "id": f"grade{i}",
+                "input": {"given": given, "truth": truth},
+                "expected": {
+                    "grade": _attempt(lambda g=given, t=truth: grade_answer(g, t)),
+                    "normalized": _attempt(lambda g=given: normalize_answer(g)),
+                },
+            }
+        )
+    boxed = [
+        "The answer is \\boxed{42}.",
+        "\\boxed{\\frac{1}{2}} and later \\boxed{3}",
+        "\\boxed {7}",
+        "no box here",
+        "\\boxed{a{b}c}",
+        "\\fbox{9}",
+    ]
+    for i, text in enumerate(boxed):
+        cases.append({"id": f"boxed{i}", "input": {"text": text}, "expected": {"boxed": _attempt(lambda t=text: extract_boxed(t))}})
+    return cases
+
+
+def shuffle_cases(args: dict) -> list[dict]:
+    # The order the reference's SL and DPO datasets see: Hugging Face `Dataset.shuffle(seed)`.
+    import datasets
+
+    def order(seed: int, n: int) -> list[int]:
+        return list(datasets.Dataset.from_dict({"i": list(range(n))}).shuffle(seed=seed)["i"])
+
+    cases = []
+    for seed in (0, 1, 42, 2**31 - 1):
+        for n in (1, 5, 100, 1000):
+            cases.append(
+                {
+                    "id": f"{seed}/{n}",
+                    "input": {"seed": seed, "n": n},
+                    "expected": _attempt(lambda s=seed, n=n: order(s, n)),
+                }
+            )
+    return cases
+
+
+TOPICS: dict[str, Callable[[dict], list[dict]]] = {
+    "renderer": renderer_cases,
+    "model_info": model_info_cases,
+    "lr_schedule": lr_schedule_cases,
+    "advantages": advantage_cases,
+    "grading": grading_cases,
+    "shuffle": shuffle_cases,
+}
+
+
+def main() -> None:
+    requests = json.loads(sys.argv[1])
+    results = [
+        {"topic": r["topic"], "args": r.get("args", {}), "cases": TOPICS[r["topic"]](r.get("args", {}))}
+        for r in requests
+    ]
+    json.dump({"results": results}, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()
