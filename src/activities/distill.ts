@@ -4,6 +4,7 @@
 // the full sequence), turns the reverse KL into advantages and runs the policy step. Off-policy
 // sampling stage: one activity per shard of prompts writes the teacher's replies, a last one
 // concatenates the shards into the conversations file. Bulky data stays in the run directory.
+import { rendererForModel } from '../cookbook/renderers/for-model.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { basename, extname, join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/activity';
@@ -42,8 +43,7 @@ interface DistillData {
 }
 
 async function buildDistillData(cfg: DistillConfig): Promise<DistillData> {
-  const tokenizer = await getTokenizer(cfg.model_name);
-  const renderer = getRenderer(cfg.renderer_name ?? getRecommendedRendererName(cfg.model_name), tokenizer);
+  const { renderer, tokenizer } = await rendererForModel(cfg);
   const prompts: Message[][][] = [];
   const parts: PromptOnlyDataset[] = [];
   for (const dc of cfg.dataset_configs) {
@@ -60,7 +60,7 @@ async function buildDistillData(cfg: DistillConfig): Promise<DistillData> {
 // Built from the run's config on any worker and kept for the worker's lifetime: prompts are
 // referenced by the config, never carried in payloads.
 const distillData = runDataCache<DistillConfig, DistillData>(
-  (cfg) => [cfg.model_name, cfg.renderer_name, cfg.dataset_configs.map((d) => d.dataset)],
+  (cfg) => [cfg.model_name, cfg.renderer_name, cfg.tokenizer_path, cfg.dataset_configs.map((d) => d.dataset)],
   buildDistillData,
 );
 

@@ -18,8 +18,8 @@ import { ErrorTypes, type EvalInput, type EvalResult, type ModelRef, type SeqUse
 
 type DPOData = Awaited<ReturnType<typeof buildPreferenceDatasets>>;
 const dpoData = runDataCache<DPOConfig, DPOData>(
-  (cfg) => [cfg.model_name, cfg.renderer_name, cfg.dataset],
-  (cfg) => buildPreferenceDatasets(cfg.dataset, cfg.model_name),
+  (cfg) => [cfg.model_name, cfg.renderer_name, cfg.tokenizer_path, cfg.dataset],
+  (cfg) => buildPreferenceDatasets(cfg.dataset, cfg),
 );
 
 export interface DPOPlan {

@@ -1,13 +1,12 @@
 // Custom sampling evaluators (cookbook-spec §7.5) as activities: one activity per evaluator, run
 // in parallel with the step's other evaluations on the pre-update sampler. Each example's seed
 // comes from (run seed, step, evaluator, example), so a retried or replayed eval samples the same.
+import { rendererForModel } from '../cookbook/renderers/for-model.js';
 import { ApplicationFailure } from '@temporalio/activity';
 import type { CustomSamplingEvaluatorConfig } from '../cookbook/eval/custom-sampling.js';
 import { loadEvaluatorExamples, runCustomSamplingEvaluator } from '../cookbook/eval/custom-sampling.js';
-import { getRecommendedRendererName, getRenderer } from '../cookbook/renderers/registry.js';
 import { deriveSeed } from '../cookbook/rl/seeds.js';
 import type { RunRef } from '../cookbook/run-store.js';
-import { getTokenizer } from '../cookbook/tokenizer.js';
 import { callBackend, heartbeating, type ActivityDeps } from './context.js';
 import { runDataCache } from './run-data.js';
 import { ErrorTypes } from './types.js';
@@ -16,6 +15,7 @@ import { ErrorTypes } from './types.js';
 interface EvaluatedConfig {
   model_name: string;
   renderer_name: string | null;
+  tokenizer_path: string | null;
   base_url: string | null;
   seed: number;
   evaluators: CustomSamplingEvaluatorConfig[];
@@ -33,12 +33,12 @@ export interface CustomEvalInput {
 }
 
 const evalData = runDataCache<EvaluatedConfig, Awaited<ReturnType<typeof buildEvalData>>>(
-  (cfg) => [cfg.model_name, cfg.renderer_name, cfg.evaluators],
+  (cfg) => [cfg.model_name, cfg.renderer_name, cfg.tokenizer_path, cfg.evaluators],
   buildEvalData,
 );
 
 async function buildEvalData(cfg: EvaluatedConfig) {
-  const renderer = getRenderer(cfg.renderer_name ?? getRecommendedRendererName(cfg.model_name), await getTokenizer(cfg.model_name));
+  const { renderer } = await rendererForModel(cfg);
   const examples = await Promise.all(cfg.evaluators.map((_, i) => loadEvaluatorExamples(cfg.evaluators, i)));
   return { renderer, examples };
 }

@@ -23,8 +23,8 @@ import { ErrorTypes, type ModelRef, type SeqUse } from './types.js';
 
 type RLData = Awaited<ReturnType<typeof buildRLDatasets>>;
 const rlData = runDataCache<RLConfig, RLData>(
-  (cfg) => [cfg.model_name, cfg.renderer_name, cfg.dataset],
-  (cfg) => buildRLDatasets(cfg.dataset, cfg.model_name, { rendererName: cfg.renderer_name }),
+  (cfg) => [cfg.model_name, cfg.renderer_name, cfg.tokenizer_path, cfg.dataset],
+  (cfg) => buildRLDatasets(cfg.dataset, cfg),
 );
 
 const pad = (n: number) => String(n).padStart(6, '0');

@@ -17,8 +17,8 @@ type SlData = Awaited<ReturnType<typeof buildChatDatasets>>;
 // Datasets are rebuilt from the run's config on any worker, then kept for the worker's lifetime:
 // the data is referenced by the config, never carried in payloads.
 const slData = runDataCache<SupervisedConfig, SlData>(
-  (cfg) => [cfg.model_name, cfg.renderer_name, cfg.dataset],
-  (cfg) => buildChatDatasets(cfg.dataset, cfg.model_name),
+  (cfg) => [cfg.model_name, cfg.renderer_name, cfg.tokenizer_path, cfg.dataset],
+  (cfg) => buildChatDatasets(cfg.dataset, cfg),
 );
 
 const logprobsOf = (out: { loss_fn_outputs: Array<Record<string, { data: number[] }>> }) => out.loss_fn_outputs.map((o) => o.logprobs.data);

@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 import { ConfigError } from '../cookbook/config/overrides.js';
 import { pyJsonDumps } from '../cookbook/pyjson.js';
 import { connectClient, engineUrl, temporalAddress, type GlobalFlags } from './connect.js';
+import { formatModel, formatModels } from './models.js';
 import { formatResult, listRuns, runStatus, sendControl, setHot, watchRun } from './runs.js';
 import { startStack, stopDetachedStack } from './stack.js';
 import { checkBackend, checkRunData, resolveRun, startRun, TRAINABLE_KINDS } from './train.js';
@@ -13,6 +14,7 @@ const USAGE = `usage: cookbook <command> [options]
   dev stop                            stop a detached local stack
   train <kind> <config.json> [k=v …]  start a run (kind: ${Object.keys(TRAINABLE_KINDS).join(', ')}); dotted keys override the config
         [--wait] [--id <workflow id>]
+  models [<model name>]               served models: renderers, tokenizer, LR hint (one model: details)
   runs                                list runs (kind, model, step, status)
   status <id>                         progress, hot settings, last checkpoint and metrics
   watch <id>                          progress bar until the run ends
@@ -51,6 +53,9 @@ async function main(argv: string[]): Promise<number> {
   };
 
   switch (command) {
+    case 'models':
+      console.log(rest[0] ? formatModel(rest[0]) : formatModels());
+      return 0;
     case 'dev': {
       if (rest[0] === 'stop') {
         console.log(await stopDetachedStack());

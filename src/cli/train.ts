@@ -34,7 +34,7 @@ export const TRAINABLE_KINDS: Record<string, TrainableKind> = {
     schema: SupervisedConfigSchema,
     workflowType: 'supervisedWorkflow',
     checkData: async (cfg) => {
-      const { train, test } = await buildChatDatasets(cfg.dataset, cfg.model_name);
+      const { train, test } = await buildChatDatasets(cfg.dataset, cfg);
       train.setEpoch(0);
       train.getBatch(0);
       test?.getBatch(0);
@@ -46,7 +46,7 @@ export const TRAINABLE_KINDS: Record<string, TrainableKind> = {
     schema: RLConfigSchema,
     workflowType: 'rlWorkflow',
     checkData: async (cfg) => {
-      const { train } = await buildRLDatasets(cfg.dataset, cfg.model_name, { rendererName: cfg.renderer_name });
+      const { train } = await buildRLDatasets(cfg.dataset, cfg);
       if (train.length === 0) throw new Error('the RL dataset has no batches');
       await checkEvaluators(cfg);
     },
@@ -63,7 +63,7 @@ export const TRAINABLE_KINDS: Record<string, TrainableKind> = {
     schema: DPOConfigSchema,
     workflowType: 'dpoWorkflow',
     checkData: async (cfg) => {
-      const { train, test } = await buildPreferenceDatasets(cfg.dataset, cfg.model_name);
+      const { train, test } = await buildPreferenceDatasets(cfg.dataset, cfg);
       train.setEpoch(0);
       train.getBatch(0);
       test?.getBatch(0);

@@ -8,6 +8,7 @@ import { DataFormatError, DataValidationError } from '../../src/cookbook/errors.
 import { Qwen3Renderer, registerRenderer } from '../../src/cookbook/renderers/index.js';
 import type { Message } from '../../src/cookbook/renderers/types.js';
 import { numpyPermutation } from '../../src/cookbook/shuffle.js';
+import { shippedTokenizerDir } from '../../src/cookbook/tokenizer.js';
 import { ChatDatasetConfigSchema, buildChatDatasets, resolveDatasetFile } from '../../src/cookbook/supervised/dataset.js';
 import { conversationToDatum } from '../../src/cookbook/supervised/datum.js';
 import { loadConversationsJsonl, parseConversationsJsonl } from '../../src/cookbook/supervised/jsonl.js';
@@ -177,5 +178,35 @@ describe('buildChatDatasets', () => {
     expect(a.renderer.name).toBe('llama3');
     const b = await buildChatDatasets({ builtin: 'example_chat_small', batch_size: 8, renderer_name: 'role_colon' }, 'tiny-llama3');
     expect(b.renderer.name).toBe('role_colon');
+  });
+
+  it('applies the top-level renderer_name to the training data, and refuses a conflicting dataset one', async () => {
+    const top = await buildChatDatasets({ builtin: 'example_chat_small', batch_size: 8 }, { model_name: 'tiny-llama3', renderer_name: 'role_colon' });
+    expect(top.renderer.name).toBe('role_colon');
+    const datum = top.train.getBatch(0)[0];
+    const text = top.tokenizer.decode(datum.model_input.chunks.flatMap((c) => (c.type === 'encoded_text' ? c.tokens : [])));
+    expect(text).toContain('User:');
+    expect(text).not.toContain('<|start_header_id|>');
+    const same = await buildChatDatasets(
+      { builtin: 'example_chat_small', batch_size: 8, renderer_name: 'role_colon' },
+      { model_name: 'tiny-llama3', renderer_name: 'role_colon' },
+    );
+    expect(same.renderer.name).toBe('role_colon');
+    await expect(
+      buildChatDatasets({ builtin: 'example_chat_small', batch_size: 8, renderer_name: 'llama3' }, { model_name: 'tiny-llama3', renderer_name: 'role_colon' }),
+    ).rejects.toThrow(/renderer_name is "role_colon" but dataset.renderer_name is "llama3"/);
+  });
+
+  it('tokenizer_path serves a model whose tokenizer is not shipped', async () => {
+    const model = { model_name: 'acme/House-Model-7B', renderer_name: 'qwen3', tokenizer_path: shippedTokenizerDir('qwen3') };
+    const { renderer, tokenizer } = await buildChatDatasets({ builtin: 'example_chat_small', batch_size: 8 }, model);
+    expect(renderer.name).toBe('qwen3');
+    expect(tokenizer.tokenToId('<|im_end|>')).toBe(151645);
+    await expect(buildChatDatasets({ builtin: 'example_chat_small', batch_size: 8 }, { ...model, tokenizer_path: dir })).rejects.toThrow(
+      /tokenizer_path: .* is not a folder holding tokenizer.json/,
+    );
+    await expect(buildChatDatasets({ builtin: 'example_chat_small', batch_size: 8 }, { model_name: 'moonshotai/Kimi-K2.6' })).rejects.toThrow(
+      /No offline tokenizer for model "moonshotai\/Kimi-K2.6".*set tokenizer_path/,
+    );
   });
 });

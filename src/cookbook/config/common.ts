@@ -29,7 +29,10 @@ export const CommonTrainingFields = {
   run_name: RunNameSchema,
   model_name: z.string().min(1),
   load_checkpoint_path: z.string().nullable().default(null),
+  /** Overrides the model's recommended renderer for every dataset (a dataset's own renderer_name must agree). */
   renderer_name: z.string().nullable().default(null),
+  /** A local folder holding the model's tokenizer.json, for models whose tokenizer is not shipped. */
+  tokenizer_path: z.string().min(1).nullable().default(null),
   lora_rank: z.int().positive().default(32),
   /** Seeds the LoRA initialisation on the server; with the data order it fixes the whole run. */
   seed: z.int().nonnegative().default(0),

@@ -5,18 +5,18 @@
 // `test_size` rows are the test set (one batch), and `setEpoch(seed)` reshuffles the train rows as
 // the chat datasets do.
 
+import { rendererForModel, type ModelChoice } from '../renderers/for-model.js';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import type { Datum } from '../../backends/types.js';
 import { DataValidationError } from '../errors.js';
-import { getRecommendedRendererName, getRenderer } from '../renderers/registry.js';
 import { TrainOnWhat, type Renderer } from '../renderers/types.js';
 import { EpochBatches } from '../epoch-batches.js';
 import { numpyPermutation } from '../shuffle.js';
 import { datumFromModelInputWeights } from '../supervised/datum.js';
-import { getTokenizer, type Tokenizer } from '../tokenizer.js';
+import type { Tokenizer } from '../tokenizer.js';
 import { chosenAndRejected, loadComparisonsJsonl, type ComparisonRow, type LabeledComparison } from './comparisons.js';
 
 export const BUILTIN_PREFERENCE_DATASETS = {
@@ -136,13 +136,15 @@ export interface PreferenceDatasets {
 
 export async function buildPreferenceDatasets(
   cfgInput: PreferenceDatasetConfigInput | PreferenceDatasetConfig,
-  modelName: string,
+  model: string | ModelChoice,
   opts: { baseDir?: string } = {},
 ): Promise<PreferenceDatasets> {
   const cfg = PreferenceDatasetConfigSchema.parse(cfgInput);
   const { absPath, displayPath } = resolvePreferenceFile(cfg, opts.baseDir);
-  const [rows, tokenizer] = await Promise.all([loadComparisonsJsonl(absPath, displayPath), getTokenizer(modelName)]);
-  const renderer = getRenderer(cfg.renderer_name ?? getRecommendedRendererName(modelName), tokenizer);
+  const [rows, { renderer, tokenizer }] = await Promise.all([
+    loadComparisonsJsonl(absPath, displayPath),
+    rendererForModel(model, cfg.renderer_name),
+  ]);
   for (const row of rows) {
     for (const [key, completion] of [['completion_A', row.comparison.completion_A], ['completion_B', row.comparison.completion_B]] as const) {
       const last = completion[completion.length - 1];

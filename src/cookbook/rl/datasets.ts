@@ -1,14 +1,14 @@
 // RL dataset configs and builders (the reference's ArithmeticDatasetBuilder and
 // Gsm8kDatasetBuilder): small serialisable configs that activities turn into datasets.
 
+import { asModelChoice, rendererForModel, type ModelChoice } from '../renderers/for-model.js';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { z } from 'zod';
 import { DataFormatError } from '../errors.js';
-import { getRecommendedRendererName, getRenderer } from '../renderers/registry.js';
 import type { Renderer } from '../renderers/types.js';
-import { getTokenizer, type Tokenizer } from '../tokenizer.js';
+import type { Tokenizer } from '../tokenizer.js';
 import { ArithmeticDataset } from './envs/arithmetic.js';
 import { Gsm8kDataset } from './envs/gsm8k.js';
 import { loadGsm8kJsonl, standardFewshotPrefix } from './envs/math.js';
@@ -71,19 +71,18 @@ export interface BuiltRLDatasets {
 }
 
 export interface BuildRLDatasetsOptions {
-  rendererName?: string | null;
   /** Base directory for relative file paths (default: the process's cwd). */
   baseDir?: string;
 }
 
 export async function buildRLDatasets(
   cfgInput: RLDatasetConfigInput | RLDatasetConfig,
-  modelName: string,
+  model: string | ModelChoice,
   opts: BuildRLDatasetsOptions = {},
 ): Promise<BuiltRLDatasets> {
   const cfg = RLDatasetConfigSchema.parse(cfgInput);
-  const tokenizer = await getTokenizer(modelName);
-  const renderer = getRenderer(opts.rendererName ?? getRecommendedRendererName(modelName), tokenizer);
+  const { renderer, tokenizer } = await rendererForModel(model);
+  const modelName = asModelChoice(model).model_name;
   if (cfg.kind === 'arithmetic') {
     const train = new ArithmeticDataset(renderer, {
       batchSize: cfg.batch_size,

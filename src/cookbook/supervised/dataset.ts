@@ -3,17 +3,17 @@
 // first `test_size` become the test set (one batch), and each epoch's `setEpoch(seed)`
 // reshuffles the train rows' original order with numpy's permutation, as HF `shuffle` does.
 
+import { rendererForModel, type ModelChoice } from '../renderers/for-model.js';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import type { Datum } from '../../backends/types.js';
 import { DataValidationError } from '../errors.js';
-import { getRecommendedRendererName, getRenderer } from '../renderers/registry.js';
 import { TRAIN_ON_WHAT_VALUES, TrainOnWhat, type Message, type Renderer } from '../renderers/types.js';
 import { EpochBatches } from '../epoch-batches.js';
 import { numpyPermutation } from '../shuffle.js';
-import { getTokenizer, type Tokenizer } from '../tokenizer.js';
+import type { Tokenizer } from '../tokenizer.js';
 import { conversationToDatum } from './datum.js';
 import { loadConversationsJsonl, type ConversationRow } from './jsonl.js';
 
@@ -130,13 +130,15 @@ export interface ChatDatasets {
 
 export async function buildChatDatasets(
   cfgInput: ChatDatasetConfigInput | ChatDatasetConfig,
-  modelName: string,
+  model: string | ModelChoice,
   opts: { baseDir?: string } = {},
 ): Promise<ChatDatasets> {
   const cfg = ChatDatasetConfigSchema.parse(cfgInput);
   const { absPath, displayPath } = resolveDatasetFile(cfg, opts.baseDir);
-  const [rows, tokenizer] = await Promise.all([loadConversationsJsonl(absPath, displayPath), getTokenizer(modelName)]);
-  const renderer = getRenderer(cfg.renderer_name ?? getRecommendedRendererName(modelName), tokenizer);
+  const [rows, { renderer, tokenizer }] = await Promise.all([
+    loadConversationsJsonl(absPath, displayPath),
+    rendererForModel(model, cfg.renderer_name),
+  ]);
   const trainOnWhat = cfg.train_on_what ?? TrainOnWhat.ALL_ASSISTANT_MESSAGES;
   for (const r of rows) checkHasTrainableMessage(r.messages, trainOnWhat, `${displayPath}:${r.line}`);
 

@@ -114,9 +114,10 @@ describe('datasets', () => {
   });
 
   it('arithmetic: no test set, renderer from the model or the override', async () => {
-    const built = await buildRLDatasets({ kind: 'arithmetic', batch_size: 2, group_size: 3, n_batches: 7 }, 'tiny-llama3', {
-      rendererName: 'role_colon',
-    });
+    const built = await buildRLDatasets(
+      { kind: 'arithmetic', batch_size: 2, group_size: 3, n_batches: 7 },
+      { model_name: 'tiny-llama3', renderer_name: 'role_colon' },
+    );
     expect(built.train).toBeInstanceOf(ArithmeticDataset);
     expect(built.train.length).toBe(7);
     expect(built.test).toBeUndefined();
@@ -129,8 +130,8 @@ describe('datasets', () => {
     writeFileSync(path.join(dir, 'test.jsonl'), lines.join('\n') + '\n');
     const built = await buildRLDatasets(
       { kind: 'gsm8k', batch_size: 2, group_size: 4, seed: 3, test_file_path: 'test.jsonl' },
-      'tiny-llama3',
-      { rendererName: 'role_colon', baseDir: dir },
+      { model_name: 'tiny-llama3', renderer_name: 'role_colon' },
+      { baseDir: dir },
     );
     const sample = await loadGsm8kJsonl(path.join(rlRepoRoot(), GSM8K_SAMPLE_PATH));
     const train = built.train as Gsm8kDataset;
@@ -152,9 +153,10 @@ describe('datasets', () => {
   });
 
   it('gsm8k convo_prefix null disables the few-shot prefix', async () => {
-    const built = await buildRLDatasets({ kind: 'gsm8k', batch_size: 1, group_size: 1, convo_prefix: null }, 'tiny-llama3', {
-      rendererName: 'role_colon',
-    });
+    const built = await buildRLDatasets(
+      { kind: 'gsm8k', batch_size: 1, group_size: 1, convo_prefix: null },
+      { model_name: 'tiny-llama3', renderer_name: 'role_colon' },
+    );
     const env = (await built.train.getBatch(0)[0].makeEnvs())[0] as MathEnv;
     expect(env.convoPrefix).toEqual([]);
   });
