@@ -8,8 +8,19 @@ import { Qwen3DisableThinkingRenderer, Qwen3InstructRenderer, Qwen3Renderer } fr
 import { RoleColonRenderer } from './role-colon.js';
 import type { Renderer } from './types.js';
 
-export const RENDERER_NAMES = ['role_colon', 'llama3', 'qwen3', 'qwen3_disable_thinking', 'qwen3_instruct'] as const;
-export type RendererName = (typeof RENDERER_NAMES)[number];
+/** Builds a built-in renderer; `name` is the registry name it was asked for. */
+export type NamedRendererFactory = (name: string, tokenizer: Tokenizer) => Renderer;
+
+// Each family module exports its own name → factory table; the registry is their union.
+const BUILTIN_RENDERERS: Record<string, NamedRendererFactory> = {
+  role_colon: (name, t) => new RoleColonRenderer(name, t),
+  llama3: (name, t) => new Llama3Renderer(name, t),
+  qwen3: (name, t) => new Qwen3Renderer(name, t),
+  qwen3_disable_thinking: (name, t) => new Qwen3DisableThinkingRenderer(name, t),
+  qwen3_instruct: (name, t) => new Qwen3InstructRenderer(name, t),
+};
+
+export const RENDERER_NAMES: readonly string[] = Object.keys(BUILTIN_RENDERERS);
 
 type RendererFactory = (tokenizer: Tokenizer) => Renderer;
 const customRenderers = new Map<string, RendererFactory>();
@@ -22,22 +33,13 @@ export function registerRenderer(name: string, factory: RendererFactory): void {
 export function getRenderer(name: string, tokenizer: Tokenizer): Renderer {
   const custom = customRenderers.get(name);
   if (custom) return custom(tokenizer);
-  switch (name) {
-    case 'role_colon':
-      return new RoleColonRenderer(name, tokenizer);
-    case 'llama3':
-      return new Llama3Renderer(name, tokenizer);
-    case 'qwen3':
-      return new Qwen3Renderer(name, tokenizer);
-    case 'qwen3_disable_thinking':
-      return new Qwen3DisableThinkingRenderer(name, tokenizer);
-    case 'qwen3_instruct':
-      return new Qwen3InstructRenderer(name, tokenizer);
-    default:
-      throw new RendererError(
-        `Unknown renderer: ${name}. Available here: ${[...customRenderers.keys(), ...RENDERER_NAMES].join(', ')}`,
-      );
+  const builtin = Object.hasOwn(BUILTIN_RENDERERS, name) ? BUILTIN_RENDERERS[name] : undefined;
+  if (!builtin) {
+    throw new RendererError(
+      `Unknown renderer: ${name}. Available here: ${[...customRenderers.keys(), ...RENDERER_NAMES].join(', ')}`,
+    );
   }
+  return builtin(name, tokenizer);
 }
 
 /** Renderers known to suit a model, recommended first (the served-model table). */
