@@ -415,6 +415,127 @@ def shuffle_cases(args: dict) -> list[dict]:
     return cases
 
 
+def datum_cases(args: dict) -> list[dict]:
+    import tinker
+    import torch
+    from tinker_cookbook.supervised.common import datum_from_model_input_weights
+
+    shapes = [
+        [[1, 2, 3, 4, 5, 6]],
+        [[1, 2], [3, 4, 5], [6]],
+        [[7], [8, 9, 10, 11]],
+        [[1, 2, 3], [], [4, 5]],
+    ]
+    weight_patterns = {
+        "last_half": lambda n: [0.0] * (n // 2) + [1.0] * (n - n // 2),
+        "alternating": lambda n: [float(i % 2) for i in range(n)],
+        "zeros": lambda n: [0.0] * n,
+        "fractional": lambda n: [round(0.1 * (i + 1), 3) for i in range(n)],
+    }
+    cases = []
+    for si, chunks in enumerate(shapes):
+        n = sum(len(c) for c in chunks)
+        for wname, pattern in weight_patterns.items():
+            for max_length in (None, n, n - 1, 3, 2):
+                for reduction in ("none", "mean"):
+                    weights = pattern(n)
+
+                    def build(chunks=chunks, weights=weights, max_length=max_length, reduction=reduction):
+                        mi = tinker.ModelInput(chunks=[tinker.types.EncodedTextChunk(tokens=c) for c in chunks])
+                        d = datum_from_model_input_weights(
+                            mi, torch.tensor(weights, dtype=torch.float32), max_length=max_length, reduction=reduction
+                        )
+                        return {
+                            "chunks": [list(c.tokens) for c in d.model_input.chunks],
+                            "weights": d.loss_fn_inputs["weights"].data,
+                            "target_tokens": d.loss_fn_inputs["target_tokens"].data,
+                        }
+
+                    cases.append(
+                        {
+                            "id": f"shape{si}/{wname}/{max_length}/{reduction}",
+                            "input": {"chunks": chunks, "weights": weights, "max_length": max_length, "reduction": reduction},
+                            "expected": _attempt(build),
+                        }
+                    )
+    return cases
+
+
+def dpo_cases(args: dict) -> list[dict]:
+    import numpy as np
+    import torch
+    from tinker_cookbook.preference.train_dpo import compute_dpo_loss
+
+    rng = np.random.default_rng(7)
+    cases = []
+    for i, (pairs, beta) in enumerate([(1, 0.1), (4, 0.1), (8, 0.5), (16, 0.05), (3, 1.0)]):
+        lp = (rng.normal(size=(4, pairs)) * 20 - 40).astype(np.float32)
+        if i == 4:
+            lp[1] = lp[0] - 1e-3  # near-ties
+        policy_c, policy_r, ref_c, ref_r = (x.tolist() for x in lp)
+
+        def run(policy_c=policy_c, policy_r=policy_r, ref_c=ref_c, ref_r=ref_r, beta=beta):
+            t = lambda xs: [torch.tensor(x, dtype=torch.float32) for x in xs]
+            loss, metrics = compute_dpo_loss(t(policy_c), t(policy_r), t(ref_c), t(ref_r), beta)
+            return {"loss": loss.item(), "metrics": metrics}
+
+        cases.append(
+            {
+                "id": f"pairs{pairs}/beta{beta}",
+                "input": {"chosen": policy_c, "rejected": policy_r, "ref_chosen": ref_c, "ref_rejected": ref_r, "beta": beta},
+                "expected": _attempt(run),
+            }
+        )
+    return cases
+
+
+def kl_cases(args: dict) -> list[dict]:
+    import numpy as np
+    import tinker
+    import torch
+    from tinker_cookbook.rl.metrics import compute_kl_sample_train, discounted_future_sum_vectorized
+
+    rng = np.random.default_rng(11)
+    cases = []
+    for i, lengths in enumerate([[5], [3, 7], [12, 1, 9, 4]]):
+        sampled = [(-rng.random(n) * 3).astype(np.float32).tolist() for n in lengths]
+        training = [(np.array(s) + rng.normal(size=len(s)) * 0.05).astype(np.float32).tolist() for s in sampled]
+        masks = [[float(t >= n // 3) for t in range(n)] for n in lengths]
+
+        def run(sampled=sampled, training=training, masks=masks):
+            data = [
+                tinker.Datum(
+                    model_input=tinker.ModelInput.from_ints(list(range(len(s)))),
+                    loss_fn_inputs={
+                        "logprobs": tinker.TensorData.from_torch(torch.tensor(s, dtype=torch.float32)),
+                        "mask": tinker.TensorData.from_torch(torch.tensor(m, dtype=torch.float32)),
+                    },
+                )
+                for s, m in zip(sampled, masks)
+            ]
+            return compute_kl_sample_train(data, [torch.tensor(t, dtype=torch.float32) for t in training])
+
+        cases.append(
+            {
+                "id": f"kl_sample_train/{i}",
+                "input": {"sampled": sampled, "training": training, "masks": masks},
+                "expected": _attempt(run),
+            }
+        )
+    for i, gamma in enumerate([0.0, 0.5, 0.99, 1.0]):
+        x = rng.normal(size=9).astype(np.float32).tolist()
+        cases.append(
+            {
+                "id": f"discounted_future_sum/{gamma}",
+                "input": {"x": x, "gamma": gamma},
+                "expected": _attempt(
+                    lambda x=x, gamma=gamma: discounted_future_sum_vectorized(torch.tensor(x, dtype=torch.float32), gamma).tolist()
+                ),
+            }
+        )
+    return cases
+
+
 TOPICS: dict[str, Callable[[dict], list[dict]]] = {
     "renderer": renderer_cases,
     "model_info": model_info_cases,
@@ -422,6 +543,9 @@ TOPICS: dict[str, Callable[[dict], list[dict]]] = {
     "advantages": advantage_cases,
     "grading": grading_cases,
     "shuffle": shuffle_cases,
+    "datum": datum_cases,
+    "dpo": dpo_cases,
+    "kl": kl_cases,
 }
 
 
