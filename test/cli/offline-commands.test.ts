@@ -1,0 +1,54 @@
+// CLI commands that need neither Temporal nor a backend: `cookbook models` (every served model with
+// its default renderer, tokenizer source and LR hint) and `cookbook train … --dry-run`.
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { SERVED_MODELS } from '../../src/cookbook/model-info.js';
+
+const bin = path.join(__dirname, '..', '..', 'bin', 'cookbook.mjs');
+const cookbook = (...args: string[]) => spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8' });
+
+describe('cookbook models', () => {
+  it('lists every served model with its default renderer and where its tokenizer comes from', () => {
+    const r = cookbook('models');
+    expect(r.status).toBe(0);
+    for (const m of SERVED_MODELS) expect(r.stdout).toContain(m.name);
+    const line = (name: string) => r.stdout.split('\n').find((l) => l.startsWith(`${name} `))!;
+    expect(line('Qwen/Qwen3-8B')).toMatch(/shipped \(qwen3\)\s+0\.000473\s+qwen3, qwen3_disable_thinking$/);
+    expect(line('moonshotai/Kimi-K2.6')).toMatch(/tokenizer_path\s+-\s+kimi_k26/);
+  });
+
+  it('details one model, and names the organization of an unknown one', () => {
+    const one = cookbook('models', 'meta-llama/Llama-3.2-1B');
+    expect(one.status).toBe(0);
+    expect(one.stdout).toMatch(/renderers\s+role_colon/);
+    expect(one.stdout).toMatch(/LoRA params at rank 32\s+26,714,112/);
+    const bad = cookbook('models', 'acme/Thing-1B');
+    expect(bad.status).toBe(1);
+    expect(bad.stderr).toMatch(/organization "acme" is not served/);
+  });
+});
+
+describe('cookbook train --dry-run', () => {
+  const config = path.join(__dirname, '..', '..', 'configs', 'sl_demo.json');
+
+  it('renders the first datums with the model\'s renderer, the top-level renderer_name applied, trained tokens marked', () => {
+    const llama = cookbook('train', 'sl', config, 'model_name=meta-llama/Llama-3.1-8B-Instruct', '--dry-run');
+    expect(llama.status, llama.stderr).toBe(0);
+    expect(llama.stdout).toContain('renderer llama3, tokenizer llama3');
+    expect(llama.stdout).toMatch(/<\|start_header_id\|>assistant<\|end_header_id\|>\n\n⟦[^⟧]+<\|eot_id\|>⟧/);
+    const colon = cookbook('train', 'sl', config, 'model_name=Qwen/Qwen3-8B', 'renderer_name=role_colon', '--dry-run');
+    expect(colon.status, colon.stderr).toBe(0);
+    expect(colon.stdout).toContain('renderer role_colon, tokenizer qwen3');
+    expect(colon.stdout).toMatch(/Assistant:⟦ [^⟧]+\n\nUser:⟧/);
+  });
+
+  it('names tokenizer_path when the model\'s tokenizer is not shipped', () => {
+    const r = cookbook('train', 'sl', config, 'model_name=zai-org/GLM-5.3', '--dry-run');
+    expect(r.status).toBe(2); // a config error
+    expect(r.stderr).toMatch(/No offline tokenizer for model "zai-org\/GLM-5.3".*set tokenizer_path/);
+    const missing = cookbook('train', 'sl', config, 'tokenizer_path=./no/such/folder', '--dry-run');
+    expect(missing.status).toBe(2);
+    expect(missing.stderr).toMatch(/tokenizer_path: .*no\/such\/folder does not exist/);
+  });
+});
