@@ -4,6 +4,7 @@ import { ConfigError } from '../cookbook/config/overrides.js';
 import { pyJsonDumps } from '../cookbook/pyjson.js';
 import { connectClient, engineUrl, temporalAddress, type GlobalFlags } from './connect.js';
 import { formatModel, formatModels } from './models.js';
+import { previewData } from './preview.js';
 import { formatResult, listRuns, runStatus, sendControl, setHot, watchRun } from './runs.js';
 import { startStack, stopDetachedStack } from './stack.js';
 import { checkBackend, checkRunData, resolveRun, startRun, TRAINABLE_KINDS } from './train.js';
@@ -13,7 +14,7 @@ const USAGE = `usage: cookbook <command> [options]
   dev [--detach]                      start the local stack (Temporal + UI, engine, worker)
   dev stop                            stop a detached local stack
   train <kind> <config.json> [k=v …]  start a run (kind: ${Object.keys(TRAINABLE_KINDS).join(', ')}); dotted keys override the config
-        [--wait] [--id <workflow id>]
+        [--wait] [--id <workflow id>]       --dry-run: check config and data, show the first datums, start nothing
   models [<model name>]               served models: renderers, tokenizer, LR hint (one model: details)
   runs                                list runs (kind, model, step, status)
   status <id>                         progress, hot settings, last checkpoint and metrics
@@ -37,6 +38,7 @@ async function main(argv: string[]): Promise<number> {
       wait: { type: 'boolean', default: false },
       detach: { type: 'boolean', default: false },
       id: { type: 'string' },
+      'dry-run': { type: 'boolean', default: false },
       reason: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -79,6 +81,12 @@ async function main(argv: string[]): Promise<number> {
       const [kind, configPath, ...overrides] = rest;
       if (!kind || !configPath) throw new ConfigError('train: usage `cookbook train <kind> <config.json> [key=value …]`');
       const resolved = resolveRun(kind, configPath, overrides, { workflowId: values.id });
+      if (values['dry-run']) {
+        await checkRunData(resolved);
+        console.log(pyJsonDumps(resolved.config, { indent: 2 }));
+        console.log(await previewData(kind, resolved.config));
+        return 0;
+      }
       await checkBackend(resolved.config.base_url ?? engineUrl(flags), resolved.config.model_name);
       await checkRunData(resolved);
       console.log(pyJsonDumps(resolved.config, { indent: 2 }));

@@ -133,6 +133,10 @@ function resolvePaths(cfg: Record<string, any>, baseDir: string): void {
     e.file_path = abs(e.file_path);
     mustExist(e.file_path, `evaluators.${i}.file_path`);
   }
+  if (typeof cfg.tokenizer_path === 'string') {
+    cfg.tokenizer_path = abs(cfg.tokenizer_path);
+    mustExist(cfg.tokenizer_path, 'tokenizer_path');
+  }
   if (typeof cfg.model_name === 'string' && (cfg.model_name.startsWith('./') || cfg.model_name.startsWith('../'))) cfg.model_name = abs(cfg.model_name);
 }
 
