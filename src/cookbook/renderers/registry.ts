@@ -5,6 +5,7 @@ import { getModelAttributes } from '../model-info.js';
 import type { Tokenizer } from '../tokenizer.js';
 import { Llama3Renderer } from './llama3.js';
 import { Qwen3DisableThinkingRenderer, Qwen3InstructRenderer, Qwen3Renderer } from './qwen3.js';
+import { GLM5_3_RENDERERS } from './glm5-3.js';
 import { RoleColonRenderer } from './role-colon.js';
 import type { Renderer } from './types.js';
 
@@ -18,6 +19,7 @@ const BUILTIN_RENDERERS: Record<string, NamedRendererFactory> = {
   qwen3: (name, t) => new Qwen3Renderer(name, t),
   qwen3_disable_thinking: (name, t) => new Qwen3DisableThinkingRenderer(name, t),
   qwen3_instruct: (name, t) => new Qwen3InstructRenderer(name, t),
+  ...GLM5_3_RENDERERS,
 };
 
 export const RENDERER_NAMES: readonly string[] = Object.keys(BUILTIN_RENDERERS);
