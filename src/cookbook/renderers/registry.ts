@@ -6,6 +6,7 @@ import type { Tokenizer } from '../tokenizer.js';
 import { Llama3Renderer } from './llama3.js';
 import { Qwen3DisableThinkingRenderer, Qwen3InstructRenderer, Qwen3Renderer } from './qwen3.js';
 import { GLM5_3_RENDERERS } from './glm5-3.js';
+import { GPT_OSS_RENDERERS } from './gpt-oss.js';
 import { RoleColonRenderer } from './role-colon.js';
 import type { Renderer } from './types.js';
 
@@ -20,6 +21,7 @@ const BUILTIN_RENDERERS: Record<string, NamedRendererFactory> = {
   qwen3_disable_thinking: (name, t) => new Qwen3DisableThinkingRenderer(name, t),
   qwen3_instruct: (name, t) => new Qwen3InstructRenderer(name, t),
   ...GLM5_3_RENDERERS,
+  ...GPT_OSS_RENDERERS,
 };
 
 export const RENDERER_NAMES: readonly string[] = Object.keys(BUILTIN_RENDERERS);
