@@ -7,6 +7,9 @@ import { Llama3Renderer } from './llama3.js';
 import { Qwen3DisableThinkingRenderer, Qwen3InstructRenderer, Qwen3Renderer } from './qwen3.js';
 import { GLM5_3_RENDERERS } from './glm5-3.js';
 import { GPT_OSS_RENDERERS } from './gpt-oss.js';
+import { QWEN3_5_RENDERERS } from './qwen3-5.js';
+import { QWEN3_8_RENDERERS } from './qwen3-8.js';
+import { QWEN3_VL_RENDERERS } from './qwen3-vl.js';
 import { RoleColonRenderer } from './role-colon.js';
 import type { Renderer } from './types.js';
 
@@ -22,6 +25,9 @@ const BUILTIN_RENDERERS: Record<string, NamedRendererFactory> = {
   qwen3_instruct: (name, t) => new Qwen3InstructRenderer(name, t),
   ...GLM5_3_RENDERERS,
   ...GPT_OSS_RENDERERS,
+  ...QWEN3_VL_RENDERERS,
+  ...QWEN3_5_RENDERERS,
+  ...QWEN3_8_RENDERERS,
 };
 
 export const RENDERER_NAMES: readonly string[] = Object.keys(BUILTIN_RENDERERS);
