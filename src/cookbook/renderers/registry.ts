@@ -5,6 +5,8 @@ import { getModelAttributes } from '../model-info.js';
 import type { Tokenizer } from '../tokenizer.js';
 import { Llama3Renderer } from './llama3.js';
 import { Qwen3DisableThinkingRenderer, Qwen3InstructRenderer, Qwen3Renderer } from './qwen3.js';
+import { DEEPSEEK_V3_RENDERERS } from './deepseek-v3.js';
+import { DEEPSEEK_V4_1_RENDERERS } from './deepseek-v4-1.js';
 import { GLM5_3_RENDERERS } from './glm5-3.js';
 import { GPT_OSS_RENDERERS } from './gpt-oss.js';
 import { QWEN3_5_RENDERERS } from './qwen3-5.js';
@@ -23,6 +25,8 @@ const BUILTIN_RENDERERS: Record<string, NamedRendererFactory> = {
   qwen3: (name, t) => new Qwen3Renderer(name, t),
   qwen3_disable_thinking: (name, t) => new Qwen3DisableThinkingRenderer(name, t),
   qwen3_instruct: (name, t) => new Qwen3InstructRenderer(name, t),
+  ...DEEPSEEK_V3_RENDERERS,
+  ...DEEPSEEK_V4_1_RENDERERS,
   ...GLM5_3_RENDERERS,
   ...GPT_OSS_RENDERERS,
   ...QWEN3_VL_RENDERERS,
