@@ -60,7 +60,7 @@ async function buildDistillData(cfg: DistillConfig): Promise<DistillData> {
 // Built from the run's config on any worker and kept for the worker's lifetime: prompts are
 // referenced by the config, never carried in payloads.
 const distillData = runDataCache<DistillConfig, DistillData>(
-  (cfg) => [cfg.model_name, cfg.renderer_name, cfg.tokenizer_path, cfg.dataset_configs.map((d) => d.dataset)],
+  (cfg) => [cfg.model_name, cfg.renderer_name, cfg.tokenizer_path, cfg.render_date, cfg.dataset_configs.map((d) => d.dataset)],
   buildDistillData,
 );
 

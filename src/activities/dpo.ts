@@ -18,7 +18,7 @@ import { ErrorTypes, type EvalInput, type EvalResult, type ModelRef, type SeqUse
 
 type DPOData = Awaited<ReturnType<typeof buildPreferenceDatasets>>;
 const dpoData = runDataCache<DPOConfig, DPOData>(
-  (cfg) => [cfg.model_name, cfg.renderer_name, cfg.tokenizer_path, cfg.dataset],
+  (cfg) => [cfg.model_name, cfg.renderer_name, cfg.tokenizer_path, cfg.render_date, cfg.dataset],
   (cfg) => buildPreferenceDatasets(cfg.dataset, cfg),
 );
 

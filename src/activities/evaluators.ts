@@ -16,6 +16,7 @@ interface EvaluatedConfig {
   model_name: string;
   renderer_name: string | null;
   tokenizer_path: string | null;
+  render_date: string | null;
   base_url: string | null;
   seed: number;
   evaluators: CustomSamplingEvaluatorConfig[];
@@ -33,7 +34,7 @@ export interface CustomEvalInput {
 }
 
 const evalData = runDataCache<EvaluatedConfig, Awaited<ReturnType<typeof buildEvalData>>>(
-  (cfg) => [cfg.model_name, cfg.renderer_name, cfg.tokenizer_path, cfg.evaluators],
+  (cfg) => [cfg.model_name, cfg.renderer_name, cfg.tokenizer_path, cfg.render_date, cfg.evaluators],
   buildEvalData,
 );
 

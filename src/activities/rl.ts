@@ -23,7 +23,7 @@ import { ErrorTypes, type ModelRef, type SeqUse } from './types.js';
 
 type RLData = Awaited<ReturnType<typeof buildRLDatasets>>;
 const rlData = runDataCache<RLConfig, RLData>(
-  (cfg) => [cfg.model_name, cfg.renderer_name, cfg.tokenizer_path, cfg.dataset],
+  (cfg) => [cfg.model_name, cfg.renderer_name, cfg.tokenizer_path, cfg.render_date, cfg.dataset],
   (cfg) => buildRLDatasets(cfg.dataset, cfg),
 );
 

@@ -17,7 +17,7 @@ type SlData = Awaited<ReturnType<typeof buildChatDatasets>>;
 // Datasets are rebuilt from the run's config on any worker, then kept for the worker's lifetime:
 // the data is referenced by the config, never carried in payloads.
 const slData = runDataCache<SupervisedConfig, SlData>(
-  (cfg) => [cfg.model_name, cfg.renderer_name, cfg.tokenizer_path, cfg.dataset],
+  (cfg) => [cfg.model_name, cfg.renderer_name, cfg.tokenizer_path, cfg.render_date, cfg.dataset],
   (cfg) => buildChatDatasets(cfg.dataset, cfg),
 );
 

@@ -16,6 +16,7 @@ import { buildRLDatasets } from '../cookbook/rl/datasets.js';
 import { buildChatDatasets } from '../cookbook/supervised/dataset.js';
 import { SupervisedConfigSchema } from '../cookbook/config/sl.js';
 import type { RunKind, RunRef } from '../cookbook/run-store.js';
+import { localIsoDate } from '../cookbook/renderers/gpt-oss.js';
 import { apiKeyFor, DEFAULT_TASK_QUEUE } from '../workers/worker.js';
 import { KindKey, ModelKey, StatusKey, StepKey } from '../workflows/shared/search-attributes.js';
 
@@ -162,6 +163,7 @@ export function resolveRun(kind: string, configPath: string, overrides: string[]
   const workflowId = opts.workflowId ?? `${kind}-${name}-${timestamp()}`;
   const logPath = resolve(config.log_path ?? resolve(opts.runsDir ?? 'runs', workflowId));
   config.log_path = logPath;
+  if ('render_date' in config && config.render_date === null) config.render_date = localIsoDate();
   if (existsSync(resolve(logPath, '.cookbook', 'run.json'))) {
     throw new ConfigError(`log_path: ${logPath} already holds another run; choose another log_path or run_name`);
   }

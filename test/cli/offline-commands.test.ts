@@ -43,6 +43,14 @@ describe('cookbook train --dry-run', () => {
     expect(colon.stdout).toMatch(/Assistant:⟦ [^⟧]+\n\nUser:⟧/);
   });
 
+  it('fixes the date that gpt-oss system prompts print for the whole run', () => {
+    const pinned = cookbook('train', 'sl', config, 'model_name=openai/gpt-oss-20b', 'renderer_name=gpt_oss_medium_reasoning', 'render_date=2026-01-02', '--dry-run');
+    expect(pinned.status, pinned.stderr).toBe(0);
+    expect(pinned.stdout).toContain('Current date: 2026-01-02');
+    const today = cookbook('train', 'sl', config, 'model_name=openai/gpt-oss-20b', '--dry-run');
+    expect(today.stdout).toMatch(/"render_date": "\d{4}-\d{2}-\d{2}"/);
+  });
+
   it('names tokenizer_path when the model\'s tokenizer is not shipped', () => {
     const r = cookbook('train', 'sl', config, 'model_name=zai-org/GLM-5.3', '--dry-run');
     expect(r.status).toBe(2); // a config error

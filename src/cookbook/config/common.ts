@@ -33,6 +33,11 @@ export const CommonTrainingFields = {
   renderer_name: z.string().nullable().default(null),
   /** A local folder holding the model's tokenizer.json, for models whose tokenizer is not shipped. */
   tokenizer_path: z.string().min(1).nullable().default(null),
+  /**
+   * `YYYY-MM-DD` printed by formats whose system prompt states the date (gpt-oss). `cookbook train`
+   * fixes it to the start day, so a step rebuilt after midnight renders the same tokens.
+   */
+  render_date: z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'use YYYY-MM-DD').nullable().default(null),
   lora_rank: z.int().positive().default(32),
   /** Seeds the LoRA initialisation on the server; with the data order it fixes the whole run. */
   seed: z.int().nonnegative().default(0),

@@ -12,6 +12,8 @@ export interface ModelChoice {
   model_name: string;
   renderer_name?: string | null;
   tokenizer_path?: string | null;
+  /** The date date-stamping formats print (gpt-oss's system prompt), fixed per run. */
+  render_date?: string | null;
 }
 
 export const asModelChoice = (model: string | ModelChoice): ModelChoice =>
@@ -40,5 +42,5 @@ export async function rendererForModel(
   const model = asModelChoice(modelInput);
   const name = chooseRendererName(model, datasetRendererName, where);
   const tokenizer = await getTokenizer(model.model_name, model.tokenizer_path);
-  return { renderer: getRenderer(name, tokenizer), tokenizer };
+  return { renderer: getRenderer(name, tokenizer, { currentDate: model.render_date ?? undefined }), tokenizer };
 }

@@ -249,8 +249,8 @@ export class GptOssRenderer extends BaseRenderer {
 
 const withEffort =
   (reasoningEffort: string): NamedRendererFactory =>
-  (name, t) =>
-    new GptOssRenderer(name, t, { useSystemPrompt: true, reasoningEffort });
+  (name, t, opts) =>
+    new GptOssRenderer(name, t, { useSystemPrompt: true, reasoningEffort, currentDate: opts?.currentDate });
 
 export const GPT_OSS_RENDERERS: Record<string, NamedRendererFactory> = {
   gpt_oss_no_sysprompt: (name, t) => new GptOssRenderer(name, t),

@@ -9,14 +9,22 @@ import { DEEPSEEK_V3_RENDERERS } from './deepseek-v3.js';
 import { DEEPSEEK_V4_1_RENDERERS } from './deepseek-v4-1.js';
 import { GLM5_3_RENDERERS } from './glm5-3.js';
 import { GPT_OSS_RENDERERS } from './gpt-oss.js';
+import { KIMI_K2_RENDERERS } from './kimi-k2.js';
+import { KIMI_K25_RENDERERS } from './kimi-k25.js';
 import { QWEN3_5_RENDERERS } from './qwen3-5.js';
 import { QWEN3_8_RENDERERS } from './qwen3-8.js';
 import { QWEN3_VL_RENDERERS } from './qwen3-vl.js';
 import { RoleColonRenderer } from './role-colon.js';
 import type { Renderer } from './types.js';
 
+/** Run-level facts a renderer may print into prompts. */
+export interface RenderOptions {
+  /** `YYYY-MM-DD` for formats whose system prompt states today's date (gpt-oss); default: today. */
+  currentDate?: string;
+}
+
 /** Builds a built-in renderer; `name` is the registry name it was asked for. */
-export type NamedRendererFactory = (name: string, tokenizer: Tokenizer) => Renderer;
+export type NamedRendererFactory = (name: string, tokenizer: Tokenizer, opts?: RenderOptions) => Renderer;
 
 // Each family module exports its own name → factory table; the registry is their union.
 const BUILTIN_RENDERERS: Record<string, NamedRendererFactory> = {
@@ -29,6 +37,8 @@ const BUILTIN_RENDERERS: Record<string, NamedRendererFactory> = {
   ...DEEPSEEK_V4_1_RENDERERS,
   ...GLM5_3_RENDERERS,
   ...GPT_OSS_RENDERERS,
+  ...KIMI_K2_RENDERERS,
+  ...KIMI_K25_RENDERERS,
   ...QWEN3_VL_RENDERERS,
   ...QWEN3_5_RENDERERS,
   ...QWEN3_8_RENDERERS,
@@ -44,7 +54,7 @@ export function registerRenderer(name: string, factory: RendererFactory): void {
   customRenderers.set(name, factory);
 }
 
-export function getRenderer(name: string, tokenizer: Tokenizer): Renderer {
+export function getRenderer(name: string, tokenizer: Tokenizer, opts: RenderOptions = {}): Renderer {
   const custom = customRenderers.get(name);
   if (custom) return custom(tokenizer);
   const builtin = Object.hasOwn(BUILTIN_RENDERERS, name) ? BUILTIN_RENDERERS[name] : undefined;
@@ -53,7 +63,7 @@ export function getRenderer(name: string, tokenizer: Tokenizer): Renderer {
       `Unknown renderer: ${name}. Available here: ${[...customRenderers.keys(), ...RENDERER_NAMES].join(', ')}`,
     );
   }
-  return builtin(name, tokenizer);
+  return builtin(name, tokenizer, opts);
 }
 
 /** Renderers known to suit a model, recommended first (the served-model table). */
