@@ -11,6 +11,7 @@ import { GLM5_3_RENDERERS } from './glm5-3.js';
 import { GPT_OSS_RENDERERS } from './gpt-oss.js';
 import { KIMI_K2_RENDERERS } from './kimi-k2.js';
 import { KIMI_K25_RENDERERS } from './kimi-k25.js';
+import { NEMOTRON3_RENDERERS } from './nemotron3.js';
 import { QWEN3_5_RENDERERS } from './qwen3-5.js';
 import { QWEN3_8_RENDERERS } from './qwen3-8.js';
 import { QWEN3_VL_RENDERERS } from './qwen3-vl.js';
@@ -42,6 +43,7 @@ const BUILTIN_RENDERERS: Record<string, NamedRendererFactory> = {
   ...QWEN3_VL_RENDERERS,
   ...QWEN3_5_RENDERERS,
   ...QWEN3_8_RENDERERS,
+  ...NEMOTRON3_RENDERERS,
 };
 
 export const RENDERER_NAMES: readonly string[] = Object.keys(BUILTIN_RENDERERS);
