@@ -104,6 +104,7 @@ export function dpoActivities(deps: ActivityDeps) {
       const { cfg, data } = dpoData(run);
       const { train, tokenizer } = await data;
       train.setEpoch(epoch);
+      await train.loadBatch(batch); // streaming datasets read the batch's rows now
       const b = train.getBatch(batch);
       const logger = runLogger(new RunStore(run.logPath).logFile, { run: run.workflowId });
       for (const why of b.filtered) logger.warn({ step }, `comparison skipped: ${why}`);

@@ -7,7 +7,7 @@ import { formatModel, formatModels } from './models.js';
 import { previewData } from './preview.js';
 import { formatResult, listRuns, runStatus, sendControl, setHot, watchRun } from './runs.js';
 import { startStack, stopDetachedStack } from './stack.js';
-import { checkBackend, checkRunData, resolveRun, startRun, TRAINABLE_KINDS } from './train.js';
+import { checkBackend, checkRunData, rendererWarnings, resolveRun, startRun, TRAINABLE_KINDS } from './train.js';
 
 const USAGE = `usage: cookbook <command> [options]
 
@@ -81,6 +81,7 @@ async function main(argv: string[]): Promise<number> {
       const [kind, configPath, ...overrides] = rest;
       if (!kind || !configPath) throw new ConfigError('train: usage `cookbook train <kind> <config.json> [key=value …]`');
       const resolved = resolveRun(kind, configPath, overrides, { workflowId: values.id });
+      for (const w of rendererWarnings(resolved.config)) console.error(`warning: ${w}`);
       if (values['dry-run']) {
         await checkRunData(resolved);
         console.log(pyJsonDumps(resolved.config, { indent: 2 }));

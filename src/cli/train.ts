@@ -1,6 +1,7 @@
 // `cookbook train <kind> <config.json> [key=value …]`: resolve and validate the config, check the
 // backend serves the model, start the workflow with a readable id, memo and search attributes.
 import { existsSync, readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, resolve } from 'node:path';
 import type { Client } from '@temporalio/client';
 import type { z } from 'zod';
@@ -10,6 +11,7 @@ import { DPOConfigSchema } from '../cookbook/config/dpo.js';
 import { FROM_PREVIOUS_STAGE, PipelineConfigSchema, resolvePipelineStages } from '../cookbook/config/pipeline.js';
 import { PIPELINE_STAGE_KINDS } from '../cookbook/config/pipeline-kinds.js';
 import { loadEvaluatorExamples } from '../cookbook/eval/custom-sampling.js';
+import { isLocalPath } from '../cookbook/hf/source.js';
 import { buildPreferenceDatasets } from '../cookbook/preference/dataset.js';
 import { RLConfigSchema } from '../cookbook/config/rl.js';
 import { buildRLDatasets } from '../cookbook/rl/datasets.js';
@@ -17,6 +19,7 @@ import { buildChatDatasets } from '../cookbook/supervised/dataset.js';
 import { SupervisedConfigSchema } from '../cookbook/config/sl.js';
 import type { RunKind, RunRef } from '../cookbook/run-store.js';
 import { localIsoDate } from '../cookbook/renderers/gpt-oss.js';
+import { rendererNotRecommendedWarning } from '../cookbook/renderers/registry.js';
 import { apiKeyFor, DEFAULT_TASK_QUEUE } from '../workers/worker.js';
 import { KindKey, ModelKey, StatusKey, StepKey } from '../workflows/shared/search-attributes.js';
 
@@ -37,11 +40,12 @@ export const TRAINABLE_KINDS: Record<string, TrainableKind> = {
     checkData: async (cfg) => {
       const { train, test } = await buildChatDatasets(cfg.dataset, cfg);
       train.setEpoch(0);
+      await train.loadBatch?.(0);
       train.getBatch(0);
       test?.getBatch(0);
       await checkEvaluators(cfg);
     },
-    describe: (cfg) => `supervised fine-tune of ${cfg.model_name} on ${cfg.dataset.file_path ?? cfg.dataset.builtin}`,
+    describe: (cfg) => `supervised fine-tune of ${cfg.model_name} on ${datasetLabel(cfg.dataset)}`,
   },
   rl: {
     schema: RLConfigSchema,
@@ -66,11 +70,12 @@ export const TRAINABLE_KINDS: Record<string, TrainableKind> = {
     checkData: async (cfg) => {
       const { train, test } = await buildPreferenceDatasets(cfg.dataset, cfg);
       train.setEpoch(0);
+      await train.loadBatch(0);
       train.getBatch(0);
       test?.getBatch(0);
       await checkEvaluators(cfg);
     },
-    describe: (cfg) => `DPO of ${cfg.model_name} on ${cfg.dataset.file_path ?? cfg.dataset.builtin} (β=${cfg.dpo_beta}, reference: ${cfg.reference_model.kind})`,
+    describe: (cfg) => `DPO of ${cfg.model_name} on ${datasetLabel(cfg.dataset)} (β=${cfg.dpo_beta}, reference: ${cfg.reference_model.kind})`,
   },
   pipeline: {
     schema: PipelineConfigSchema,
@@ -89,6 +94,12 @@ export const TRAINABLE_KINDS: Record<string, TrainableKind> = {
     describe: (cfg) => `pipeline of ${cfg.model_name}: ${cfg.stages.map((s: any) => s.kind).join(' → ')}`,
   },
 };
+
+/** What a dataset config reads, for the run's description. */
+function datasetLabel(dataset: { file_path?: string; builtin?: string; hf?: { path: string; name: string | null; split: string } }): string {
+  if (dataset.hf) return `${dataset.hf.path}${dataset.hf.name ? `/${dataset.hf.name}` : ''} (${dataset.hf.split})`;
+  return dataset.file_path ?? dataset.builtin ?? 'no dataset';
+}
 
 async function checkEvaluators(cfg: { evaluators?: Array<{ file_path: string }> }): Promise<void> {
   const evaluators = cfg.evaluators ?? [];
@@ -120,6 +131,11 @@ function resolvePaths(cfg: Record<string, any>, baseDir: string): void {
     if (!cfg.dataset?.[key]) continue;
     cfg.dataset[key] = abs(cfg.dataset[key]);
     mustExist(cfg.dataset[key], `dataset.${key}`);
+  }
+  // A local `hf` folder is relative to the config file too; a Hub id stays as written.
+  if (typeof cfg.dataset?.hf?.path === 'string' && isLocalPath(cfg.dataset.hf.path, baseDir)) {
+    cfg.dataset.hf.path = abs(cfg.dataset.hf.path.replace(/^~(?=$|\/)/, homedir()));
+    mustExist(cfg.dataset.hf.path, 'dataset.hf.path');
   }
   if (cfg.dataset?.kind === 'custom' && typeof cfg.dataset.module === 'string') {
     cfg.dataset.module = abs(cfg.dataset.module);
@@ -168,6 +184,15 @@ export function resolveRun(kind: string, configPath: string, overrides: string[]
     throw new ConfigError(`log_path: ${logPath} already holds another run; choose another log_path or run_name`);
   }
   return { kind: kind as RunKind, workflowId, config, run: { workflowId, kind: kind as RunKind, logPath } };
+}
+
+/**
+ * The reference's warn_if_renderer_not_recommended: a renderer the model was not trained with
+ * silently degrades a fine-tune (e.g. prefilling tokens the model never saw).
+ */
+export function rendererWarnings(cfg: Record<string, any>): string[] {
+  const chosen = [cfg.renderer_name, cfg.dataset?.renderer_name].filter((r): r is string => typeof r === 'string');
+  return [...new Set(chosen)].flatMap((r) => rendererNotRecommendedWarning(String(cfg.model_name), r) ?? []);
 }
 
 /** Bad data is a config error: it names the file and line, and no run is started. */

@@ -3,7 +3,21 @@
 // is dropped. What a row turns into (datums) is built lazily and cached per row.
 import { numpyPermutation } from './shuffle.js';
 
-export class EpochBatches<R, V> {
+/** Batches of rows with what each row was built into, reshuffled per epoch. */
+export interface BatchSource<R, V> {
+  readonly batchSize: number;
+  /** Full batches (a last partial batch is dropped). */
+  readonly length: number;
+  setEpoch(seed: number): void;
+  /**
+   * Reads batch `index` of the current epoch before `batch(index)` can return it. Only streaming
+   * sources (which read their rows from files as they go) have it; in-memory ones answer at once.
+   */
+  load?(index: number): Promise<void>;
+  batch(index: number): Array<{ row: R; value: V }>;
+}
+
+export class EpochBatches<R, V> implements BatchSource<R, V> {
   private order: number[];
   private epochSeed: number | undefined;
   private readonly built = new Map<number, V>();

@@ -14,6 +14,15 @@ export interface ParseJsonlOptions {
   trimLines?: boolean;
 }
 
+/** One JSONL line as JSON; `at` ("file:line") prefixes the DataFormatError for invalid JSON. */
+export function parseJsonLine(line: string, at: string): unknown {
+  try {
+    return JSON.parse(line);
+  } catch (e) {
+    throw new DataFormatError(`${at}: invalid JSON (${(e as Error).message})`);
+  }
+}
+
 /**
  * Parse JSONL text: blank lines are skipped, every other line is parsed as JSON and handed to
  * `parseRow` with its `file:line` label and 1-based line number. Invalid JSON is a
@@ -32,13 +41,7 @@ export function parseJsonlRows<T>(
     const trimmed = lines[i].trim();
     if (trimmed === '') continue;
     const at = `${displayPath}:${i + 1}`;
-    let data: unknown;
-    try {
-      data = JSON.parse(trimLines ? trimmed : lines[i]);
-    } catch (e) {
-      throw new DataFormatError(`${at}: invalid JSON (${(e as Error).message})`);
-    }
-    rows.push(parseRow(data, at, i + 1));
+    rows.push(parseRow(parseJsonLine(trimLines ? trimmed : lines[i], at), at, i + 1));
   }
   if (rows.length === 0 && emptyMessage !== undefined) throw new DataFormatError(emptyMessage);
   return rows;

@@ -70,7 +70,7 @@ const acts = proxyActivities<Pick<Activities, 'initRun'>>({
  */
 function startingPoint(index: number, previous: (RunResult & { outputPath?: string }) | undefined, stageConfig: Record<string, any>): Record<string, unknown> {
   if (index === 0 || !previous) return {};
-  if (previous.outputPath) return { dataset: { ...stageConfig.dataset, builtin: undefined, file_path: previous.outputPath } };
+  if (previous.outputPath) return { dataset: { ...stageConfig.dataset, builtin: undefined, hf: undefined, file_path: previous.outputPath } };
   if (!previous.finalCheckpoint) {
     throw ApplicationFailure.nonRetryable(`stage ${index - 1} ended without a final checkpoint; stage ${index} has nothing to start from`, 'ConfigError');
   }

@@ -41,6 +41,8 @@ describe('cookbook train --dry-run', () => {
     expect(colon.status, colon.stderr).toBe(0);
     expect(colon.stdout).toContain('renderer role_colon, tokenizer qwen3');
     expect(colon.stdout).toMatch(/Assistant:⟦ [^⟧]+\n\nUser:⟧/);
+    expect(colon.stderr).toMatch(/warning: Renderer role_colon is not recommended for model Qwen\/Qwen3-8B \(recommended: qwen3, qwen3_disable_thinking\)/);
+    expect(llama.stderr).not.toMatch(/warning/);
   });
 
   it('fixes the date that gpt-oss system prompts print for the whole run', () => {

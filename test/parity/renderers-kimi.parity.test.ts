@@ -13,8 +13,8 @@ import {
   KimiK26PreserveThinkingRenderer,
 } from '../../src/cookbook/renderers/kimi-k25.js';
 import { KimiK2Renderer } from '../../src/cookbook/renderers/kimi-k2.js';
-import { encodeToolsToTypescriptStyle, type ToolSpec } from '../../src/cookbook/renderers/kimi-tool-declaration.js';
-import type { Message, SupervisedExample, TrainOnWhat } from '../../src/cookbook/renderers/types.js';
+import { encodeToolsToTypescriptStyle } from '../../src/cookbook/renderers/kimi-tool-declaration.js';
+import type { Message, SupervisedExample, ToolSpec, TrainOnWhat } from '../../src/cookbook/renderers/types.js';
 import { getTokenizer, type Tokenizer } from '../../src/cookbook/tokenizer.js';
 import { outcome, sameOutcome, type Outcome } from './reference.js';
 import { describeRendererParity } from './renderer-parity.js';

@@ -28,8 +28,10 @@ export interface LabeledComparison {
 }
 
 export interface ComparisonRow extends LabeledComparison {
-  /** 1-based line in the source file. */
+  /** 1-based line in the source file (for an `hf` source: the row's position). */
   line: number;
+  /** Where the row came from when that is not `file:line` (an `hf` source's "file row N"). */
+  at?: string;
 }
 
 /** Exchanges A and B and flips the label (a tie stays a tie). */

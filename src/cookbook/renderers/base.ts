@@ -42,6 +42,34 @@ export function parseResponseForStopToken(tokens: number[], tokenizer: Tokenizer
   );
 }
 
+/**
+ * The id of `token` when it is a single token of this tokenizer, else undefined (the reference
+ * asks `convert_tokens_to_ids`, which gives None for a string the vocabulary lacks -- e.g.
+ * `<think>` in DeepSeek-V3's own tokenizer, which predates reasoning).
+ */
+export function singleTokenId(tokenizer: Tokenizer, token: string): number | undefined {
+  const ids = tokenizer.encode(token, { addSpecialTokens: false });
+  return ids.length === 1 ? ids[0] : undefined;
+}
+
+/** The id of `token`, which the renderer `rendererName` needs to be a single token. */
+export function requireSingleToken(tokenizer: Tokenizer, token: string, rendererName: string): number {
+  const ids = tokenizer.encode(token, { addSpecialTokens: false });
+  if (ids.length !== 1) {
+    throw new RendererError(`${rendererName} needs "${token}" as one token in this tokenizer (got ${ids.length} ids)`);
+  }
+  return ids[0];
+}
+
+// Python's warnings.warn shows a message once per call site; once per process and key is close
+// enough. Keys are prefixed with the renderer family so families warn independently.
+const warnedKeys = new Set<string>();
+export function warnOnce(key: string, message: string): void {
+  if (warnedKeys.has(key)) return;
+  warnedKeys.add(key);
+  console.warn(`[cookbook] ${message}`);
+}
+
 function lastIndexWhere<T>(xs: readonly T[], pred: (x: T) => boolean): number {
   for (let i = xs.length - 1; i >= 0; i--) if (pred(xs[i])) return i;
   return -1;

@@ -1,8 +1,9 @@
 // Content helpers shared by renderers (reference renderers/base.py: ensure_text,
-// get_text_content, has_thinking, parse_content_blocks, detect_unterminated_tool_block, …).
+// get_text_content, has_thinking, parse_think_blocks, parse_content_blocks,
+// detect_unterminated_tool_block, …) and the Python str/truthiness rules they port.
 
 import { RendererError } from '../errors.js';
-import { pyJsonDumps } from '../pyjson.js';
+import { PyFloat, pyJsonDumps } from '../pyjson.js';
 import type { Content, ContentPart, Message, ParseTermination, ToolCall, UnparsedToolCall } from './types.js';
 
 export function ensureText(content: Content): string {
@@ -43,6 +44,51 @@ export function pyRstrip(s: string, chars: string): string {
   return s.slice(0, j);
 }
 
+/** Python `repr(s)` of a str: quotes chosen as Python does, non-printable characters escaped. */
+export function pyStrRepr(s: string): string {
+  const quote = s.includes("'") && !s.includes('"') ? '"' : "'";
+  let out = quote;
+  for (const ch of s) {
+    const c = ch.codePointAt(0)!;
+    if (ch === '\\' || ch === quote) out += '\\' + ch;
+    else if (ch === '\n') out += '\\n';
+    else if (ch === '\r') out += '\\r';
+    else if (ch === '\t') out += '\\t';
+    else if (ch !== ' ' && /[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{Zl}\p{Zp}\p{Zs}]/u.test(ch)) {
+      // Not str.isprintable(): \xhh, \uhhhh or \Uhhhhhhhh, the shortest that fits.
+      if (c < 0x100) out += '\\x' + c.toString(16).padStart(2, '0');
+      else if (c < 0x10000) out += '\\u' + c.toString(16).padStart(4, '0');
+      else out += '\\U' + c.toString(16).padStart(8, '0');
+    } else out += ch;
+  }
+  return out + quote;
+}
+
+/**
+ * Python truthiness of a JSON-ish value: None, False, 0 (NaN is truthy), and empty strings,
+ * lists and objects are false. Ported templates test tool fields this way (`if tool.get(…)`).
+ */
+export function pyTruthy(v: unknown): boolean {
+  if (v === null || v === undefined) return false;
+  switch (typeof v) {
+    case 'boolean':
+      return v;
+    case 'number':
+      return v !== 0;
+    case 'bigint':
+      return v !== 0n;
+    case 'string':
+      return v.length > 0;
+    case 'object':
+      if (Array.isArray(v)) return v.length > 0;
+      if (v instanceof Map) return v.size > 0;
+      if (v instanceof PyFloat) return v.value !== 0;
+      return Object.keys(v).length > 0;
+    default:
+      return true;
+  }
+}
+
 /** Python str.capitalize: first character upper-case, the rest lower-case. */
 export function pyCapitalize(s: string): string {
   return s.length === 0 ? s : s[0].toUpperCase() + s.slice(1).toLowerCase();
@@ -76,6 +122,27 @@ function parseToolCallJson(json: string, rawText: string): ToolCall | UnparsedTo
     id: typeof obj.id === 'string' ? obj.id : null,
     function: { name: obj.name, arguments: pyJsonDumps(args) },
   };
+}
+
+/**
+ * Reference parse_think_blocks: split text on `<think>…</think>` blocks (non-greedy) into
+ * thinking and text parts, keeping whitespace exactly so parse → render is the identity;
+ * undefined when no `<think>` occurs. Empty blocks and empty text between blocks are dropped.
+ */
+export function parseThinkBlocks(content: string): ContentPart[] | undefined {
+  if (!content.includes('<think>')) return undefined;
+  const parts: ContentPart[] = [];
+  let pos = 0;
+  for (const m of content.matchAll(/<think>([\s\S]*?)<\/think>/g)) {
+    const start = m.index ?? 0;
+    const before = content.slice(pos, start);
+    if (before) parts.push({ type: 'text', text: before });
+    if (m[1]) parts.push({ type: 'thinking', thinking: m[1] });
+    pos = start + m[0].length;
+  }
+  const rest = content.slice(pos);
+  if (rest) parts.push({ type: 'text', text: rest });
+  return parts;
 }
 
 export function isToolCall(x: ToolCall | UnparsedToolCall): x is ToolCall {
@@ -113,7 +180,8 @@ export function parseContentBlocks(
 export const PARSE_FAILURE_DETAIL_MAX_CHARS = 16384;
 export const UNTERMINATED_TOOL_BLOCK_ERROR = 'unterminated tool block';
 
-function countOccurrences(s: string, sub: string): number {
+/** Non-overlapping occurrences of `sub` in `s` (Python `str.count`). */
+export function countOccurrences(s: string, sub: string): number {
   let n = 0;
   for (let i = s.indexOf(sub); i !== -1; i = s.indexOf(sub, i + sub.length)) n++;
   return n;

@@ -13,16 +13,10 @@ import { RendererError } from '../errors.js';
 import { textChunk } from '../model-input.js';
 import { pyJsonDumps } from '../pyjson.js';
 import type { Tokenizer } from '../tokenizer.js';
-import { BaseRenderer, parseResponseForStopToken } from './base.js';
-import { detectUnterminatedToolBlock, ensureText, hasThinking } from './content.js';
-import {
-  PY_WHITESPACE_CLASS,
-  parseThinkBlocks,
-  pyStripWhitespace,
-  singleTokenId,
-  type DeepSeekToolSpec,
-} from './deepseek-shared.js';
-import { PyJsonDecodeError, pyJsonLoads } from './py-json.js';
+import { BaseRenderer, parseResponseForStopToken, requireSingleToken, singleTokenId } from './base.js';
+import { detectUnterminatedToolBlock, ensureText, hasThinking, parseThinkBlocks } from './content.js';
+import { pyJsonError } from './py-json.js';
+import { PY_WS_CLASS, pyStripWs } from './py-whitespace.js';
 import type { NamedRendererFactory } from './registry.js';
 import type {
   Message,
@@ -31,6 +25,7 @@ import type {
   RenderedMessage,
   Role,
   ToolCall,
+  ToolSpec,
   UnparsedToolCall,
 } from './types.js';
 
@@ -43,7 +38,7 @@ const TOOL_SEP = '<｜tool▁sep｜>';
 const CALLS_SECTION_RE = /<｜tool▁calls▁begin｜>([\s\S]*?)<｜tool▁calls▁end｜>/;
 // Python's `\w` is Unicode-aware: letters, numbers and the underscore.
 const CALL_RE = /<｜tool▁call▁begin｜>([\p{L}\p{N}_]+)<｜tool▁sep｜>([\s\S]*?)<｜tool▁call▁end｜>/gu;
-const STRIP_CALLS_RE = new RegExp(`${PY_WHITESPACE_CLASS}*<｜tool▁calls▁begin｜>[\\s\\S]*?<｜tool▁calls▁end｜>`, 'g');
+const STRIP_CALLS_RE = new RegExp(`[${PY_WS_CLASS}]*<｜tool▁calls▁begin｜>[\\s\\S]*?<｜tool▁calls▁end｜>`, 'g');
 
 const followsTool = (ctx: RenderContext): boolean => ctx.prevMessage?.role === 'tool';
 const isNonEmpty = (content: Message['content']): boolean => content.length > 0;
@@ -71,10 +66,7 @@ abstract class DeepSeekV3BaseRenderer extends BaseRenderer {
 
   /** `<｜name｜>`, which must be a single token. */
   protected specialToken(name: string): number {
-    const text = `<｜${name}｜>`;
-    const id = singleTokenId(this.tokenizer, text);
-    if (id === undefined) throw new RendererError(`Expected ${text} to be a single token in ${this.tokenizer.name}`);
-    return id;
+    return requireSingleToken(this.tokenizer, `<｜${name}｜>`, this.name);
   }
 
   protected encode(text: string): number[] {
@@ -170,14 +162,14 @@ abstract class DeepSeekV3BaseRenderer extends BaseRenderer {
     if (dangling) unparsed.push(dangling);
     if (toolCalls.length) message.tool_calls = toolCalls;
     if (unparsed.length) message.unparsed_tool_calls = unparsed;
-    if (toolCalls.length || unparsed.length) content = pyStripWhitespace(content.replace(STRIP_CALLS_RE, ''));
+    if (toolCalls.length || unparsed.length) content = pyStripWs(content.replace(STRIP_CALLS_RE, ''));
 
     message.content = parseThinkBlocks(content) ?? content;
     return result;
   }
 
   /** A system message describing the tools in DeepSeek V3.1's format (non-thinking mode only). */
-  createConversationPrefixWithTools(tools: DeepSeekToolSpec[], systemPrompt = ''): Message[] {
+  createConversationPrefixWithTools(tools: ToolSpec[], systemPrompt = ''): Message[] {
     let toolsText = '';
     if (tools.length) {
       const blocks = tools.map(
@@ -204,14 +196,10 @@ function parseToolCalls(content: string): { toolCalls: ToolCall[]; unparsed: Unp
   const section = CALLS_SECTION_RE.exec(content);
   if (!section) return { toolCalls, unparsed };
   for (const m of section[1].matchAll(CALL_RE)) {
-    const args = pyStripWhitespace(m[2]);
-    try {
-      pyJsonLoads(args); // kept verbatim; only checked
-      toolCalls.push({ type: 'function', id: null, function: { name: m[1], arguments: args } });
-    } catch (e) {
-      if (!(e instanceof PyJsonDecodeError)) throw e;
-      unparsed.push({ raw_text: m[0], error: `Invalid JSON: ${e.message}` });
-    }
+    const args = pyStripWs(m[2]);
+    const error = pyJsonError(args); // the arguments are kept verbatim, only checked
+    if (error === undefined) toolCalls.push({ type: 'function', id: null, function: { name: m[1], arguments: args } });
+    else unparsed.push({ raw_text: m[0], error: `Invalid JSON: ${error}` });
   }
   return { toolCalls, unparsed };
 }

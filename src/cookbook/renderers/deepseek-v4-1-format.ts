@@ -4,10 +4,10 @@
 
 import { RendererError } from '../errors.js';
 import { pyJsonDumps } from '../pyjson.js';
-import { ensureText } from './content.js';
-import { isPyBlank } from './deepseek-shared.js';
+import { ensureText, pyStrRepr } from './content.js';
 import { PyJsonDecodeError, isPyJsonObject, pyJsonDumpValue, pyJsonLoads, type PyJsonValue } from './py-json.js';
-import type { Message, ToolCall, UnparsedToolCall } from './types.js';
+import { isPyBlank } from './py-whitespace.js';
+import type { Message, ToolCall, ToolSpec, UnparsedToolCall } from './types.js';
 
 export const effortLine = (budget: number): string =>
   `Reasoning Effort: ${budget} (range 1-100, the higher the value, the more thorough the reasoning)\n\n`;
@@ -63,7 +63,7 @@ export function renderToolDeclaration(message: Message): string {
 }
 
 /** The declaration message `create_conversation_prefix_with_tools` makes for these specs. */
-export function toolDeclareContent(tools: object[]): string {
+export function toolDeclareContent(tools: readonly ToolSpec[]): string {
   return pyJsonDumps(tools.map((tool) => ({ type: 'function', function: { ...tool } })));
 }
 
@@ -111,7 +111,7 @@ function invokeArguments(name: string, paramsText: string): string {
   const args = new Map<string, PyJsonValue>();
   for (const [, key, isString, value] of paramsText.matchAll(PARAM_RE)) {
     if (isPyBlank(key)) throw new Error('empty parameter name');
-    if (args.has(key)) throw new Error(`duplicate parameter ${pyRepr(key)}`);
+    if (args.has(key)) throw new Error(`duplicate parameter ${pyStrRepr(key)}`);
     args.set(key, isString === 'true' ? value : pyJsonLoads(value));
   }
   return pyJsonDumpValue(args);
@@ -134,18 +134,6 @@ export function parseToolCallsBlock(block: string): { toolCalls: ToolCall[]; unp
     }
   }
   return { toolCalls, unparsed };
-}
-
-/** Python `repr(str)` for the common case (used in one error message). */
-function pyRepr(s: string): string {
-  const quote = s.includes("'") && !s.includes('"') ? '"' : "'";
-  const body = s
-    .replace(/\\/g, '\\\\')
-    .replace(/\n/g, '\\n')
-    .replace(/\r/g, '\\r')
-    .replace(/\t/g, '\\t')
-    .replace(quote === "'" ? /'/g : /"/g, `\\${quote}`);
-  return quote + body + quote;
 }
 
 // ------------------------------------------------------------------ conversation shape

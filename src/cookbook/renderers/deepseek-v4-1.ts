@@ -13,9 +13,8 @@ import type { ModelInput } from '../../backends/types.js';
 import { RendererError } from '../errors.js';
 import { textChunk } from '../model-input.js';
 import type { Tokenizer } from '../tokenizer.js';
-import { BaseRenderer, parseResponseForStopToken } from './base.js';
-import { detectUnterminatedToolBlock, ensureText } from './content.js';
-import { isPyBlank, parseThinkBlocks, singleTokenId, type DeepSeekToolSpec } from './deepseek-shared.js';
+import { BaseRenderer, parseResponseForStopToken, requireSingleToken } from './base.js';
+import { detectUnterminatedToolBlock, ensureText, parseThinkBlocks } from './content.js';
 import {
   CALLS_BLOCK_RE,
   CALLS_CLOSE,
@@ -30,6 +29,7 @@ import {
   splitAssistantContent,
   toolDeclareContent,
 } from './deepseek-v4-1-format.js';
+import { isPyBlank } from './py-whitespace.js';
 import type { NamedRendererFactory } from './registry.js';
 import {
   TrainOnWhat,
@@ -39,6 +39,7 @@ import {
   type RenderedMessage,
   type Role,
   type SupervisedExample,
+  type ToolSpec,
 } from './types.js';
 
 /** Thinking mode, high reasoning effort: the template's defaults. */
@@ -77,9 +78,7 @@ export class DeepSeekV4_1Renderer extends BaseRenderer {
   }
 
   private singleToken(text: string): number {
-    const id = singleTokenId(this.tokenizer, text);
-    if (id === undefined) throw new RendererError(`Expected ${text} to be a single token in ${this.tokenizer.name}`);
-    return id;
+    return requireSingleToken(this.tokenizer, text, this.name);
   }
 
   /**
@@ -225,7 +224,7 @@ export class DeepSeekV4_1Renderer extends BaseRenderer {
    * same `<｜System｜>` turn; they stay a separate `tool_declare` message so the renderer can tell
    * tools are declared, which keeps history reasoning.
    */
-  createConversationPrefixWithTools(tools: DeepSeekToolSpec[], systemPrompt = ''): Message[] {
+  createConversationPrefixWithTools(tools: ToolSpec[], systemPrompt = ''): Message[] {
     const messages: Message[] = [];
     if (systemPrompt) messages.push({ role: 'system', content: systemPrompt });
     if (tools.length) messages.push({ role: 'tool_declare', content: toolDeclareContent(tools) });

@@ -3,9 +3,10 @@
 // tool responses into tool-call order.
 
 import { RendererError } from '../errors.js';
-import { PyJsonDecodeError, pyJsonDumpsOrdered, pyJsonLoads, type PyJsonValue } from './ordered-json.js';
+import { pyTruthy } from './content.js';
+import { PyJsonDecodeError, pyJsonDumpValue, pyJsonLoads, type PyJsonValue } from './py-json.js';
 import { PY_WS_CLASS, pyStripWs } from './py-whitespace.js';
-import type { Message, ToolCall, UnparsedToolCall } from './types.js';
+import type { Message, ToolCall, ToolSpec, UnparsedToolCall } from './types.js';
 
 // Python's `\w` on str: Unicode letters and digits plus '_'.
 const NAME_CLASS = String.raw`[\p{L}\p{N}_\-.]`;
@@ -21,7 +22,7 @@ const ARG_PAIR_RE = new RegExp(
 
 /** String values are written raw, everything else as JSON (template: `v | tojson if v is not string`). */
 function formatArgValue(value: PyJsonValue): string {
-  return typeof value === 'string' ? value : pyJsonDumpsOrdered(value, { ensureAscii: false });
+  return typeof value === 'string' ? value : pyJsonDumpValue(value, { ensureAscii: false });
 }
 
 /** `<tool_call>{name}<arg_key>k</arg_key><arg_value>v</arg_value>…</tool_call>`. */
@@ -76,7 +77,7 @@ export function parseGlmToolCall(rawText: string): ToolCall | UnparsedToolCall {
   if (pyStripWs(body.slice(pos))) {
     return { raw_text: rawText, error: 'Unexpected trailing content inside tool call' };
   }
-  return { type: 'function', id: null, function: { name, arguments: pyJsonDumpsOrdered(args) } };
+  return { type: 'function', id: null, function: { name, arguments: pyJsonDumpValue(args) } };
 }
 
 /**
@@ -119,18 +120,6 @@ export function reorderToolResults(messages: readonly Message[]): Message[] {
   return out;
 }
 
-/** Python truthiness of a JSON-ish value: empty strings, arrays, objects, 0, null are false. */
-function pyTruthy(v: unknown): boolean {
-  if (v === null || v === undefined || v === false || v === 0 || v === '' || v === 0n) return false;
-  if (Array.isArray(v)) return v.length > 0;
-  if (v instanceof Map) return v.size > 0;
-  if (typeof v === 'object') return Object.keys(v).length > 0;
-  return Boolean(v);
-}
-
-/** An OpenAI-style tool declaration ({type, function: {name, description, parameters}}, …). */
-export type ToolSpec = Record<string, unknown>;
-
 // The leading newline is content: the template writes "<|system|>\n# Tools …".
 const TOOLS_SYSTEM_HEAD =
   '\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n' +
@@ -149,10 +138,11 @@ export function glmConversationPrefixWithTools(tools: ToolSpec[], systemPrompt =
   const messages: Message[] = [];
   if (tools.length) {
     const lines = tools
-      .filter((t) => !pyTruthy(t.defer_loading))
+      // A spec may carry keys beyond ToolSpec's (as a dict does): these two are the template's.
+      .filter((t) => !pyTruthy((t as Record<string, unknown>).defer_loading))
       .map((t) => {
         const kept = Object.fromEntries(Object.entries(t).filter(([k]) => k !== 'defer_loading' && k !== 'strict'));
-        return pyJsonDumpsOrdered(kept, { ensureAscii: false }) + '\n';
+        return pyJsonDumpValue(kept, { ensureAscii: false }) + '\n';
       });
     messages.push({ role: 'system', content: TOOLS_SYSTEM_HEAD + lines.join('') + TOOLS_SYSTEM_TAIL });
   }

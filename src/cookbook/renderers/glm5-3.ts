@@ -22,7 +22,6 @@ import {
   glmConversationPrefixWithTools,
   parseGlmToolCall,
   reorderToolResults,
-  type ToolSpec,
 } from './glm5-3-tool-calls.js';
 import { pyStripWs } from './py-whitespace.js';
 import type { NamedRendererFactory } from './registry.js';
@@ -37,6 +36,7 @@ import {
   type Role,
   type SupervisedExample,
   type ToolCall,
+  type ToolSpec,
   type UnparsedToolCall,
 } from './types.js';
 

@@ -13,10 +13,10 @@ import type { ModelInput } from '../../backends/types.js';
 import { RendererError } from '../errors.js';
 import { textChunk } from '../model-input.js';
 import type { Tokenizer } from '../tokenizer.js';
-import { BaseRenderer, parseResult } from './base.js';
+import { BaseRenderer, parseResult, warnOnce } from './base.js';
 import { ensureText } from './content.js';
 import { detectDanglingToolBlock, parseHarmonyOutput } from './harmony-parse.js';
-import { formatToolsSection, type ToolSpec } from './harmony-tools.js';
+import { formatToolsSection } from './harmony-tools.js';
 import type { NamedRendererFactory } from './registry.js';
 import {
   TrainOnWhat,
@@ -28,6 +28,7 @@ import {
   type Role,
   type SupervisedExample,
   type ToolCall,
+  type ToolSpec,
 } from './types.js';
 
 export interface GptOssOptions {
@@ -59,13 +60,6 @@ export function gptOssSystemPrompt(currentDate: string, reasoningEffort: string)
     `Reasoning: ${reasoningEffort}\n\n` +
     '# Valid channels: analysis, commentary, final. Channel must be included for every message.'
   );
-}
-
-const warned = new Set<string>();
-function warnOnce(key: string, text: string): void {
-  if (warned.has(key)) return;
-  warned.add(key);
-  console.warn(`[cookbook] ${text}`);
 }
 
 /** Each call `to=functions.<name>` in the commentary channel; further calls open new blocks. */
@@ -150,7 +144,7 @@ export class GptOssRenderer extends BaseRenderer {
     if (!name) {
       // The renderer is stateless: it cannot recover the name from tool_call_id.
       warnOnce(
-        'tool-name',
+        'gpt-oss/tool-name',
         `${this.name}: tool message without a "name" field is rendered as functions.unknown; ` +
           'add the called function\'s name to tool messages.',
       );
@@ -168,7 +162,7 @@ export class GptOssRenderer extends BaseRenderer {
     if (!this.useSystemPrompt) return messages;
     if (messages.length && messages[0].role === 'system') {
       warnOnce(
-        'double-system',
+        'gpt-oss/double-system',
         `${this.name} prepends its own system prompt, and these messages start with a system message too: ` +
           'the prompt will hold both. Use gpt_oss_no_sysprompt or drop the system message.',
       );

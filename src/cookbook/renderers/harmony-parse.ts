@@ -2,17 +2,14 @@
 // GptOssRenderer._parse_harmony_messages / _parse_harmony_output / _detect_dangling_tool_block).
 // Plain string scanning over the decoded special-token text, as the reference does.
 
-import { UNTERMINATED_TOOL_BLOCK_ERROR, pyStrip } from './content.js';
+import { countOccurrences, UNTERMINATED_TOOL_BLOCK_ERROR } from './content.js';
+import { pyJsonError } from './py-json.js';
+import { PY_WS_CLASS, pyStripWs } from './py-whitespace.js';
 import type { ContentPart, ToolCall, UnparsedToolCall } from './types.js';
 
-/** Python's str.isspace() set: what `str.strip()` and `\s` in a `re` str pattern cover. */
-const PY_WHITESPACE =
-  '\t\n\v\f\r \x1c\x1d\x1e\x1f\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a' +
-  '\u2028\u2029\u202f\u205f\u3000';
-const WS_CLASS = PY_WHITESPACE.replace(/[\s\S]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
-
-const CHANNEL_RE = new RegExp(`<\\|channel\\|>([^<${WS_CLASS}]+)`);
-const RECIPIENT_RE = new RegExp(`to=([^${WS_CLASS}<]+)`);
+// `\s` in the reference's patterns is Python's whitespace.
+const CHANNEL_RE = new RegExp(`<\\|channel\\|>([^<${PY_WS_CLASS}]+)`);
+const RECIPIENT_RE = new RegExp(`to=([^${PY_WS_CLASS}<]+)`);
 
 const MESSAGE_TOKEN = '<|message|>';
 const START_TOKEN = '<|start|>';
@@ -71,29 +68,6 @@ export function parseHarmonyMessages(content: string): HarmonyMessage[] {
   return messages;
 }
 
-/**
- * Whether Python's json.loads accepts `text`, and its error otherwise. json.loads also takes the
- * NaN / Infinity / -Infinity literals, which JSON.parse refuses: those are swapped for a
- * space-padded number outside strings and the parse retried.
- */
-function pyJsonError(text: string): string | undefined {
-  try {
-    JSON.parse(text);
-    return undefined;
-  } catch (e) {
-    const retried = text.replace(/"(?:[^"\\]|\\[\s\S])*"|-?Infinity|NaN/g, (m) => (m.startsWith('"') ? m : ' 0 '));
-    if (retried !== text) {
-      try {
-        JSON.parse(retried);
-        return undefined;
-      } catch {
-        // fall through to the original error
-      }
-    }
-    return (e as Error).message;
-  }
-}
-
 export interface HarmonyOutput {
   parts: ContentPart[];
   toolCalls: ToolCall[];
@@ -108,7 +82,7 @@ export function parseHarmonyOutput(content: string): HarmonyOutput {
   const out: HarmonyOutput = { parts: [], toolCalls: [], unparsed: [] };
   for (const msg of parseHarmonyMessages(content)) {
     const body = msg.content;
-    if (!pyStrip(body, PY_WHITESPACE)) continue;
+    if (!pyStripWs(body)) continue;
 
     const recipient = msg.recipient;
     if (recipient?.startsWith('functions.')) {
@@ -116,7 +90,7 @@ export function parseHarmonyOutput(content: string): HarmonyOutput {
       const error = pyJsonError(body);
       if (error === undefined) {
         // Harmony carries no tool-call ids.
-        out.toolCalls.push({ type: 'function', id: null, function: { name, arguments: pyStrip(body, PY_WHITESPACE) } });
+        out.toolCalls.push({ type: 'function', id: null, function: { name, arguments: pyStripWs(body) } });
       } else {
         out.unparsed.push({ raw_text: msg.rawText, error: `Invalid JSON: ${error}` });
       }
@@ -129,11 +103,6 @@ export function parseHarmonyOutput(content: string): HarmonyOutput {
   return out;
 }
 
-function countOccurrences(s: string, sub: string): number {
-  let n = 0;
-  for (let i = s.indexOf(sub); i !== -1; i = s.indexOf(sub, i + sub.length)) n++;
-  return n;
-}
 
 /**
  * A `to=functions.` header that produced neither a tool call nor an unparsed one (its body was

@@ -6,23 +6,10 @@
 // JavaScript objects list integer-like keys ("0", "12") first.
 
 import { pyJsonDumps } from '../pyjson.js';
-
-/** A tool as the reference's ToolSpec: name, description and a JSON-schema `parameters`. */
-export interface ToolSpec {
-  name: string;
-  description?: string;
-  parameters?: JsonSchema | null;
-}
+import { pyTruthy } from './content.js';
+import type { ToolSpec } from './types.js';
 
 export type JsonSchema = Record<string, unknown>;
-
-/** Python truthiness of a JSON value (empty string/array/object, 0, false, null are falsy). */
-function truthy(x: unknown): boolean {
-  if (x === null || x === undefined || x === false || x === 0 || x === '') return false;
-  if (Array.isArray(x)) return x.length > 0;
-  if (typeof x === 'object') return Object.keys(x).length > 0;
-  return true;
-}
 
 const asSchema = (x: unknown): JsonSchema => (x !== null && typeof x === 'object' ? (x as JsonSchema) : {});
 const asArray = (x: unknown): unknown[] => (Array.isArray(x) ? x : []);
@@ -49,7 +36,7 @@ function jsonTypeToTypescript(schema: JsonSchema): string {
   else if (jsonType === 'object') base = jsonSchemaToTypescript(schema);
   else base = 'any';
 
-  return truthy(schema.nullable) ? `${base} | null` : base;
+  return pyTruthy(schema.nullable) ? `${base} | null` : base;
 }
 
 /** An object schema as an inline `{ a: T, b?: U }` type. */
@@ -66,9 +53,9 @@ function jsonSchemaToTypescript(schema: JsonSchema): string {
 function schemaComments(schema: JsonSchema): string[] {
   const comments: string[] = [];
   // String() stands in for Python's str(); these fields are strings in any real schema.
-  if (truthy(schema.title)) comments.push(String(schema.title), '');
-  if (truthy(schema.description)) comments.push(String(schema.description));
-  if (truthy(schema.examples)) {
+  if (pyTruthy(schema.title)) comments.push(String(schema.title), '');
+  if (pyTruthy(schema.description)) comments.push(String(schema.description));
+  if (pyTruthy(schema.examples)) {
     comments.push('Examples:');
     for (const example of asArray(schema.examples)) comments.push(`- ${pyJsonDumps(example)}`);
   }
@@ -77,9 +64,9 @@ function schemaComments(schema: JsonSchema): string[] {
 
 /** The parameter list `(_: { ... })`, one commented line per property; `()` when there are none. */
 function formatParametersBlock(schema: JsonSchema): string {
-  if (schema.type !== 'object' || !truthy(schema.properties)) return '()';
+  if (schema.type !== 'object' || !pyTruthy(schema.properties)) return '()';
   const description = schema.description;
-  const lines = [truthy(description) ? `(_: // ${String(description)}` : '(_:', '{'];
+  const lines = [pyTruthy(description) ? `(_: // ${String(description)}` : '(_:', '{'];
   const required = requiredSet(schema);
   for (const [name, prop] of properties(schema)) {
     for (const comment of schemaComments(prop)) lines.push(`// ${comment}`);

@@ -10,11 +10,12 @@
 
 import { RendererError } from '../errors.js';
 import { textChunk } from '../model-input.js';
-import { pyFloatRepr, pyJsonString } from '../pyjson.js';
 import type { Tokenizer } from '../tokenizer.js';
 import type { EncodedTextChunk, ModelInput } from '../../backends/types.js';
-import { BaseRenderer, parseResponseForStopToken } from './base.js';
-import { detectUnterminatedToolBlock, ensureText, pyStrip } from './content.js';
+import { BaseRenderer, parseResponseForStopToken, requireSingleToken, warnOnce } from './base.js';
+import { detectUnterminatedToolBlock, ensureText, parseThinkBlocks } from './content.js';
+import { pyJsonDumpValue, pyJsonError } from './py-json.js';
+import { PY_WS_CLASS, pyStripWs } from './py-whitespace.js';
 import type { NamedRendererFactory } from './registry.js';
 import {
   TrainOnWhat,
@@ -26,28 +27,22 @@ import {
   type Role,
   type SupervisedExample,
   type ToolCall,
+  type ToolSpec,
   type UnparsedToolCall,
 } from './types.js';
-import { compareCodePoints, type ToolSpec } from './kimi-tool-declaration.js';
 
 export const KIMI_DEFAULT_SYSTEM_PROMPT = 'You are Kimi, an AI assistant created by Moonshot AI.';
-
-// Python's `\s` / str.strip() whitespace (str.isspace), which is wider than JavaScript's `\s` in
-// places (\x1c-\x1f, \x85) and narrower in others (\ufeff).
-const PY_WS_CHARS =
-  '\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a' +
-  '\u2028\u2029\u202f\u205f\u3000';
-const PY_WS_CLASS = '[' + [...PY_WS_CHARS].map((c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0')).join('') + ']';
-const pyStripWs = (s: string): string => pyStrip(s, PY_WS_CHARS);
 
 // Both spellings of the section markers occur in Kimi outputs; the first complete section wins.
 const TOOL_CALLS_SECTION_RE = new RegExp(
   '<\\|tool_calls_section_begin\\|>([\\s\\S]*?)<\\|tool_calls_section_end\\|>' +
     '|<\\|tool_call_section_begin\\|>([\\s\\S]*?)<\\|tool_call_section_end\\|>',
 );
+// `\s` in the reference's pattern is Python's whitespace.
+const WS = `[${PY_WS_CLASS}]*`;
 const TOOL_CALL_RE = new RegExp(
-  `<\\|tool_call_begin\\|>${PY_WS_CLASS}*([^<]+:\\p{Nd}+)${PY_WS_CLASS}*<\\|tool_call_argument_begin\\|>` +
-    `${PY_WS_CLASS}*([\\s\\S]*?)${PY_WS_CLASS}*<\\|tool_call_end\\|>`,
+  `<\\|tool_call_begin\\|>${WS}([^<]+:\\p{Nd}+)${WS}<\\|tool_call_argument_begin\\|>` +
+    `${WS}([\\s\\S]*?)${WS}<\\|tool_call_end\\|>`,
   'gu',
 );
 
@@ -73,35 +68,13 @@ function toolNameFromId(toolId: string): string {
   return dot === -1 ? namePart : namePart.slice(dot + 1);
 }
 
-/**
- * Python's json.loads also accepts the NaN/Infinity literals; JSON.parse does not. Returns the
- * parse error's message, or undefined when the text is valid JSON for Python.
- */
-export function pythonJsonError(text: string): string | undefined {
-  try {
-    JSON.parse(text);
-    return undefined;
-  } catch (e) {
-    // Swap the literals (outside strings) for 0 and try again.
-    const literals = /"(?:[^"\\]|\\[\s\S])*"|-?Infinity|NaN/g;
-    const withoutNonFinite = text.replace(literals, (t) => (t.startsWith('"') ? t : '0'));
-    if (withoutNonFinite === text) return (e as Error).message;
-    try {
-      JSON.parse(withoutNonFinite);
-      return undefined;
-    } catch {
-      return (e as Error).message;
-    }
-  }
-}
-
 function parseToolCallsSection(section: string): { calls: ToolCall[]; unparsed: UnparsedToolCall[] } {
   const calls: ToolCall[] = [];
   const unparsed: UnparsedToolCall[] = [];
   for (const m of section.matchAll(TOOL_CALL_RE)) {
     const toolId = pyStripWs(m[1]);
     const args = pyStripWs(m[2]);
-    const error = pythonJsonError(args);
+    const error = pyJsonError(args);
     if (error !== undefined) {
       unparsed.push({ raw_text: m[0], error: `Invalid JSON: ${error}` });
       continue;
@@ -110,58 +83,6 @@ function parseToolCallsSection(section: string): { calls: ToolCall[]; unparsed: 
     calls.push({ type: 'function', id: toolId || null, function: { name: toolNameFromId(toolId), arguments: args } });
   }
   return { calls, unparsed };
-}
-
-/** Reference parse_think_blocks: `<think>…</think>` blocks (non-greedy) split into parts. */
-export function parseThinkBlocks(content: string): ContentPart[] | undefined {
-  if (!content.includes('<think>')) return undefined;
-  const parts: ContentPart[] = [];
-  let pos = 0;
-  for (const m of content.matchAll(/<think>([\s\S]*?)<\/think>/g)) {
-    const start = m.index ?? 0;
-    const before = content.slice(pos, start);
-    if (before) parts.push({ type: 'text', text: before });
-    if (m[1]) parts.push({ type: 'thinking', thinking: m[1] });
-    pos = start + m[0].length;
-  }
-  const rest = content.slice(pos);
-  if (rest) parts.push({ type: 'text', text: rest });
-  return parts;
-}
-
-/** Python `json.dumps(v, separators=(",", ":"), sort_keys=True)` (ensure_ascii on). */
-export function compactSortedJson(v: unknown): string {
-  if (v === null || v === undefined) return 'null';
-  switch (typeof v) {
-    case 'boolean':
-      return v ? 'true' : 'false';
-    case 'number':
-      // Limitation: a float with an integral value (1.0) is indistinguishable from an int here.
-      return Number.isInteger(v) ? String(v) : pyFloatRepr(v);
-    case 'string':
-      return pyJsonString(v);
-    case 'object':
-      if (Array.isArray(v)) return '[' + v.map(compactSortedJson).join(',') + ']';
-      return (
-        '{' +
-        Object.keys(v)
-          .filter((k) => (v as Record<string, unknown>)[k] !== undefined)
-          .sort(compareCodePoints)
-          .map((k) => `${pyJsonString(k)}:${compactSortedJson((v as Record<string, unknown>)[k])}`)
-          .join(',') +
-        '}'
-      );
-    default:
-      throw new RendererError(`Object of type ${typeof v} is not JSON serializable`);
-  }
-}
-
-// Python's warnings.warn shows a message once per call site; once per process is close enough.
-const warned = new Set<string>();
-function warnOnce(key: string, message: string): void {
-  if (warned.has(key)) return;
-  warned.add(key);
-  console.warn(`[cookbook] ${message}`);
 }
 
 export class KimiK2Renderer extends BaseRenderer {
@@ -174,9 +95,7 @@ export class KimiK2Renderer extends BaseRenderer {
   }
 
   protected get imEnd(): number {
-    const ids = this.tokenizer.encode('<|im_end|>', { addSpecialTokens: false });
-    if (ids.length !== 1) throw new RendererError(`Expected a single token for <|im_end|>, got ${ids.length}`);
-    return ids[0];
+    return requireSingleToken(this.tokenizer, '<|im_end|>', this.name);
   }
 
   protected encode(text: string): number[] {
@@ -208,7 +127,7 @@ export class KimiK2Renderer extends BaseRenderer {
     let roleName = message.name;
     if (!roleName) {
       warnOnce(
-        'tool-name',
+        'kimi/tool-name',
         "Tool message missing 'name' field. Using 'tool' as fallback. Consider setting 'name' to match " +
           'the tool function name for better context.',
       );
@@ -217,7 +136,7 @@ export class KimiK2Renderer extends BaseRenderer {
     const callId = message.tool_call_id ?? '';
     if (!callId) {
       warnOnce(
-        'tool-call-id',
+        'kimi/tool-call-id',
         `Tool message missing 'tool_call_id' field. ${this.name} needs it to render tool results ` +
           "correctly; it should match ToolCall.id from the assistant's tool_calls.",
       );
@@ -291,7 +210,7 @@ export class KimiK2Renderer extends BaseRenderer {
     }
     if (trainOnWhat !== TrainOnWhat.ALL_ASSISTANT_MESSAGES) {
       warnOnce(
-        'split-turns',
+        'kimi/split-turns',
         `train_on_what=${trainOnWhat} with ${this.name}, which lacks the extension property: the same ` +
           'train_on_what is applied to every user turn, which may not be what you want.',
       );
@@ -373,9 +292,13 @@ export class KimiK2Renderer extends BaseRenderer {
     return out;
   }
 
-  /** The tool_declare body: K2 takes the OpenAI tool schema as compact, key-sorted JSON. */
+  /**
+   * The tool_declare body: K2 takes the OpenAI tool schema as compact, key-sorted JSON
+   * (`json.dumps(…, separators=(",", ":"), sort_keys=True)`).
+   */
   protected formatToolDeclaration(tools: ToolSpec[]): string {
-    return compactSortedJson(tools.map((tool) => ({ type: 'function', function: tool })));
+    const declared = tools.map((tool) => ({ type: 'function', function: tool }));
+    return pyJsonDumpValue(declared, { separators: [',', ':'], sortKeys: true });
   }
 
   /**

@@ -7,10 +7,11 @@ import type { EncodedTextChunk, ModelInput } from '../../backends/types.js';
 import { RendererError } from '../errors.js';
 import { textChunk } from '../model-input.js';
 import type { Tokenizer } from '../tokenizer.js';
+import { requireSingleToken } from './base.js';
 import { KimiK2Renderer } from './kimi-k2.js';
-import { encodeToolsToTypescriptStyle, type ToolSpec } from './kimi-tool-declaration.js';
+import { encodeToolsToTypescriptStyle } from './kimi-tool-declaration.js';
 import type { NamedRendererFactory } from './registry.js';
-import type { ContentPart, Message, Role } from './types.js';
+import type { ContentPart, Message, Role, ToolSpec } from './types.js';
 
 export class KimiK25Renderer extends KimiK2Renderer {
   /** What the generation prompt prefills before any caller prefill. */
@@ -20,14 +21,8 @@ export class KimiK25Renderer extends KimiK2Renderer {
 
   constructor(name: string, tokenizer: Tokenizer, stripThinkingFromHistory = true) {
     super(name, tokenizer, stripThinkingFromHistory);
-    this.thinkOpen = this.singleToken('<think>');
-    this.thinkClose = this.singleToken('</think>');
-  }
-
-  private singleToken(text: string): number {
-    const ids = this.tokenizer.encode(text, { addSpecialTokens: false });
-    if (ids.length !== 1) throw new RendererError(`${this.name} needs "${text}" to be one token, got ${ids.length}`);
-    return ids[0];
+    this.thinkOpen = requireSingleToken(tokenizer, '<think>', name);
+    this.thinkClose = requireSingleToken(tokenizer, '</think>', name);
   }
 
   protected override encodeMultipartContent(parts: ContentPart[]): EncodedTextChunk[] {

@@ -17,13 +17,8 @@
 
 import { RendererError } from '../errors.js';
 import { pyFloatRepr } from '../pyjson.js';
-
-/** An OpenAI-style function tool: name, description and a JSON Schema for its parameters. */
-export interface ToolSpec {
-  name: string;
-  description: string;
-  parameters: Record<string, unknown>;
-}
+import { pyStrRepr, pyTruthy } from './content.js';
+import { compareCodePoints, pyJsonDumpValue } from './py-json.js';
 
 type Schema = Record<string, unknown>;
 
@@ -33,37 +28,8 @@ const FIELD_DELIMITER = ',\n';
 const isObject = (v: unknown): v is Schema => typeof v === 'object' && v !== null && !Array.isArray(v);
 const has = (o: Schema, k: string): boolean => Object.hasOwn(o, k);
 
-/** Python truthiness of a JSON value (NaN is truthy there). */
-function pyTruthy(v: unknown): boolean {
-  if (v === null || v === undefined) return false;
-  if (typeof v === 'boolean') return v;
-  if (typeof v === 'number') return v !== 0;
-  if (typeof v === 'string' || Array.isArray(v)) return v.length > 0;
-  if (isObject(v)) return Object.keys(v).length > 0;
-  return true;
-}
-
 // JSON numbers lose int vs float: an integral value is written as an int (1, not 1.0).
 const pyNumber = (x: number): string => (Number.isInteger(x) ? String(x) : pyFloatRepr(x));
-
-/** Python repr() of a str. */
-function pyStrRepr(s: string): string {
-  const quote = s.includes("'") && !s.includes('"') ? '"' : "'";
-  let out = quote;
-  for (const ch of s) {
-    const c = ch.codePointAt(0)!;
-    if (ch === '\\' || ch === quote) out += '\\' + ch;
-    else if (ch === '\n') out += '\\n';
-    else if (ch === '\r') out += '\\r';
-    else if (ch === '\t') out += '\\t';
-    else if (ch !== ' ' && /[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{Zl}\p{Zp}\p{Zs}]/u.test(ch)) {
-      if (c < 0x100) out += '\\x' + c.toString(16).padStart(2, '0');
-      else if (c < 0x10000) out += '\\u' + c.toString(16).padStart(4, '0');
-      else out += '\\U' + c.toString(16).padStart(8, '0');
-    } else out += ch;
-  }
-  return out + quote;
-}
 
 /** Python str() of a JSON value (repr() for what a container holds). */
 function pyStr(v: unknown): string {
@@ -78,43 +44,6 @@ function pyRepr(v: unknown): string {
   if (Array.isArray(v)) return '[' + v.map(pyRepr).join(', ') + ']';
   if (isObject(v)) return '{' + Object.entries(v).map(([k, x]) => `${pyStrRepr(k)}: ${pyRepr(x)}`).join(', ') + '}';
   return String(v);
-}
-
-const JSON_ESCAPES: Record<string, string> = {
-  '"': '\\"',
-  '\\': '\\\\',
-  '\n': '\\n',
-  '\r': '\\r',
-  '\t': '\\t',
-  '\b': '\\b',
-  '\f': '\\f',
-};
-
-/** Python `json.dumps(v, ensure_ascii=False)`. */
-function jsonDumpsUnicode(v: unknown): string {
-  if (v === null || v === undefined) return 'null';
-  if (typeof v === 'boolean') return v ? 'true' : 'false';
-  if (typeof v === 'number') return pyNumber(v);
-  if (typeof v === 'string') {
-    const escape = (c: string) => JSON_ESCAPES[c] ?? '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0');
-    return '"' + v.replace(/["\\\x00-\x1f]/g, escape) + '"';
-  }
-  if (Array.isArray(v)) return '[' + v.map(jsonDumpsUnicode).join(', ') + ']';
-  if (isObject(v)) {
-    return '{' + Object.entries(v).map(([k, x]) => `${jsonDumpsUnicode(k)}: ${jsonDumpsUnicode(x)}`).join(', ') + '}';
-  }
-  throw new RendererError(`Object of type ${typeof v} is not JSON serializable`);
-}
-
-/** Code-point order, like Python's sorted() over str (JS sort compares UTF-16 units). */
-export function compareCodePoints(a: string, b: string): number {
-  const ai = [...a];
-  const bi = [...b];
-  for (let i = 0; i < Math.min(ai.length, bi.length); i++) {
-    const d = ai[i].codePointAt(0)! - bi[i].codePointAt(0)!;
-    if (d !== 0) return d;
-  }
-  return ai.length - bi.length;
 }
 
 function formatDescription(description: string, indent = ''): string {
@@ -209,7 +138,7 @@ class Parameter {
     let comments = this.type.docstring(indent);
     const d = this.defaultValue;
     if (d !== null && d !== undefined) {
-      const repr = typeof d === 'number' || typeof d === 'boolean' ? pyRepr(d) : jsonDumpsUnicode(d);
+      const repr = typeof d === 'number' || typeof d === 'boolean' ? pyRepr(d) : pyJsonDumpValue(d, { ensureAscii: false });
       comments += `${indent}// Default: ${repr}\n`;
     }
     return `${comments}${indent}${this.name}${this.optional ? '?' : ''}: ${this.type.render(indent)}`;

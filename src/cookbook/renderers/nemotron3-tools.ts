@@ -4,31 +4,18 @@
 
 import { RendererError } from '../errors.js';
 import { pyFloatRepr, pyJsonDumps } from '../pyjson.js';
+import { pyStrRepr } from './content.js';
 import { pyStripWs } from './py-whitespace.js';
-import type { Message } from './types.js';
+import type { Message, ToolSpec } from './types.js';
 
-/** A tool as the reference's ToolSpec: name, description, JSON-schema `parameters`, any extras. */
-export type Nemotron3ToolSpec = { name: string; description?: string; parameters?: unknown } & Record<string, unknown>;
+/**
+ * The reference's ToolSpec plus any extra keys, which Nemotron's template prints too; its
+ * template also takes a tool without description or parameters.
+ */
+export type Nemotron3ToolSpec = Pick<ToolSpec, 'name'> & Partial<ToolSpec> & Record<string, unknown>;
 
 const isMapping = (v: unknown): v is Record<string, unknown> =>
   v !== null && typeof v === 'object' && !Array.isArray(v);
-
-/** Python `repr` of a str: single quotes unless the text has one and no double quote. */
-function pyStrRepr(s: string): string {
-  const quote = s.includes("'") && !s.includes('"') ? '"' : "'";
-  let out = quote;
-  for (const ch of s) {
-    const c = ch.codePointAt(0)!;
-    if (ch === quote || ch === '\\') out += '\\' + ch;
-    else if (ch === '\n') out += '\\n';
-    else if (ch === '\r') out += '\\r';
-    else if (ch === '\t') out += '\\t';
-    // Limitation: only ASCII/Latin-1 controls are escaped; Python also escapes other unprintables.
-    else if (c < 0x20 || (c >= 0x7f && c <= 0xa0) || c === 0xad) out += '\\x' + c.toString(16).padStart(2, '0');
-    else out += ch;
-  }
-  return out + quote;
-}
 
 /** Python `str(value)` of a JSON value (`True`, `None`, `1.5`, `['a', 'b']`). */
 function pyStr(value: unknown, nested = false): string {

@@ -21,13 +21,7 @@ import type {
   ToolCall,
   UnparsedToolCall,
 } from './types.js';
-
-/** The characters Python's `str.strip()` removes (`str.isspace`), which differ from JS `trim`. */
-export const PY_WHITESPACE =
-  '\t\n\v\f\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000';
-
-/** Python `str.strip()` with no argument. */
-export const pyStripWs = (s: string): string => pyStrip(s, PY_WHITESPACE);
+import { PY_WHITESPACE, pyStripWs } from './py-whitespace.js';
 
 /** The HF template's `content|trim` over parts: trims the visible text ends, skipping thinking. */
 function stripVisibleContent(content: ContentPart[]): ContentPart[] {

@@ -87,5 +87,8 @@ export function rendererNotRecommendedWarning(modelName: string, rendererName: s
     return undefined;
   }
   if (recommended.includes(rendererName)) return undefined;
-  return `Renderer ${rendererName} is not recommended for model ${modelName}; recommended: ${recommended.join(', ')}`;
+  return (
+    `Renderer ${rendererName} is not recommended for model ${modelName} (recommended: ${recommended.join(', ')}); ` +
+    'an incompatible renderer can silently degrade training (e.g. prefilling tokens the model was never trained on)'
+  );
 }

@@ -26,6 +26,18 @@ export interface ToolCall {
   function: { name: string; arguments: string };
 }
 
+/**
+ * A tool the model may call (reference ToolSpec TypedDict, OpenAI function-calling format): its
+ * name, what it does, and a JSON-schema `parameters` object. As with the TypedDict, a spec may
+ * carry other keys (GLM's template reads `defer_loading` and drops `strict`), and renderers
+ * whose reference reads fields with `.get` (gpt-oss, Kimi K2.5) tolerate missing ones.
+ */
+export type ToolSpec = {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+};
+
 export interface UnparsedToolCall {
   raw_text: string;
   error: string;

@@ -7,11 +7,14 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { z } from 'zod';
 import { DataFormatError } from '../errors.js';
+import { HfSourceSchema, type HfSource } from '../hf/config.js';
+import { bindFormat } from '../hf/formats.js';
+import { loadSplit } from '../hf/source.js';
 import type { Renderer } from '../renderers/types.js';
 import type { Tokenizer } from '../tokenizer.js';
 import { ArithmeticDataset } from './envs/arithmetic.js';
 import { Gsm8kDataset } from './envs/gsm8k.js';
-import { loadGsm8kJsonl, standardFewshotPrefix } from './envs/math.js';
+import { loadGsm8kJsonl, standardFewshotPrefix, type Gsm8kProblem } from './envs/math.js';
 import { registeredRLDataset, registeredRLDatasetNames, type CustomRLDatasetContext, type CustomRLDatasets } from './registry.js';
 import type { RLDataset } from './types.js';
 
@@ -26,16 +29,29 @@ export const ArithmeticDatasetConfigSchema = z.strictObject({
   include_fewshot: z.boolean().default(true),
 });
 
-export const Gsm8kDatasetConfigSchema = z.strictObject({
-  kind: z.literal('gsm8k'),
-  /** GSM8K-format JSONL; defaults to the shipped sample. Relative paths resolve against the base dir. */
-  file_path: z.string().min(1).optional(),
-  test_file_path: z.string().min(1).optional(),
-  batch_size: z.int().positive(),
-  group_size: z.int().positive(),
-  seed: z.int().nonnegative().default(0),
-  convo_prefix: z.literal('standard').nullable().default('standard'),
-});
+export const Gsm8kDatasetConfigSchema = z
+  .strictObject({
+    kind: z.literal('gsm8k'),
+    /** GSM8K-format JSONL; defaults to the shipped sample. Relative paths resolve against the base dir. */
+    file_path: z.string().min(1).optional(),
+    test_file_path: z.string().min(1).optional(),
+    /**
+     * A Hugging Face dataset instead (docs/hf-datasets.md), e.g. openai/gsm8k with name "main", or
+     * MATH-style rows with format "math"; `test_split` is the test set. Loaded whole (no streaming).
+     */
+    hf: HfSourceSchema.optional(),
+    batch_size: z.int().positive(),
+    group_size: z.int().positive(),
+    seed: z.int().nonnegative().default(0),
+    convo_prefix: z.literal('standard').nullable().default('standard'),
+  })
+  .superRefine((cfg, ctx) => {
+    if (cfg.hf === undefined) return;
+    for (const key of ['file_path', 'test_file_path'] as const) {
+      if (cfg[key] !== undefined) ctx.addIssue({ code: 'custom', path: [key], message: `set ${key} or hf, not both (hf.test_split names the test set)` });
+    }
+    if (cfg.hf.streaming) ctx.addIssue({ code: 'custom', path: ['hf', 'streaming'], message: 'RL problem datasets load whole: streaming is not supported' });
+  });
 
 /** An environment registered in code (registry.ts), built from JSON arguments. */
 export const CustomDatasetConfigSchema = z.strictObject({
@@ -94,10 +110,16 @@ export async function buildRLDatasets(
   }
   const resolve = (p: string) => path.resolve(opts.baseDir ?? process.cwd(), p);
   if (cfg.kind === 'custom') return { ...(await buildCustomDatasets(cfg, { renderer, tokenizer, modelName }, resolve)), renderer, tokenizer };
-  const trainPath = cfg.file_path === undefined ? path.join(rlRepoRoot(), GSM8K_SAMPLE_PATH) : resolve(cfg.file_path);
   const convoPrefix = cfg.convo_prefix === 'standard' ? standardFewshotPrefix() : null;
-  const trainRows = await loadGsm8kJsonl(trainPath, cfg.file_path ?? GSM8K_SAMPLE_PATH);
   const common = { batchSize: cfg.batch_size, groupSize: cfg.group_size, convoPrefix, seed: cfg.seed };
+  if (cfg.hf !== undefined) {
+    const { train: trainRows, test: testRows } = await loadHfProblems(cfg.hf, opts.baseDir);
+    const train = new Gsm8kDataset(trainRows, renderer, { ...common, split: 'train' });
+    const test = testRows ? new Gsm8kDataset(testRows, renderer, { ...common, split: 'test' }) : undefined;
+    return { train, test, renderer, tokenizer };
+  }
+  const trainPath = cfg.file_path === undefined ? path.join(rlRepoRoot(), GSM8K_SAMPLE_PATH) : resolve(cfg.file_path);
+  const trainRows = await loadGsm8kJsonl(trainPath, cfg.file_path ?? GSM8K_SAMPLE_PATH);
   const train = new Gsm8kDataset(trainRows, renderer, { ...common, split: 'train' });
   let test: RLDataset | undefined;
   if (cfg.test_file_path !== undefined) {
@@ -105,6 +127,16 @@ export async function buildRLDatasets(
     test = new Gsm8kDataset(testRows, renderer, { ...common, split: 'test' });
   }
   return { train, test, renderer, tokenizer };
+}
+
+/** GSM8K / MATH problems of an `hf` source's split (and test split), in file order. */
+async function loadHfProblems(hf: HfSource, baseDir?: string): Promise<{ train: Gsm8kProblem[]; test?: Gsm8kProblem[] }> {
+  const format = bindFormat('problem', hf.format, hf.columns);
+  const asProblems = (rows: Awaited<ReturnType<typeof loadSplit<Omit<Gsm8kProblem, 'line'>>>>['rows']): Gsm8kProblem[] =>
+    rows.map((r) => ({ question: r.value.question, solution: r.value.solution, answer: r.value.answer, line: r.line }));
+  const train = await loadSplit(hf, hf.split, format, { baseDir });
+  const test = hf.test_split === null ? undefined : await loadSplit(hf, hf.test_split, format, { baseDir, firstLine: train.total + 1 });
+  return { train: asProblems(train.rows), test: test && asProblems(test.rows) };
 }
 
 async function buildCustomDatasets(

@@ -2,6 +2,7 @@
 // SupervisedDatasetFromHFDataset (spec §1.4). Rows are shuffled once with `shuffle_seed`, the
 // first `test_size` become the test set (one batch), and each epoch's `setEpoch(seed)`
 // reshuffles the train rows' original order with numpy's permutation, as HF `shuffle` does.
+// An `hf` source (docs/hf-datasets.md) reads a Hugging Face dataset instead of this project's JSONL.
 
 import { rendererForModel, type ModelChoice } from '../renderers/for-model.js';
 import { existsSync } from 'node:fs';
@@ -11,19 +12,14 @@ import { z } from 'zod';
 import type { Datum } from '../../backends/types.js';
 import { DataValidationError } from '../errors.js';
 import { TRAIN_ON_WHAT_VALUES, TrainOnWhat, type Message, type Renderer } from '../renderers/types.js';
-import { EpochBatches } from '../epoch-batches.js';
+import { HfSourceSchema } from '../hf/config.js';
+import { buildHfChatDatasets } from './hf-chat.js';
 import { numpyPermutation } from '../shuffle.js';
 import type { Tokenizer } from '../tokenizer.js';
-import { conversationToDatum } from './datum.js';
+import { checkHasTrainableMessage, conversationDatumBuilder, ConversationDataset, type SupervisedDataset } from './conversation-dataset.js';
 import { loadConversationsJsonl, type ConversationRow } from './jsonl.js';
 
-export interface SupervisedDataset {
-  /** Number of full batches (a last partial batch is dropped). */
-  readonly length: number;
-  /** Reshuffle the original row order with numpy `default_rng(seed).permutation`. */
-  setEpoch(seed: number): void;
-  getBatch(index: number): Datum[];
-}
+export { checkHasTrainableMessage, conversationDatumBuilder, ConversationDataset, type SupervisedDataset } from './conversation-dataset.js';
 
 /** Built-in datasets shipped under `data/`. */
 export const BUILTIN_DATASETS = {
@@ -37,6 +33,8 @@ export const ChatDatasetConfigSchema = z
     /** JSONL file of `{"messages": [...]}` rows; relative paths resolve against the base dir. */
     file_path: z.string().min(1).optional(),
     builtin: z.enum(Object.keys(BUILTIN_DATASETS) as [BuiltinDatasetName, ...BuiltinDatasetName[]]).optional(),
+    /** A Hugging Face dataset (Hub id or local folder/file); see docs/hf-datasets.md. */
+    hf: HfSourceSchema.optional(),
     test_size: z.int().nonnegative().default(0),
     shuffle_seed: z.int().nonnegative().default(0),
     batch_size: z.int().positive(),
@@ -45,12 +43,9 @@ export const ChatDatasetConfigSchema = z
     train_on_what: z.enum(TRAIN_ON_WHAT_VALUES).optional(),
   })
   .superRefine((cfg, ctx) => {
-    if ((cfg.file_path === undefined) === (cfg.builtin === undefined)) {
-      ctx.addIssue({
-        code: 'custom',
-        path: cfg.file_path === undefined ? ['file_path'] : ['builtin'],
-        message: 'set exactly one of file_path and builtin',
-      });
+    const set = (['file_path', 'builtin', 'hf'] as const).filter((k) => cfg[k] !== undefined);
+    if (set.length !== 1) {
+      ctx.addIssue({ code: 'custom', path: [set[1] ?? 'file_path'], message: 'set exactly one of file_path, builtin and hf' });
     }
   });
 export type ChatDatasetConfig = z.output<typeof ChatDatasetConfigSchema>;
@@ -68,7 +63,7 @@ function repoRoot(): string {
   throw new Error(`cannot find ${BUILTIN_DATASETS.example_chat} above ${fileURLToPath(import.meta.url)}`);
 }
 
-/** Absolute path of the dataset file and the path to show in error messages. */
+/** Absolute path of the dataset file and the path to show in error messages (file_path / builtin configs). */
 export function resolveDatasetFile(cfg: ChatDatasetConfig, baseDir?: string): { absPath: string; displayPath: string } {
   if (cfg.builtin !== undefined) {
     const rel = BUILTIN_DATASETS[cfg.builtin];
@@ -76,49 +71,6 @@ export function resolveDatasetFile(cfg: ChatDatasetConfig, baseDir?: string): { 
   }
   const p = cfg.file_path as string;
   return { absPath: path.resolve(baseDir ?? process.cwd(), p), displayPath: p };
-}
-
-/** Rows in a fixed order with lazily built, cached datums; `setEpoch` permutes the order. */
-class ConversationDataset implements SupervisedDataset {
-  private readonly batches: EpochBatches<ConversationRow, Datum>;
-
-  constructor(rows: ConversationRow[], batchSize: number, toDatum: (row: ConversationRow) => Datum) {
-    this.batches = new EpochBatches(rows, batchSize, toDatum);
-  }
-
-  get length(): number {
-    return this.batches.length;
-  }
-
-  setEpoch(seed: number): void {
-    this.batches.setEpoch(seed);
-  }
-
-  getBatch(index: number): Datum[] {
-    return this.batches.batch(index).map((b) => b.value);
-  }
-}
-
-/** Modes that train only assistant output need an assistant message in the right place. */
-function checkHasTrainableMessage(messages: Message[], trainOnWhat: TrainOnWhat, at: string): void {
-  const hasAssistant = messages.some((m) => m.role === 'assistant');
-  const last = messages[messages.length - 1];
-  switch (trainOnWhat) {
-    case TrainOnWhat.ALL_ASSISTANT_MESSAGES:
-    case TrainOnWhat.LAST_ASSISTANT_TURN:
-      if (!hasAssistant) throw new DataValidationError(`${at}: conversation has no assistant message, so nothing to train on (train_on_what=${trainOnWhat})`);
-      return;
-    case TrainOnWhat.LAST_ASSISTANT_MESSAGE:
-      if (last.role !== 'assistant') {
-        throw new DataValidationError(`${at}: the last message is ${last.role}, not assistant, so nothing to train on (train_on_what=${trainOnWhat})`);
-      }
-      return;
-    case TrainOnWhat.CUSTOMIZED:
-      if (!messages.some((m) => m.trainable === true)) throw new DataValidationError(`${at}: no message has "trainable": true (train_on_what=${trainOnWhat})`);
-      return;
-    default:
-      return;
-  }
 }
 
 export interface ChatDatasets {
@@ -134,6 +86,10 @@ export async function buildChatDatasets(
   opts: { baseDir?: string } = {},
 ): Promise<ChatDatasets> {
   const cfg = ChatDatasetConfigSchema.parse(cfgInput);
+  if (cfg.hf !== undefined) {
+    const { renderer, tokenizer } = await rendererForModel(model, cfg.renderer_name);
+    return { ...(await buildHfChatDatasets(cfg, cfg.hf, renderer, opts)), renderer, tokenizer };
+  }
   const { absPath, displayPath } = resolveDatasetFile(cfg, opts.baseDir);
   const [rows, { renderer, tokenizer }] = await Promise.all([
     loadConversationsJsonl(absPath, displayPath),
@@ -156,27 +112,12 @@ export async function buildChatDatasets(
     );
   }
 
-  const toDatum = (row: ConversationRow): Datum => {
-    const at = `${displayPath}:${row.line}`;
-    let datum: Datum;
-    try {
-      datum = conversationToDatum(row.messages, renderer, cfg.max_length, trainOnWhat);
-    } catch (e) {
-      const err = e as Error;
-      err.message = `${at}: ${err.message}`;
-      throw err;
-    }
-    if (!datum.loss_fn_inputs.weights.data.some((w) => w > 0)) {
-      const cut = cfg.max_length === null ? '' : ` after truncation to max_length=${cfg.max_length}`;
-      throw new DataValidationError(`${at}: conversation has no trainable tokens${cut} (train_on_what=${trainOnWhat})`);
-    }
-    return datum;
-  };
-
+  const toDatum = conversationDatumBuilder(renderer, cfg.max_length, trainOnWhat, (row) => `${displayPath}:${row.line}`);
   return {
-    train: new ConversationDataset(trainRows, cfg.batch_size, toDatum),
-    test: testRows ? new ConversationDataset(testRows, testRows.length, toDatum) : undefined,
+    train: ConversationDataset.fromRows(trainRows, cfg.batch_size, toDatum),
+    test: testRows ? ConversationDataset.fromRows(testRows, testRows.length, toDatum) : undefined,
     renderer,
     tokenizer,
   };
 }
+

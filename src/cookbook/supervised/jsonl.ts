@@ -9,8 +9,10 @@ export const MESSAGE_ROLES = ['system', 'user', 'assistant', 'tool'] as const;
 
 export interface ConversationRow {
   messages: Message[];
-  /** 1-based line number in the source file, for error messages. */
+  /** 1-based line number in the source file, for error messages (for an `hf` source: the row's position). */
   line: number;
+  /** Where the row came from when that is not `file:line` (an `hf` source's "file row N"). */
+  at?: string;
 }
 
 function describe(v: unknown): string {

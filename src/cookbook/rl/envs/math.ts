@@ -110,7 +110,8 @@ export function parseGsm8kJsonl(text: string, displayPath: string): Gsm8kProblem
   return parseJsonlRows(text, displayPath, parseGsm8kRow, { trimLines: false });
 }
 
-function parseGsm8kRow(row: unknown, at: string, lineNo: number): Gsm8kProblem {
+/** Validate one GSM8K row (`{question, answer}`); `at` names it in errors. */
+export function parseGsm8kRow(row: unknown, at: string, lineNo: number): Gsm8kProblem {
   if (row === null || typeof row !== 'object' || Array.isArray(row)) {
     throw new DataFormatError(`${at}: expected a JSON object with "question" and "answer"`);
   }
