@@ -110,7 +110,16 @@ export abstract class BaseRenderer implements Renderer {
     return lastUserIndex(messages) + 1;
   }
 
-  buildGenerationPrompt(messages: Message[], role: Role = 'assistant', prefill?: string): ModelInput {
+  /**
+   * The conversation as the format renders it, for formats whose template inserts messages of its
+   * own (a default or built-in system prompt). Applied on entry to both builders.
+   */
+  protected prepareMessages(messages: Message[]): Message[] {
+    return messages;
+  }
+
+  buildGenerationPrompt(inputMessages: Message[], role: Role = 'assistant', prefill?: string): ModelInput {
+    const messages = this.prepareMessages(inputMessages);
     const chunks: EncodedTextChunk[] = [];
     const bos = this.bosTokens;
     if (bos.length) chunks.push(textChunk(bos));
@@ -141,9 +150,10 @@ export abstract class BaseRenderer implements Renderer {
   }
 
   buildSupervisedExample(
-    messages: Message[],
+    inputMessages: Message[],
     trainOnWhat: TrainOnWhat = TrainOnWhat.LAST_ASSISTANT_MESSAGE,
   ): SupervisedExample {
+    const messages = this.prepareMessages(inputMessages);
     if (trainOnWhat === TrainOnWhat.ALL_ASSISTANT_MESSAGES && !this.hasExtensionProperty && !warnedExtension) {
       // The reference logs this on every call; once per process is enough to be seen.
       warnedExtension = true;

@@ -9,7 +9,6 @@
 // (`datetime.now()`, local time zone); so does the default here, and `currentDate` pins it for a
 // reproducible prompt.
 
-import type { ModelInput } from '../../backends/types.js';
 import { RendererError } from '../errors.js';
 import { textChunk } from '../model-input.js';
 import type { Tokenizer } from '../tokenizer.js';
@@ -19,14 +18,11 @@ import { detectDanglingToolBlock, parseHarmonyOutput } from './harmony-parse.js'
 import { formatToolsSection } from './harmony-tools.js';
 import type { NamedRendererFactory } from './registry.js';
 import {
-  TrainOnWhat,
   type ContentPart,
   type Message,
   type ParseResult,
   type RenderContext,
   type RenderedMessage,
-  type Role,
-  type SupervisedExample,
   type ToolCall,
   type ToolSpec,
 } from './types.js';
@@ -157,8 +153,13 @@ export class GptOssRenderer extends BaseRenderer {
     };
   }
 
-  /** The conversation with OpenAI's system prompt in front, when this variant uses it. */
-  private withSystemPrompt(messages: Message[]): Message[] {
+  /**
+   * The conversation with OpenAI's system prompt in front, when this variant uses it. As in the
+   * reference, the supervised post-pass asks buildGenerationPrompt for the prefix, which prepends
+   * it a second time; that no longer matches and the weights stay as they are -- the same
+   * weights, since the zeroed prefix never carries loss in this format.
+   */
+  protected override prepareMessages(messages: Message[]): Message[] {
     if (!this.useSystemPrompt) return messages;
     if (messages.length && messages[0].role === 'system') {
       warnOnce(
@@ -171,19 +172,6 @@ export class GptOssRenderer extends BaseRenderer {
     return [{ role: INTERNAL_SYSTEM_ROLE, content }, ...messages];
   }
 
-  override buildGenerationPrompt(messages: Message[], role: Role = 'assistant', prefill?: string): ModelInput {
-    return super.buildGenerationPrompt(this.withSystemPrompt(messages), role, prefill);
-  }
-
-  // As in the reference, the base's post-pass then asks buildGenerationPrompt for the prefix, which
-  // prepends the system prompt a second time; it no longer matches and the weights stay as they
-  // are -- the same weights, since the zeroed prefix never carries loss in this format.
-  override buildSupervisedExample(
-    messages: Message[],
-    trainOnWhat: TrainOnWhat = TrainOnWhat.LAST_ASSISTANT_MESSAGE,
-  ): SupervisedExample {
-    return super.buildSupervisedExample(this.withSystemPrompt(messages), trainOnWhat);
-  }
 
   /**
    * Messages to put before a conversation that offers `tools`: a system message routing tool calls

@@ -11,7 +11,7 @@
 import { RendererError } from '../errors.js';
 import { textChunk } from '../model-input.js';
 import type { Tokenizer } from '../tokenizer.js';
-import type { EncodedTextChunk, ModelInput } from '../../backends/types.js';
+import type { EncodedTextChunk } from '../../backends/types.js';
 import { BaseRenderer, parseResponseForStopToken, requireSingleToken, warnOnce } from './base.js';
 import { detectUnterminatedToolBlock, ensureText, parseThinkBlocks } from './content.js';
 import { pyJsonDumpValue, pyJsonError } from './py-json.js';
@@ -24,7 +24,6 @@ import {
   type ParseResult,
   type RenderContext,
   type RenderedMessage,
-  type Role,
   type SupervisedExample,
   type ToolCall,
   type ToolSpec,
@@ -107,7 +106,7 @@ export class KimiK2Renderer extends BaseRenderer {
    * Kimi's template adds the default system message when none is given: after a leading
    * tool_declare message, else at the front.
    */
-  protected ensureSystemMessage(messages: Message[]): Message[] {
+  protected override prepareMessages(messages: Message[]): Message[] {
     const defaultSystem: Message = { role: 'system', content: KIMI_DEFAULT_SYSTEM_PROMPT };
     if (messages.length === 0) return [defaultSystem];
     const first = messages[0].role;
@@ -186,16 +185,6 @@ export class KimiK2Renderer extends BaseRenderer {
     return { header, output };
   }
 
-  override buildGenerationPrompt(messages: Message[], role: Role = 'assistant', prefill?: string): ModelInput {
-    return super.buildGenerationPrompt(this.ensureSystemMessage(messages), role, prefill);
-  }
-
-  override buildSupervisedExample(
-    messages: Message[],
-    trainOnWhat: TrainOnWhat = TrainOnWhat.LAST_ASSISTANT_MESSAGE,
-  ): SupervisedExample {
-    return super.buildSupervisedExample(this.ensureSystemMessage(messages), trainOnWhat);
-  }
 
   /**
    * The last-message/last-turn modes give one example; the others give one example per user
