@@ -1,7 +1,8 @@
 #!/usr/bin/env node
-// `npm test`: the whole suite. Installs what the suites need outside the clone (the Temporal CLI,
-// the engine's Python environment and the official SDKs, all cached under
-// ~/.cache/durable-cookbook), then runs the engine's pytest suite and the TypeScript vitest
+// `npm test`: the whole suite, also as the first command on a fresh clone. Installs the node
+// modules when missing (npm's cache in ~/.npm) and what the suites need outside the clone (the
+// Temporal CLI, the engine's Python environment, the official SDKs and the Python reference, all
+// cached under ~/.cache/durable-cookbook), then runs the engine's pytest suite and the TypeScript vitest
 // suite, and ends with one line `N passed, N failed` over both.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -12,6 +13,7 @@ import { ensureTemporalCli } from './lib/temporal-bin.mjs';
 import { ensureEngineEnv } from './lib/engine-env.mjs';
 import { ensureReferenceEnv } from './lib/reference-env.mjs';
 import { runEngineTests } from './lib/engine-test.mjs';
+import { ensureNodeModules } from './lib/node-modules.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const only = process.argv[2]; // optional: "engine" or "ts"
@@ -20,6 +22,8 @@ const out = mkdtempSync(join(tmpdir(), 'cookbook-test-results-'));
 
 const step = (msg) => console.log(`\n=== ${msg}`);
 step('installing test dependencies (cached)');
+// The engine suite reads the shipped tokenizers from node_modules too.
+ensureNodeModules(root, console.log);
 process.env.TEMPORAL_CLI = await ensureTemporalCli({ log: console.log });
 await ensureEngineEnv();
 // The Python reference for the parity suite (test/parity), sharing the engine venv's PyTorch.

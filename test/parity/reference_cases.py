@@ -315,6 +315,10 @@ def advantage_cases(args: dict) -> list[dict]:
         (rng.random(8) * 1e6).tolist(),
         [1 / 3, 2 / 3, 0.7, 0.1],
     ]
+    # Group sizes and reward shapes RL configs use: binary, graded, shaped with format penalties.
+    for size in (2, 4, 8, 16, 32, 64):
+        groups.append(rng.integers(0, 2, size=size).astype(float).tolist())
+        groups.append((rng.integers(0, 11, size=size) / 10 - 0.1 * rng.integers(0, 2, size=size)).tolist())
     cases = []
     for i, rewards in enumerate(groups):
 
@@ -468,7 +472,9 @@ def dpo_cases(args: dict) -> list[dict]:
 
     rng = np.random.default_rng(7)
     cases = []
-    for i, (pairs, beta) in enumerate([(1, 0.1), (4, 0.1), (8, 0.5), (16, 0.05), (3, 1.0)]):
+    settings = [(1, 0.1), (4, 0.1), (8, 0.5), (16, 0.05), (3, 1.0)]
+    settings += [(int(rng.integers(1, 33)), float(beta)) for beta in (0.01, 0.1, 0.3, 2.0) for _ in range(4)]
+    for i, (pairs, beta) in enumerate(settings):
         lp = (rng.normal(size=(4, pairs)) * 20 - 40).astype(np.float32)
         if i == 4:
             lp[1] = lp[0] - 1e-3  # near-ties
@@ -481,7 +487,7 @@ def dpo_cases(args: dict) -> list[dict]:
 
         cases.append(
             {
-                "id": f"pairs{pairs}/beta{beta}",
+                "id": f"{i}/pairs{pairs}/beta{beta}",
                 "input": {"chosen": policy_c, "rejected": policy_r, "ref_chosen": ref_c, "ref_rejected": ref_r, "beta": beta},
                 "expected": _attempt(run),
             }
@@ -497,7 +503,8 @@ def kl_cases(args: dict) -> list[dict]:
 
     rng = np.random.default_rng(11)
     cases = []
-    for i, lengths in enumerate([[5], [3, 7], [12, 1, 9, 4]]):
+    shapes = [[5], [3, 7], [12, 1, 9, 4]] + [rng.integers(3, 40, size=int(rng.integers(1, 9))).tolist() for _ in range(9)]
+    for i, lengths in enumerate(shapes):
         sampled = [(-rng.random(n) * 3).astype(np.float32).tolist() for n in lengths]
         training = [(np.array(s) + rng.normal(size=len(s)) * 0.05).astype(np.float32).tolist() for s in sampled]
         masks = [[float(t >= n // 3) for t in range(n)] for n in lengths]
