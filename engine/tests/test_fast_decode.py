@@ -197,7 +197,7 @@ def test_requests_wait_for_room_when_the_cache_is_full(models):
 def test_engine_fast_sampler_answers_like_the_reference_sampler_beside_training(fresh_engine, tmp_path):
     """Over HTTP: an engine with --sampler fast answers concurrent greedy requests exactly like one
     with the reference sampler, while training requests run on the other thread; seeded requests
-    repeat exactly."""
+    repeat their tokens exactly."""
     fast = Client(fresh_engine(tmp_path / "fast", "--sampler", "fast").url)
     plain = Client(fresh_engine(tmp_path / "plain", "--sampler", "reference").url)
     prompts = corpus(6, 30)
@@ -210,4 +210,9 @@ def test_engine_fast_sampler_answers_like_the_reference_sampler_beside_training(
         assert [s["stop_reason"] for s in g] == [s["stop_reason"] for s in e]
         for gs, es in zip(g, e):
             assert torch.allclose(torch.tensor(gs["logprobs"]), torch.tensor(es["logprobs"]), atol=1e-4)
-    assert seeded[0] == seeded[1]
+    # A seeded request repeats its tokens exactly; its logprobs only to float rounding, since the
+    # repeat may share a decode batch of another size (another GEMM reduction order).
+    first, again = seeded
+    assert [(s["tokens"], s["stop_reason"]) for s in first] == [(s["tokens"], s["stop_reason"]) for s in again]
+    for a, b in zip(first, again):
+        assert torch.allclose(torch.tensor(a["logprobs"]), torch.tensor(b["logprobs"]), atol=1e-5)
