@@ -22,6 +22,7 @@ import { assembleTrainingData } from '../cookbook/rl/data.js';
 import { alignScoredLogprobs, computeKlSampleTrain, computePostKl, fullSequenceForScoring } from '../cookbook/rl/kl.js';
 import { computeTrajectoryMetrics, rolloutSummariesJsonl, rolloutSummaryRows } from '../cookbook/rl/metrics.js';
 import { doGroupRolloutAndFilterConstantReward, failFast } from '../cookbook/rl/rollouts.js';
+import { rolloutRecord } from '../cookbook/rl/rollout-record.js';
 import { sequentialSeeds } from '../cookbook/rl/seeds.js';
 import { deserializeTrajectoryGroup, serializeTrajectoryGroup } from '../cookbook/rl/serialize.js';
 import type { TrajectoryGroup } from '../cookbook/rl/types.js';
@@ -195,7 +196,10 @@ export function distillActivities(deps: ActivityDeps) {
       store.writeIterationFile(step, 'train_rollout_summaries.jsonl', rolloutSummariesJsonl(rows));
 
       const trajectoryMetrics = computeTrajectoryMetrics(groups, tags);
-      const { data_D, metadata_D } = assembleTrainingData(groups, computeAdvantages(groups));
+      const advantages = computeAdvantages(groups);
+      const recorded = kept.map((g, i) => ({ ref: g.ref!, batch: step, group: g.group, samplingStep: step, tags: tags[i], trajectories: groups[i] }));
+      store.writeRolloutRecord(rolloutRecord(step, recorded, groups, advantages));
+      const { data_D, metadata_D } = assembleTrainingData(groups, advantages);
       const dataset_D = metadata_D.map((m) => kept[m.group_idx].dataset);
       const klMetrics =
         cfg.kl_penalty_coef > 0

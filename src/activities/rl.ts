@@ -12,6 +12,7 @@ import { buildRLDatasets } from '../cookbook/rl/datasets.js';
 import { alignScoredLogprobs, computeKlSampleTrain, computePostKl, fullSequenceForScoring, incorporateKlPenalty } from '../cookbook/rl/kl.js';
 import { computeTrajectoryMetrics, rolloutSummariesJsonl, rolloutSummaryRows } from '../cookbook/rl/metrics.js';
 import { doGroupRolloutAndFilterConstantReward, resolveRolloutStrategyConfig, strategyFromConfig, type RolloutPolicyFactory } from '../cookbook/rl/rollouts.js';
+import { rolloutRecord } from '../cookbook/rl/rollout-record.js';
 import { sequentialSeeds } from '../cookbook/rl/seeds.js';
 import { deserializeTrajectoryGroup, serializeTrajectoryGroup } from '../cookbook/rl/serialize.js';
 import type { TrajectoryGroup } from '../cookbook/rl/types.js';
@@ -137,7 +138,8 @@ export function rlActivities(deps: ActivityDeps) {
       const { train } = await heartbeating(data);
       const store = new RunStore(run.logPath);
       const kept = input.groups.filter((g) => g.ref !== null);
-      let groups = kept.map((g) => deserializeTrajectoryGroup(store.readBlob(g.ref!).toString('utf8')));
+      const loaded = kept.map((g) => deserializeTrajectoryGroup(store.readBlob(g.ref!).toString('utf8')));
+      let groups = loaded;
       const tags = kept.map((g) => train.getBatch(g.batch)[g.group]?.loggingTags() ?? []);
       if (cfg.rollout_json_export) {
         const rows = rolloutSummaryRows(groups, tags, { iteration: step, split: 'train', samplingClientStep: kept[0]?.samplingStep ?? null });
@@ -146,6 +148,8 @@ export function rlActivities(deps: ActivityDeps) {
       if (cfg.remove_constant_reward_groups) groups = removeConstantRewardGroups(groups);
       const trajectoryMetrics = computeTrajectoryMetrics(groups, tags.slice(0, groups.length));
       const advantages = computeAdvantages(groups);
+      const recorded = kept.map((g, i) => ({ ref: g.ref!, batch: g.batch, group: g.group, samplingStep: g.samplingStep, tags: tags[i], trajectories: loaded[i] }));
+      store.writeRolloutRecord(rolloutRecord(step, recorded, groups, advantages));
       const { data_D } = assembleTrainingData(groups, advantages);
       const klMetrics = cfg.kl_penalty_coef > 0 ? await heartbeating(klPenalty(cfg, data_D)) : {};
 

@@ -2,11 +2,13 @@
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../cookbook/config/overrides.js';
 import { pyJsonDumps } from '../cookbook/pyjson.js';
-import { connectClient, engineUrl, temporalAddress, type GlobalFlags } from './connect.js';
+import { connectClient, CONNECTION_OPTIONS, CONNECTION_USAGE, engineUrl, globalFlags, temporalAddress, type GlobalFlags } from './connect.js';
+import { runWorker, WORKER_OPTIONS, WORKER_USAGE, workerFlags } from '../workers/run.js';
 import { formatModel, formatModels } from './models.js';
 import { previewData } from './preview.js';
-import { formatResult, listRuns, runStatus, sendControl, setHot, watchRun } from './runs.js';
+import { formatResult, listRuns, logDirOf, runStatus, sendControl, setHot, watchRun } from './runs.js';
 import { startStack, stopDetachedStack } from './stack.js';
+import { reportCommand } from '../report/cli.js';
 import { checkBackend, checkRunData, rendererWarnings, resolveRun, startRun, TRAINABLE_KINDS } from './train.js';
 
 const USAGE = `usage: cookbook <command> [options]
@@ -22,28 +24,34 @@ const USAGE = `usage: cookbook <command> [options]
   stop <id> [--reason <text>]         graceful early stop: finish the step, save a final checkpoint
   pause <id> | resume <id>            pause after the current step / carry on
   set <id> key=value …                change lr_multiplier, eval_every or save_every from the next step
+  report <id or log dir> […]          HTML report: metric curves (runs overlaid), config, checkpoints,
+        [--out FILE]                        rollouts; written to <log dir>/report.html unless --out
+        [--serve [--port N]]                --serve: live page on 127.0.0.1, re-rendered per request
+        [--rollout-iterations N]            rollout iterations shown per run (default 50, evenly spaced)
+${WORKER_USAGE}
 
-global options: --address <host:port> (TEMPORAL_ADDRESS), --namespace <ns>,
-                --engine-url <url> (TINKER_BASE_URL), --task-queue <name>`;
+${CONNECTION_USAGE}`;
 
 async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
     options: {
-      address: { type: 'string' },
-      namespace: { type: 'string' },
-      'engine-url': { type: 'string' },
-      'task-queue': { type: 'string' },
+      ...CONNECTION_OPTIONS,
+      ...WORKER_OPTIONS,
       wait: { type: 'boolean', default: false },
       detach: { type: 'boolean', default: false },
       id: { type: 'string' },
       'dry-run': { type: 'boolean', default: false },
       reason: { type: 'string' },
+      out: { type: 'string' },
+      serve: { type: 'boolean', default: false },
+      port: { type: 'string' },
+      'rollout-iterations': { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
-  const flags: GlobalFlags = { address: values.address, namespace: values.namespace, engineUrl: values['engine-url'], taskQueue: values['task-queue'] };
+  const flags: GlobalFlags = globalFlags(values);
   const [command, ...rest] = positionals;
   if (!command || values.help) {
     console.log(USAGE);
@@ -95,12 +103,15 @@ async function main(argv: string[]): Promise<number> {
       await startRun(client, resolved, flags.taskQueue);
       console.log(`started ${resolved.workflowId}`);
       console.log(`log dir  ${resolved.run.logPath}`);
-      console.log(`web UI   http://127.0.0.1:8233/namespaces/${flags.namespace ?? 'default'}/workflows/${resolved.workflowId}`);
+      console.log(`web UI   http://127.0.0.1:8233/namespaces/${client.options.namespace}/workflows/${resolved.workflowId}`);
       if (!values.wait) return 0;
       const result = await watchRun(client, resolved.workflowId);
       console.log(formatResult(result).join('\n'));
       return 0;
     }
+    case 'worker':
+      await runWorker(workerFlags(flags, values));
+      return 0;
     case 'runs':
       console.log(await listRuns(await connectClient(flags)));
       return 0;
@@ -122,6 +133,10 @@ async function main(argv: string[]): Promise<number> {
       console.log(`${rest[0]}: hot settings now ${JSON.stringify(settings)}, from step ${fromStep}`);
       return 0;
     }
+    case 'report':
+      return reportCommand(rest, { out: values.out, serve: values.serve, port: values.port, rolloutIterations: values['rollout-iterations'] }, async (id) =>
+        logDirOf(await connectClient(flags), id),
+      );
     default:
       console.error(`unknown command "${command}"\n\n${USAGE}`);
       return 2;

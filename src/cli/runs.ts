@@ -46,6 +46,15 @@ async function handleFor(client: Client, id: string): Promise<WorkflowHandle> {
   return handle;
 }
 
+/** A run's log dir, from the resolved config in its memo (the CLI writes log_path there before starting it). */
+export async function logDirOf(client: Client, id: string): Promise<string> {
+  const desc = await (await handleFor(client, id)).describe();
+  const memo = (await desc.memo) as { config?: { log_path?: unknown } } | undefined;
+  const logPath = memo?.config?.log_path;
+  if (typeof logPath !== 'string' || logPath === '') throw new Error(`run "${id}" has no log_path in its memo (was it started by \`cookbook train\`?)`);
+  return logPath;
+}
+
 export async function runStatus(client: Client, id: string): Promise<string> {
   const handle = await handleFor(client, id);
   const desc = await handle.describe();

@@ -228,6 +228,10 @@ export async function startWorkerProcess(opts: WorkerProcessOpts): Promise<Servi
     logFile: opts.logFile,
     detached: opts.detached,
     env: {
+      // The stack's own dev server is plaintext on 127.0.0.1: the user's Temporal settings (a
+      // default temporal.toml profile, TEMPORAL_TLS_*, an API key) are for other clusters.
+      ...Object.fromEntries(Object.keys(process.env).filter((k) => /^TEMPORAL_(?!CLI$)/.test(k)).map((k) => [k, undefined])),
+      TEMPORAL_CONFIG_FILE: join(dirname(opts.logFile), 'no-temporal-config.toml'),
       TEMPORAL_ADDRESS: opts.temporalAddress,
       TINKER_BASE_URL: opts.tinkerBaseUrl,
       ...(opts.taskQueue ? { COOKBOOK_TASK_QUEUE: opts.taskQueue } : {}),

@@ -5,7 +5,7 @@
 // checkpoint replays steps: a metrics row replaces any row of the same or a later step, a
 // checkpoint row replaces the row of the same name, and files are written through a temp file
 // and a rename so a crash never leaves half a line or half a file.
-import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync, openSync, readSync, closeSync, statSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync, openSync, readSync, closeSync, statSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { pyJsonDumps } from './pyjson.js';
 
@@ -37,8 +37,34 @@ export interface CheckpointRow {
 
 export type MetricsRow = Record<string, number | string | boolean | null>;
 
+/**
+ * What one training iteration of RL or distillation trained on, for people (`cookbook report`):
+ * the trajectory groups by their claim-check blob (tokens, rewards and metrics stay in the blob,
+ * written once by the rollout activity) plus what only the train step knows: which groups it kept
+ * and each trajectory's advantage.
+ */
+export interface RolloutRecord {
+  format: 'rollout_record/v1';
+  step: number;
+  split: 'train';
+  groups: Array<{
+    /** Blob of the serialized TrajectoryGroup (`readBlob(ref)`). */
+    ref: string;
+    /** Dataset batch and group index the env builder came from. */
+    batch: number;
+    group: number;
+    /** The step whose weights sampled the group (older than `step` in async RL). */
+    sampling_step: number | null;
+    tags: string[];
+    /** One advantage per trajectory; null when the group was dropped before training (constant reward). */
+    advantages: number[] | null;
+  }>;
+}
+
 const INT_METRIC_KEYS = new Set(['step', 'epoch', 'batch', 'num_sequences', 'num_tokens']);
 const INT_CHECKPOINT_KEYS = new Set(['batch', 'epoch', 'step', 'elapsed_tokens']);
+/** Beside the `rollouts/` blobs rather than in them: tests count the blobs of a batch directory. */
+const ROLLOUT_RECORDS_DIR = 'rollout_records';
 const KNOWN_CHECKPOINT_KEYS = ['name', 'batch', 'epoch', 'final', 'state_path', 'sampler_path'];
 
 export class RunDirInUseError extends Error {
@@ -169,6 +195,22 @@ export class RunStore {
   /** A per-iteration file of the reference's layout: `iteration_{step:06d}/<name>`. */
   writeIterationFile(step: number, name: string, text: string): void {
     writeFileAtomic(join(this.logPath, `iteration_${String(step).padStart(6, '0')}`, name), text);
+  }
+
+  /** The iteration's rollout record; a retried train step rewrites the same file. */
+  writeRolloutRecord(record: RolloutRecord): void {
+    writeFileAtomic(join(this.logPath, '.cookbook', 'store', ROLLOUT_RECORDS_DIR, `iteration_${String(record.step).padStart(6, '0')}.json`), JSON.stringify(record));
+  }
+
+  /** Every rollout record of the run, by step. */
+  readRolloutRecords(): RolloutRecord[] {
+    const dir = join(this.logPath, '.cookbook', 'store', ROLLOUT_RECORDS_DIR);
+    if (!existsSync(dir)) return [];
+    return readdirSync(dir)
+      .filter((f) => /^iteration_\d+\.json$/.test(f))
+      .sort()
+      .map((f) => JSON.parse(readFileSync(join(dir, f), 'utf8')) as RolloutRecord)
+      .filter((r) => r.format === 'rollout_record/v1');
   }
 
   /** Claim-check storage: immutable, step-named blobs that workflows reference by relative path. */

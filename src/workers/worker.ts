@@ -1,7 +1,7 @@
 // Builds the cookbook worker: the workflow bundle, the activities wired to a Tinker backend, and
 // the connection to Temporal. Used by the worker process, the demo and the tests.
 import { fileURLToPath } from 'node:url';
-import { bundleWorkflowCode, NativeConnection, Worker, type WorkflowBundle } from '@temporalio/worker';
+import { bundleWorkflowCode, NativeConnection, Worker, type NativeConnectionOptions, type WorkflowBundle } from '@temporalio/worker';
 import { ApplicationFailure } from '@temporalio/activity';
 import { createActivities } from '../activities/index.js';
 import { ErrorTypes } from '../activities/types.js';
@@ -45,6 +45,8 @@ export function apiKeyFor(baseUrl: string, explicit?: string): string | undefine
 
 export interface CookbookWorkerOptions {
   temporalAddress: string;
+  /** TLS, API key and gRPC metadata for a secured cluster (resolved by cli/connect.ts). */
+  connectionOptions?: Omit<NativeConnectionOptions, 'address'>;
   namespace?: string;
   taskQueue?: string;
   /** Default backend for runs whose config has no base_url. */
@@ -53,6 +55,18 @@ export interface CookbookWorkerOptions {
   tinkerApiKey?: string;
   shutdownGraceTime?: string;
   maxConcurrentActivityTaskExecutions?: number;
+  maxConcurrentWorkflowTaskExecutions?: number;
+}
+
+/** The worker could not open its connection (as opposed to failing later): callers add advice. */
+export class TemporalConnectError extends Error {
+  constructor(
+    readonly address: string,
+    cause: Error,
+  ) {
+    super(`cannot reach Temporal at ${address}: ${cause.message}`, { cause });
+    this.name = 'TemporalConnectError';
+  }
 }
 
 export interface CookbookWorker {
@@ -78,7 +92,12 @@ export async function createCookbookWorker(opts: CookbookWorkerOptions): Promise
     }
     return backend;
   };
-  const connection = await NativeConnection.connect({ address: opts.temporalAddress });
+  let connection: NativeConnection;
+  try {
+    connection = await NativeConnection.connect({ ...opts.connectionOptions, address: opts.temporalAddress });
+  } catch (err) {
+    throw new TemporalConnectError(opts.temporalAddress, err as Error);
+  }
   const worker = await Worker.create({
     connection,
     namespace: opts.namespace ?? 'default',
@@ -87,6 +106,7 @@ export async function createCookbookWorker(opts: CookbookWorkerOptions): Promise
     activities: createActivities({ backendFor }),
     shutdownGraceTime: opts.shutdownGraceTime ?? '10s',
     maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivityTaskExecutions ?? 64,
+    ...(opts.maxConcurrentWorkflowTaskExecutions ? { maxConcurrentWorkflowTaskExecutions: opts.maxConcurrentWorkflowTaskExecutions } : {}),
   });
   return {
     worker,

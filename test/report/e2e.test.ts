@@ -1,0 +1,57 @@
+// `cookbook report` on real runs: a short SL run and a short RL run on the real stack (Temporal dev
+// server, engine over HTTP, tiny-qwen3). The SL run is named by workflow id (its log dir comes
+// from the run's memo), the RL run by log dir; the RL activities' rollout records feed the browser.
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { logDirOf } from '../../src/cli/runs.js';
+import { RunStore } from '../../src/cookbook/run-store.js';
+import { writeReport } from '../../src/report/report.js';
+import { runToEnd, startTestStack, testRun, withWorker, type TestStack } from '../support/stack.js';
+
+const fixtures = join(import.meta.dirname, '..', 'fixtures');
+
+describe('report of real runs', () => {
+  let stack: TestStack;
+  beforeAll(async () => {
+    stack = await startTestStack();
+  });
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  it('charts every metric of an SL and an RL run and browses the RL rollouts', async () => {
+    const sl = testRun(stack, join(fixtures, 'sl_small.json'));
+    const rl = testRun(stack, join(fixtures, 'rl_small.json'), [], 'rl');
+    await withWorker(stack, () => Promise.all([runToEnd(stack, sl), runToEnd(stack, rl)]));
+
+    // One record per RL step, pointing at blobs that exist, advantages centred within each group.
+    const records = new RunStore(rl.run.logPath).readRolloutRecords();
+    expect(records.map((r) => r.step)).toEqual([0, 1, 2, 3, 4, 5]);
+    for (const record of records) {
+      expect(record.groups).toHaveLength(3);
+      for (const g of record.groups) {
+        expect(existsSync(join(rl.run.logPath, '.cookbook', 'store', g.ref))).toBe(true);
+        if (g.advantages) expect(Math.abs(g.advantages.reduce((a, b) => a + b, 0))).toBeLessThan(1e-5);
+      }
+    }
+
+    const lookup = (id: string) => logDirOf(stack.client, id);
+    await expect(writeReport(['no-such-run'], { lookup })).rejects.toThrow(/as a workflow id: no run with workflow id "no-such-run"/);
+    const out = await writeReport([sl.workflowId, rl.run.logPath], { lookup });
+    expect(out).toBe(join(sl.run.logPath, 'report.html'));
+    const html = readFileSync(out, 'utf8');
+    const numericKeys = new Set(
+      [sl, rl].flatMap((r) => new RunStore(r.run.logPath).readMetrics().flatMap((row) => Object.keys(row).filter((k) => k !== 'step' && typeof row[k] === 'number'))),
+    );
+    const charted = [...html.matchAll(/<figure class="chart" data-key="([^"]+)">/g)].map((m) => m[1]);
+    expect(new Set(charted)).toEqual(numericKeys);
+    expect(charted).toHaveLength(numericKeys.size);
+    for (const key of ['train_mean_nll', 'test/nll', 'env/all/reward/total', 'optim/kl_sample_train_v1']) expect(charted).toContain(key);
+    expect(html).toContain(`>${sl.workflowId}</text>`); // the overlay legend
+    expect(html).toContain(`>${rl.workflowId}</text>`);
+    expect(html.match(/class="iteration" data-step="\d+"/g)).toHaveLength(6);
+    expect(html).toContain('&lt;|im_start|&gt;user\n'); // prompts decoded with tiny-qwen3's tokenizer
+    expect(html).toContain('<td>000003</td>'); // checkpoints table
+  });
+});

@@ -1,0 +1,88 @@
+// Log dirs as runs leave them, written through the run store's own writers: an SL-like and an
+// RL-like run (metrics with and without prefixes, checkpoints, config naming tiny-qwen3, and an
+// RL iteration's rollout record with its trajectory blob).
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { computeAdvantages } from '../../src/cookbook/rl/advantages.js';
+import { rolloutRecord } from '../../src/cookbook/rl/rollout-record.js';
+import { serializeTrajectoryGroup } from '../../src/cookbook/rl/serialize.js';
+import { TrajectoryGroup } from '../../src/cookbook/rl/types.js';
+import { RunStore, type RunKind } from '../../src/cookbook/run-store.js';
+import { getTokenizer } from '../../src/cookbook/tokenizer.js';
+
+export const PROMPT_TEXT = 'What is 17 + 25?';
+export const ANSWERS = ['The answer is 42.', 'I think it is 41.'];
+
+/** Keys of both kinds of run: plain (train) and test/, env/, optim/, time/ prefixed. */
+export const SL_KEYS = ['epoch', 'progress', 'learning_rate', 'train_mean_nll', 'test/nll', 'time/total'];
+export const RL_KEYS = ['progress', 'learning_rate', 'env/all/reward/total', 'env/all/ac_tokens_per_turn', 'optim/kl_sample_train_v1', 'time/total'];
+
+export function tempDir(prefix = 'cookbook-report-'): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+function initRun(logDir: string, workflowId: string, kind: RunKind, config: Record<string, unknown>): RunStore {
+  const store = new RunStore(logDir);
+  store.init({ workflowId, kind, config: { ...config, log_path: logDir } }, new Set(['learning_rate']));
+  return store;
+}
+
+export function slRun(logDir: string, workflowId = 'sl-fixture', steps = 6, scale = 1): string {
+  const store = initRun(logDir, workflowId, 'sl', { model_name: 'tiny-qwen3', learning_rate: 0.01, lora_rank: 8 });
+  for (let step = 0; step < steps; step++) {
+    store.writeMetrics({
+      step,
+      epoch: 0,
+      progress: (step + 1) / steps,
+      learning_rate: 0.01 * (1 - step / steps),
+      train_mean_nll: scale * (3 - step * 0.3),
+      ...(step % 2 === 0 ? { 'test/nll': scale * (3.2 - step * 0.25) } : {}),
+      'time/total': 0.5 + step * 0.01,
+    });
+  }
+  store.writeCheckpoint({ name: '000003', batch: 3, epoch: 0, state_path: `tinker://${workflowId}/weights/000003` });
+  store.writeCheckpoint({ name: 'final', batch: steps, epoch: 1, final: true, state_path: `tinker://${workflowId}/weights/final`, sampler_path: `tinker://${workflowId}/sampler_weights/final` });
+  return logDir;
+}
+
+/** An RL run of `steps` steps; each step's one group of two trajectories gets a record (reward 1 vs 0). */
+export async function rlRun(logDir: string, workflowId = 'rl-fixture', steps = 3): Promise<string> {
+  const store = initRun(logDir, workflowId, 'rl', { model_name: 'tiny-qwen3', learning_rate: 0.001, max_tokens: 16 });
+  const tok = await getTokenizer('tiny-qwen3');
+  const prompt = tok.applyChatTemplate([{ role: 'user', content: PROMPT_TEXT }], { addGenerationPrompt: true });
+  for (let step = 0; step < steps; step++) {
+    store.writeMetrics({
+      step,
+      progress: (step + 1) / steps,
+      learning_rate: 0.001,
+      'env/all/reward/total': 0.5 + step * 0.1,
+      'env/all/ac_tokens_per_turn': 7,
+      'optim/kl_sample_train_v1': 0.001 * step,
+      'time/total': 1.5,
+    });
+    const rewards = [1, 0];
+    const group = new TrajectoryGroup(
+      ANSWERS.map((answer, i) => ({
+        transitions: [
+          {
+            ob: { chunks: [{ type: 'encoded_text' as const, tokens: prompt }] },
+            ac: { tokens: [...tok.encode(answer), tok.eosTokenId], maybeLogprobs: null, stopReason: 'stop' as const },
+            reward: rewards[i],
+            episodeDone: true,
+            metrics: { correct: rewards[i] },
+            logs: { answer },
+          },
+        ],
+        finalOb: { chunks: [] },
+        stopReason: 'stop',
+      })),
+      [0, 0],
+      [{ format: 1 }, { format: 1 }],
+    );
+    const ref = store.writeBlob(`rollouts/batch_${String(step).padStart(6, '0')}/group_0000.json`, serializeTrajectoryGroup(group));
+    store.writeRolloutRecord(rolloutRecord(step, [{ ref, batch: step, group: 0, samplingStep: step, tags: ['arithmetic'], trajectories: group }], [group], computeAdvantages([group])));
+  }
+  store.writeCheckpoint({ name: 'final', batch: steps, final: true, state_path: `tinker://${workflowId}/weights/final` });
+  return logDir;
+}
