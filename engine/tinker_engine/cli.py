@@ -47,8 +47,14 @@ def parse_args(argv=None):
                    help="memory for the fast sampler's KV caches (default: 30%% of the GPU's memory; 2 GB on CPU)")
     p.add_argument("--max-decode-rows", type=int, default=int(os.environ.get("TINKER_ENGINE_MAX_DECODE_ROWS", "512")),
                    help="most samples one fast-sampler batch decodes at once")
+    p.add_argument("--clock-cycle-ms", type=float,
+                   default=os.environ.get("TINKER_ENGINE_CLOCK_CYCLE_MS") or "0",  # argparse applies type
+                   help="emulate the hosted service's clock cycles: training work (the seq-id ordered model "
+                        "operations) runs only at boundaries every N ms; sampling stays continuous (default 0 = off)")
     p.add_argument("--log-level", default=os.environ.get("TINKER_ENGINE_LOG_LEVEL", "info"))
     args = p.parse_args(argv)
+    if not 0 <= args.clock_cycle_ms < float("inf"):
+        p.error("--clock-cycle-ms must be a finite number >= 0")
     if args.api_key is not None and not args.api_key.startswith("tml-"):
         p.error("--api-key must start with 'tml-' (the Tinker SDK refuses other keys)")
     aliases = {}
@@ -109,12 +115,15 @@ def main(argv=None):
         sampler=sampler,
         kv_cache_bytes=kv_cache_bytes,
         max_decode_rows=args.max_decode_rows,
+        clock_cycle_ms=args.clock_cycle_ms,
     )
     app = create_app(engine, api_key=args.api_key, max_body_bytes=int(args.max_body_mb * (1 << 20)))
     if sampler == "fast":
         sampling = f"fast sampler beside training, {kv_cache_bytes / (1 << 30):.1f} GB KV cache"
     else:
         sampling = "continuous batching" if args.continuous_batching else "one request at a time"
+    if args.clock_cycle_ms > 0:
+        sampling += f", training in clock cycles of {args.clock_cycle_ms:g} ms"
     logging.getLogger("tinker_engine").info(
         "engine on http://%s:%d (device %s, %s, %d threads, %s, data %s)", args.host, args.port, device,
         str(dtype).removeprefix("torch."), torch.get_num_threads(), sampling, args.data_dir,

@@ -25,6 +25,7 @@ from . import checkpoints as ckpt
 from .batching import DecodeJob, DecodePool
 from .base_models import BaseModelCache, BaseModelSpec, ModelRegistry, instance_sharing_weights
 from .body import Body
+from .clock import CycleClock
 from .compute import ComputeThread
 from .errors import EngineError, RequestFailed, bad_request, conflict, not_found
 from .fast_decode import FastJob, FastSampler, unsupported_reason
@@ -207,7 +208,8 @@ def parse_sampling_params(body: Body) -> SamplingParams:
 class Engine:
     def __init__(self, data_dir: Path, device: torch.device, dtype: torch.dtype, aliases: dict | None = None,
                  max_batch_tokens: int = 8192, long_poll_seconds: float = 20.0, continuous_batching: bool = False,
-                 sampler: str = "reference", kv_cache_bytes: int = 2 << 30, max_decode_rows: int = 512):
+                 sampler: str = "reference", kv_cache_bytes: int = 2 << 30, max_decode_rows: int = 512,
+                 clock_cycle_ms: float = 0):
         self.store = ckpt.CheckpointStore(data_dir)
         self.registry = ModelRegistry(aliases)
         self.bases = BaseModelCache(device, dtype)
@@ -228,13 +230,23 @@ class Engine:
             ComputeThread(self.fast, name="sampling", cuda_device=cuda) if self.fast is not None else None
         )
         self._fast_unsupported: dict = {}  # base model name → why it samples on the reference path
+        # With --clock-cycle-ms, sequenced model operations wait for a cycle boundary (clock.py).
+        self.clock = CycleClock(clock_cycle_ms, self.compute) if clock_cycle_ms > 0 else None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.started_at = time.time()
 
     def bind_loop(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
+        if self.clock is not None:
+            self.clock.start(loop)
+
+    def clock_info(self) -> dict:
+        """The emulated clock cycles (healthz): `{"cycle_ms": 0}` when off."""
+        return self.clock.info() if self.clock is not None else {"cycle_ms": 0}
 
     def shutdown(self) -> None:
+        if self.clock is not None:
+            self.clock.stop()
         self.compute.shutdown()
         if self.sampling is not None:
             self.sampling.shutdown()
@@ -291,7 +303,8 @@ class Engine:
         """Sequenced, deduplicated submission of one model operation; returns its request id.
 
         `validate()` runs now (a failure answers 4xx and still consumes the seq id, so later ids
-        are not blocked); `work(trainer)` runs on the compute thread when the seq id is reached.
+        are not blocked); `work(trainer)` runs on the compute thread when the seq id is reached
+        (with clock cycles on: at the first cycle boundary after that).
         """
         if not isinstance(seq_id, int) or seq_id < 1:
             raise bad_request(f"seq_id must be an integer >= 1, got {seq_id!r}")
@@ -326,7 +339,13 @@ class Engine:
                 raise RequestFailed(f"model {handle.model_id} could not be created: {handle.create_error}")
             return work(handle.trainer)
 
-        self._enqueue(handle, seq_id, lambda: self._dispatch(fut, run))
+        def release():  # called in seq order, once every earlier seq id of the model was released
+            if self.clock is None:
+                self._dispatch(fut, run)
+            else:
+                self.clock.hold(lambda: self._dispatch(fut, run))
+
+        self._enqueue(handle, seq_id, release)
         return request_id
 
     # ------------------------------------------------------------------------ sessions

@@ -183,7 +183,8 @@ def create_app(engine: Engine, api_key: str | None = None, max_body_bytes: int =
 
     @app.get(f"{API}/healthz")
     async def healthz():
-        return json_response({"status": "ok", "supported_models": capabilities()})
+        # clock_cycles: the --clock-cycle-ms setting and, when on, the engine's clock and cycle counters.
+        return json_response({"status": "ok", "supported_models": capabilities(), "clock_cycles": engine.clock_info()})
 
     @app.get(f"{API}/get_server_capabilities")
     async def get_server_capabilities():
