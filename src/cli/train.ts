@@ -179,7 +179,11 @@ export function resolveRun(kind: string, configPath: string, overrides: string[]
   const workflowId = opts.workflowId ?? `${kind}-${name}-${timestamp()}`;
   const logPath = resolve(config.log_path ?? resolve(opts.runsDir ?? 'runs', workflowId));
   config.log_path = logPath;
-  if ('render_date' in config && config.render_date === null) config.render_date = localIsoDate();
+  // One date for the whole run (each pipeline stage too), whatever day a step is rebuilt on.
+  const today = localIsoDate();
+  for (const c of [config, ...(Array.isArray(config.stages) ? config.stages.map((st: { config: Record<string, any> }) => st.config) : [])]) {
+    if ('render_date' in c && c.render_date === null) c.render_date = today;
+  }
   if (existsSync(resolve(logPath, '.cookbook', 'run.json'))) {
     throw new ConfigError(`log_path: ${logPath} already holds another run; choose another log_path or run_name`);
   }

@@ -51,6 +51,9 @@ describe('cookbook train --dry-run', () => {
     expect(pinned.stdout).toContain('Current date: 2026-01-02');
     const today = cookbook('train', 'sl', config, 'model_name=openai/gpt-oss-20b', '--dry-run');
     expect(today.stdout).toMatch(/"render_date": "\d{4}-\d{2}-\d{2}"/);
+    const pipeline = cookbook('train', 'pipeline', path.join(path.dirname(config), 'pipeline_sft_dpo.json'), '--dry-run');
+    expect(pipeline.status, pipeline.stderr).toBe(0);
+    expect(pipeline.stdout.match(/"render_date": "\d{4}-\d{2}-\d{2}"/g)).toHaveLength(2); // one per stage
   });
 
   it('names tokenizer_path when the model\'s tokenizer is not shipped', () => {
