@@ -1,6 +1,7 @@
-// `cookbook report` on real runs: a short SL run and a short RL run on the real stack (Temporal dev
-// server, engine over HTTP, tiny-qwen3). The SL run is named by workflow id (its log dir comes
-// from the run's memo), the RL run by log dir; the RL activities' rollout records feed the browser.
+// `cookbook report` on real runs of every kind on the real stack (Temporal dev server, engine over
+// HTTP, tiny-qwen3): SL (named by workflow id: its log dir comes from the run's memo) and RL (by log
+// dir; the RL activities' rollout records feed the browser), then DPO, on-policy distillation and an
+// SFT → DPO pipeline (shown as its stages).
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -53,5 +54,22 @@ describe('report of real runs', () => {
     expect(html.match(/class="iteration" data-step="\d+"/g)).toHaveLength(6);
     expect(html).toContain('&lt;|im_start|&gt;user\n'); // prompts decoded with tiny-qwen3's tokenizer
     expect(html).toContain('<td>000003</td>'); // checkpoints table
+  });
+  it('reports DPO, distillation (with its rollout browser) and pipeline runs', async () => {
+    const dpo = testRun(stack, join(fixtures, 'dpo_small.json'), [], 'dpo');
+    const distill = testRun(stack, join(fixtures, 'distill_small.json'), ['save_every=0'], 'distill');
+    const pipeline = testRun(stack, join(fixtures, 'pipeline_small.json'), [], 'pipeline');
+    await withWorker(stack, () => Promise.all([runToEnd(stack, dpo), runToEnd(stack, distill), runToEnd(stack, pipeline)]));
+
+    const html = readFileSync(await writeReport([dpo.run.logPath, distill.run.logPath, pipeline.run.logPath]), 'utf8');
+    const charted = new Set([...html.matchAll(/<figure class="chart" data-key="([^"]+)">/g)].map((m) => m[1]));
+    for (const key of ['dpo_loss', 'accuracy', 'teacher_kl', 'optim/entropy', 'train_mean_nll']) expect(charted).toContain(key);
+    // Each stage of the pipeline is a run of its own in the overlay.
+    expect(html).toContain(`>${pipeline.workflowId}/0-sl</text>`);
+    expect(html).toContain(`>${pipeline.workflowId}/1-dpo</text>`);
+    expect(html).toContain(`>${dpo.workflowId}</text>`);
+    // The distillation rollouts: one iteration per step, prompts decoded.
+    expect(new RunStore(distill.run.logPath).readRolloutRecords().length).toBeGreaterThan(0);
+    expect(html).toMatch(/class="iteration" data-step="0"/);
   });
 });
