@@ -54,7 +54,7 @@ export function supervisedActivities(deps: ActivityDeps) {
       const { cfg, data } = slData(run);
       const { train, tokenizer } = await data;
       train.setEpoch(epoch);
-      await train.loadBatch?.(batch); // streaming datasets read the batch's rows now
+      await train.loadBatch(batch); // streaming datasets read the batch's rows now
       const batch_D = train.getBatch(batch);
       const client = session(run, model.modelId);
 

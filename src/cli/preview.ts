@@ -39,7 +39,7 @@ export async function previewData(kind: string, cfg: any, count = 2): Promise<st
   if (kind === 'sl') {
     const built = await buildChatDatasets(cfg.dataset, cfg);
     built.train.setEpoch(0);
-    await built.train.loadBatch?.(0);
+    await built.train.loadBatch(0);
     data = built.train.getBatch(0).slice(0, count);
     ({ tokenizer } = built);
     rendererName = built.renderer.name;

@@ -40,7 +40,7 @@ export const TRAINABLE_KINDS: Record<string, TrainableKind> = {
     checkData: async (cfg) => {
       const { train, test } = await buildChatDatasets(cfg.dataset, cfg);
       train.setEpoch(0);
-      await train.loadBatch?.(0);
+      await train.loadBatch(0);
       train.getBatch(0);
       test?.getBatch(0);
       await checkEvaluators(cfg);

@@ -17,6 +17,25 @@ export interface BatchSource<R, V> {
   batch(index: number): Array<{ row: R; value: V }>;
 }
 
+/** What every dataset over a batch source exposes: its size, its epochs, the streaming read. */
+export abstract class BatchedDataset<R, V> {
+  constructor(protected readonly batches: BatchSource<R, V>) {}
+
+  /** Full batches of rows (a last partial batch is dropped). */
+  get length(): number {
+    return this.batches.length;
+  }
+
+  setEpoch(seed: number): void {
+    this.batches.setEpoch(seed);
+  }
+
+  /** Streaming (`hf.streaming`) datasets read batch `index` here; `getBatch` needs it first. */
+  async loadBatch(index: number): Promise<void> {
+    await this.batches.load?.(index);
+  }
+}
+
 export class EpochBatches<R, V> implements BatchSource<R, V> {
   private order: number[];
   private epochSeed: number | undefined;

@@ -2,7 +2,7 @@
 // from an in-memory list reshuffled per epoch (EpochBatches) or a streaming source (hf/streaming.ts).
 
 import type { Datum } from '../../backends/types.js';
-import { EpochBatches, type BatchSource } from '../epoch-batches.js';
+import { BatchedDataset, EpochBatches, type BatchSource } from '../epoch-batches.js';
 import { DataValidationError } from '../errors.js';
 import { TrainOnWhat, type Renderer } from '../renderers/types.js';
 import { datumFromModelInputWeights } from '../supervised/datum.js';
@@ -49,8 +49,7 @@ export function comparisonToDatums(lc: LabeledComparison, renderer: Renderer, ma
   return { datums };
 }
 
-export class PreferenceDataset {
-  private readonly batches: BatchSource<PreferenceRow, PairOrFiltered>;
+export class PreferenceDataset extends BatchedDataset<PreferenceRow, PairOrFiltered> {
   readonly batchSize: number;
 
   /** In-memory rows, or a streaming batch source (hf/streaming.ts) as `rows`. */
@@ -60,22 +59,8 @@ export class PreferenceDataset {
     toDatums: (row: ComparisonRow) => PairOrFiltered,
     private readonly displayPath: string,
   ) {
-    this.batches = Array.isArray(rows) ? new EpochBatches<PreferenceRow, PairOrFiltered>(rows, batchSize, (r) => ('skip' in r ? { filtered: r.skip } : toDatums(r))) : rows;
+    super(Array.isArray(rows) ? new EpochBatches<PreferenceRow, PairOrFiltered>(rows, batchSize, (r) => ('skip' in r ? { filtered: r.skip } : toDatums(r))) : rows);
     this.batchSize = batchSize;
-  }
-
-  /** Full batches of rows (a last partial batch is dropped). */
-  get length(): number {
-    return this.batches.length;
-  }
-
-  setEpoch(seed: number): void {
-    this.batches.setEpoch(seed);
-  }
-
-  /** Streaming (`hf.streaming`) datasets read batch `index` here; `getBatch` needs it first. */
-  async loadBatch(index: number): Promise<void> {
-    await this.batches.load?.(index);
   }
 
   getBatch(index: number): PreferenceBatch {

@@ -2,7 +2,7 @@
 // in-memory list reshuffled per epoch (EpochBatches) or a streaming source (hf/streaming.ts).
 
 import type { Datum } from '../../backends/types.js';
-import { EpochBatches, type BatchSource } from '../epoch-batches.js';
+import { BatchedDataset, EpochBatches } from '../epoch-batches.js';
 import { DataValidationError } from '../errors.js';
 import { TrainOnWhat, type Message, type Renderer } from '../renderers/types.js';
 import { conversationToDatum } from './datum.js';
@@ -14,28 +14,14 @@ export interface SupervisedDataset {
   /** Reshuffle the original row order with numpy `default_rng(seed).permutation`. */
   setEpoch(seed: number): void;
   /** Streaming (`hf.streaming`) datasets read batch `index` here; `getBatch` needs it first. */
-  loadBatch?(index: number): Promise<void>;
+  loadBatch(index: number): Promise<void>;
   getBatch(index: number): Datum[];
 }
 
 /** Rows with lazily built, cached datums; `setEpoch` permutes the order (or restarts the stream). */
-export class ConversationDataset implements SupervisedDataset {
-  constructor(private readonly batches: BatchSource<ConversationRow, Datum>) {}
-
+export class ConversationDataset extends BatchedDataset<ConversationRow, Datum> implements SupervisedDataset {
   static fromRows(rows: ConversationRow[], batchSize: number, toDatum: (row: ConversationRow) => Datum): ConversationDataset {
     return new ConversationDataset(new EpochBatches(rows, batchSize, toDatum));
-  }
-
-  get length(): number {
-    return this.batches.length;
-  }
-
-  setEpoch(seed: number): void {
-    this.batches.setEpoch(seed);
-  }
-
-  async loadBatch(index: number): Promise<void> {
-    await this.batches.load?.(index);
   }
 
   getBatch(index: number): Datum[] {
