@@ -1,7 +1,8 @@
-// Supervised activities (cookbook-spec §1.2, §1.5). The step activity is the whole step unit:
-// forward_backward and optim_step are submitted back to back, then both are awaited, so the
-// server pipelines them and a retry resends exactly the same sequence ids.
-import type { Datum, TrainingSession } from '../backends/types.js';
+// Supervised activities (cookbook-spec §1.2, §1.5). A step's forward_backward and optim_step are
+// submitted back to back with sequence ids from the workflow, so a retry resends exactly the same
+// ids. Unpipelined, one activity submits and awaits them (`slStep`); pipelined, `slSubmit` queues
+// them and `slFinish` awaits them while the next step's `slSubmit` runs.
+import type { Datum, ForwardBackwardOutput, OptimStepResponse, TrainingSession } from '../backends/types.js';
 import type { SupervisedConfig } from '../cookbook/config/sl.js';
 import { RunStore, type RunRef } from '../cookbook/run-store.js';
 import { buildChatDatasets } from '../cookbook/supervised/dataset.js';
@@ -10,7 +11,7 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { callBackend, heartbeating, type ActivityDeps } from './context.js';
 import { runDataCache } from './run-data.js';
 import { readRunConfig } from './training.js';
-import { ErrorTypes, type EvalInput, type EvalResult, type SlPlan, type SlStepInput, type SlStepResult } from './types.js';
+import { ErrorTypes, type EvalInput, type EvalResult, type SlFinishInput, type SlFinishResult, type SlPlan, type SlStepInput, type SlStepResult, type SlSubmitResult } from './types.js';
 
 type SlData = Awaited<ReturnType<typeof buildChatDatasets>>;
 
@@ -39,6 +40,44 @@ function assertFinite(metrics: Record<string, number>, step: number): void {
 export function supervisedActivities(deps: ActivityDeps) {
   const session = (run: RunRef, modelId: string): TrainingSession => deps.backendFor(readRunConfig<SupervisedConfig>(run).base_url).openTrainingSession(modelId);
 
+  async function submitStep({ run, model, epoch, batch, learningRate }: SlStepInput) {
+    const { cfg, data } = slData(run);
+    const batch_D = await (await data).train.batchAt(epoch, batch);
+    const client = session(run, model.modelId);
+    const fb = await callBackend('forward_backward', 'model-lost', () => client.forwardBackward(batch_D, 'cross_entropy', { seqId: model.nextSeqId }));
+    const adam = { learning_rate: learningRate, beta1: cfg.adam_beta1, beta2: cfg.adam_beta2, eps: cfg.adam_eps };
+    const optim = await callBackend('optim_step', 'model-lost', () => client.optimStep(adam, { seqId: model.nextSeqId + fb.seqIds }));
+    return { batch_D, fb, optim };
+  }
+
+  /** The step's metrics row (§1.2 step 7), written to the run store; a diverged loss stops the run. */
+  async function logStepRow(
+    { run, step, epoch, learningRate, progressDenominator, preStepMetrics }: Omit<SlStepInput, 'model'>,
+    batch_D: Datum[],
+    fbOut: ForwardBackwardOutput,
+    optimOut: OptimStepResponse,
+  ) {
+    const { tokenizer } = await slData(run).data;
+    const logprobs_D = logprobsOf(fbOut);
+    const weights_D = weightsOf(batch_D);
+    const numTokens = batch_D.reduce((n, d) => n + inputLength(d), 0);
+    const metrics: Record<string, number> = {
+      epoch,
+      progress: Math.min((step + 1) / progressDenominator, 1.0),
+      learning_rate: learningRate,
+      ...(optimOut.metrics ?? {}),
+      num_sequences: batch_D.length,
+      num_tokens: numTokens,
+      num_loss_tokens: weights_D.reduce((s, w) => s + w.reduce((a, b) => a + b, 0), 0),
+      train_mean_nll: computeMeanNll(logprobs_D, weights_D),
+      train_mean_bpb: computeBpb(logprobs_D, weights_D, targetsOf(batch_D), tokenizer),
+      ...preStepMetrics,
+    };
+    new RunStore(run.logPath).writeMetrics({ step, ...metrics });
+    assertFinite(metrics, step);
+    return { numTokens, metrics };
+  }
+
   return {
     async slPrepare({ run }: { run: RunRef }): Promise<SlPlan> {
       const { data } = slData(run);
@@ -49,38 +88,36 @@ export function supervisedActivities(deps: ActivityDeps) {
       return { nBatches: train.length, testSize: test ? test.getBatch(0).length : 0 };
     },
 
+    /** The whole step unit in one activity (`submit_ahead` 0): submitted, awaited, logged. */
     async slStep(input: SlStepInput): Promise<SlStepResult> {
-      const { run, model, step, epoch, batch, learningRate, progressDenominator, preStepMetrics } = input;
-      const { cfg, data } = slData(run);
-      const { train, tokenizer } = await data;
-      train.setEpoch(epoch);
-      await train.loadBatch(batch); // streaming datasets read the batch's rows now
-      const batch_D = train.getBatch(batch);
-      const client = session(run, model.modelId);
+      const { batch_D, fb, optim } = await submitStep(input);
+      const [fbOut, optimOut] = await callBackend('train step', 'model-lost', () => heartbeating(Promise.all([fb.result(), optim.result()]), { step: input.step }));
+      return { seqIdsUsed: fb.seqIds + optim.seqIds, ...await logStepRow(input, batch_D, fbOut, optimOut) };
+    },
 
-      const fb = await callBackend('forward_backward', 'model-lost', () => client.forwardBackward(batch_D, 'cross_entropy', { seqId: model.nextSeqId }));
-      const adam = { learning_rate: learningRate, beta1: cfg.adam_beta1, beta2: cfg.adam_beta2, eps: cfg.adam_eps };
-      const optim = await callBackend('optim_step', 'model-lost', () => client.optimStep(adam, { seqId: model.nextSeqId + fb.seqIds }));
-      const [fbOut, optimOut] = await callBackend('train step', 'model-lost', () => heartbeating(Promise.all([fb.result(), optim.result()]), { step }));
-
-      const logprobs_D = logprobsOf(fbOut);
-      const weights_D = weightsOf(batch_D);
-      const numTokens = batch_D.reduce((n, d) => n + inputLength(d), 0);
-      const metrics: Record<string, number> = {
-        epoch,
-        progress: Math.min((step + 1) / progressDenominator, 1.0),
-        learning_rate: learningRate,
-        ...(optimOut.metrics ?? {}),
-        num_sequences: batch_D.length,
-        num_tokens: numTokens,
-        num_loss_tokens: weights_D.reduce((s, w) => s + w.reduce((a, b) => a + b, 0), 0),
-        train_mean_nll: computeMeanNll(logprobs_D, weights_D),
-        train_mean_bpb: computeBpb(logprobs_D, weights_D, targetsOf(batch_D), tokenizer),
-        ...preStepMetrics,
+    /**
+     * A pipelined step's first half: its forward_backward and optim_step queued on the server, not
+     * awaited. Returns their request ids, which `slFinish` awaits (a retry resends the same seq
+     * ids, and the server answers them with the same request ids).
+     */
+    async slSubmit(input: SlStepInput): Promise<SlSubmitResult> {
+      const { fb, optim } = await submitStep(input);
+      return {
+        seqIdsUsed: fb.seqIds + optim.seqIds,
+        submitted: { modelId: input.model.modelId, forwardBackward: fb.requestIds!, optimStep: optim.requestIds![0] },
       };
-      new RunStore(run.logPath).writeMetrics({ step, ...metrics });
-      assertFinite(metrics, step);
-      return { seqIdsUsed: fb.seqIds + optim.seqIds, numTokens, metrics };
+    },
+
+    /** A pipelined step's second half: its results awaited, its metrics row written. */
+    async slFinish(input: SlFinishInput): Promise<SlFinishResult> {
+      const { run, step, epoch, batch, submitted } = input;
+      const { data } = slData(run);
+      const batch_D = await (await data).train.batchAt(epoch, batch);
+      const client = session(run, submitted.modelId);
+      const [fbOut, optimOut] = await callBackend('train step', 'model-lost', () =>
+        heartbeating(Promise.all([client.forwardBackwardResult(submitted.forwardBackward), client.optimStepResult(submitted.optimStep)]), { step }),
+      );
+      return await logStepRow(input, batch_D, fbOut, optimOut);
     },
 
     /** The NLL evaluator on the test split: a forward pass (no gradients) on the pre-step weights. */

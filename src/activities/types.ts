@@ -67,6 +67,22 @@ export interface SlStepResult extends SeqUse {
   numTokens: number;
   metrics: Record<string, number>;
 }
+/** A step's training requests queued on the server and not yet awaited: their request ids. */
+export interface SubmittedStep {
+  modelId: string;
+  forwardBackward: string[];
+  optimStep: string;
+}
+export interface SlSubmitResult extends SeqUse {
+  submitted: SubmittedStep;
+}
+export interface SlFinishInput extends Omit<SlStepInput, 'model'> {
+  submitted: SubmittedStep;
+}
+export interface SlFinishResult {
+  numTokens: number;
+  metrics: Record<string, number>;
+}
 export interface EvalInput {
   run: RunRef;
   model: ModelRef;
@@ -91,6 +107,8 @@ export interface Activities {
   rollBackMetrics(input: { run: RunRef; fromStep: number }): Promise<void>;
   slPrepare(input: { run: RunRef }): Promise<SlPlan>;
   slStep(input: SlStepInput): Promise<SlStepResult>;
+  slSubmit(input: SlStepInput): Promise<SlSubmitResult>;
+  slFinish(input: SlFinishInput): Promise<SlFinishResult>;
   slEval(input: EvalInput): Promise<EvalResult>;
   rlPrepare(input: { run: RunRef }): Promise<RLPlan>;
   rlRolloutGroup(input: RolloutGroupInput): Promise<RolloutGroupResult>;

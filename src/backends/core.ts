@@ -26,10 +26,11 @@ export function parseJson<T>(schema: ZodType<T>, value: unknown, requestType: st
 }
 
 /** A Submitted whose result() polls lazily and memoises the promise. */
-export function submitted<T>(seqIds: number, poll: () => Promise<T>): Submitted<T> {
+export function submitted<T>(seqIds: number, poll: () => Promise<T>, requestIds?: string[]): Submitted<T> {
   let p: Promise<T> | undefined;
   return {
     seqIds,
+    ...(requestIds ? { requestIds } : {}),
     result() {
       p ??= poll();
       return p;

@@ -116,10 +116,17 @@ export class TinkerTrainingSession implements TrainingSession {
       requestIds = [];
       for (let i = 0; i < chunks.length; i++) requestIds.push(await submitChunk(chunks[i], i));
     }
-    return submitted(chunks.length, async () => {
-      const results = await Promise.all(requestIds.map((id) => this.core.poll(id, requestType, FB_DECODER)));
-      return combineForwardBackwardOutputs(results);
-    });
+    return submitted(chunks.length, () => this.forwardBackwardResult(requestIds, requestType), requestIds);
+  }
+
+  async forwardBackwardResult(requestIds: string[], requestType: FutureRequestType = 'ForwardBackward'): Promise<ForwardBackwardOutput> {
+    const results = await Promise.all(requestIds.map((id) => this.core.poll(id, requestType, FB_DECODER)));
+    return combineForwardBackwardOutputs(results);
+  }
+
+  async optimStepResult(requestId: string): Promise<OptimStepResponse> {
+    const r = await this.core.poll(requestId, 'OptimStep', { json: OptimStepSchema });
+    return { metrics: r.metrics ?? null };
   }
 
   private async submitChunk(
@@ -177,10 +184,7 @@ export class TinkerTrainingSession implements TrainingSession {
       },
       requestType: 'optim_step',
     });
-    return submitted(1, async () => {
-      const r = await this.core.poll(requestId, 'OptimStep', { json: OptimStepSchema });
-      return { metrics: r.metrics ?? null };
-    });
+    return submitted(1, () => this.optimStepResult(requestId), [requestId]);
   }
 
   async saveState(name: string, opts: SaveOpts): Promise<Submitted<{ path: string }>> {

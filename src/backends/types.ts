@@ -131,6 +131,12 @@ export interface Checkpoint {
  */
 export interface Submitted<T> {
   seqIds: number;
+  /**
+   * The server futures result() combines, when it is a plain poll of them: small strings any
+   * process can await later (see TrainingSession.forwardBackwardResult), so a step submitted by
+   * one activity can be collected by another.
+   */
+  requestIds?: string[];
   result(): Promise<T>;
 }
 
@@ -175,6 +181,10 @@ export interface TrainingSession {
     opts: SeqOpts,
   ): Promise<Submitted<ForwardBackwardOutput>>;
   optimStep(adam: AdamParams, opts: SeqOpts): Promise<Submitted<OptimStepResponse>>;
+  /** The result of a forward_backward (or forward) submitted earlier, by its chunks' request ids. */
+  forwardBackwardResult(requestIds: string[]): Promise<ForwardBackwardOutput>;
+  /** The result of an optim_step submitted earlier, by its request id. */
+  optimStepResult(requestId: string): Promise<OptimStepResponse>;
   /** save_weights (training state incl. optimizer) → tinker://<run>/weights/<name>. */
   saveState(name: string, opts: SaveOpts): Promise<Submitted<{ path: string }>>;
   /** save_weights_for_sampler (named) → tinker://<run>/sampler_weights/<name>. */

@@ -18,8 +18,28 @@ export interface BatchSource<R, V> {
 }
 
 /** What every dataset over a batch source exposes: its size, its epochs, the streaming read. */
-export abstract class BatchedDataset<R, V> {
+export abstract class BatchedDataset<R, V, B = unknown> {
+  /** Serialises `batchAt`: the epoch is shared state, and a streaming read awaits in between. */
+  private pending: Promise<unknown> = Promise.resolve();
+
   constructor(protected readonly batches: BatchSource<R, V>) {}
+
+  abstract getBatch(index: number): B;
+
+  /**
+   * Batch `index` of epoch `epoch`, safe to call from concurrent activities (a pipelined step's
+   * collection beside the next one's submission, runs sharing a dataset): no other call's
+   * `setEpoch` can land between this one's and its read.
+   */
+  batchAt(epoch: number, index: number): Promise<B> {
+    const result = this.pending.then(async () => {
+      this.setEpoch(epoch);
+      await this.loadBatch(index);
+      return this.getBatch(index);
+    });
+    this.pending = result.catch(() => undefined);
+    return result;
+  }
 
   /** Full batches of rows (a last partial batch is dropped). */
   get length(): number {

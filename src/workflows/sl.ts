@@ -1,8 +1,10 @@
 // Supervised fine-tuning (cookbook-spec §1.2): for each step, evaluate on the pre-step weights
 // when due, then one forward_backward + optim_step on the step's batch, then checkpoint when due.
+// Pipelined as the reference (`submit_ahead`): step N+1 is queued on the server while step N's
+// results are collected, unless an eval or a checkpoint must come between them.
 import { lrMultiplier } from '../cookbook/lr-schedule.js';
 import type { SupervisedConfig } from '../cookbook/config/sl.js';
-import type { SlPlan } from '../activities/types.js';
+import type { SlFinishInput, SlPlan, SlStepInput } from '../activities/types.js';
 import { TrainingRun, type RunInput, type RunResult } from './shared/training-run.js';
 
 export type SupervisedInput = RunInput<SupervisedConfig, SlPlan>;
@@ -21,6 +23,20 @@ export async function supervisedWorkflow(input: SupervisedInput): Promise<RunRes
   const progressDenominator = totalSteps > 0 ? totalSteps : 1;
   const cursor = (step: number) => ({ epoch: Math.floor(step / nBatches), batch: step % nBatches });
 
+  /** What a step fixes when it starts: its batch, its learning rate, the evals on the pre-step weights. */
+  async function startStep(step: number): Promise<Omit<SlStepInput, 'model'>> {
+    const { epoch, batch } = cursor(step);
+    // Fixed when the step starts: a `set` arriving later applies from the next step.
+    const learningRate = run.learningRate(cfg.learning_rate, lrMultiplier(cfg.lr_schedule, step, totalSteps));
+    const preStepMetrics = run.shouldEval(step) ? await evaluate(step) : {};
+    return { run: input.run, step, epoch, batch, learningRate, progressDenominator, preStepMetrics };
+  }
+
+  function finishStep(result: { numTokens: number; metrics: Record<string, number> }): void {
+    run.state.elapsedTokens += result.numTokens;
+    run.setLastMetrics(result.metrics);
+  }
+
   /**
    * The evaluators of §1.2 step 5 on the pre-step weights, merged without prefix in the reference's
    * order: the custom sampling evaluators (sharing one sampler snapshot, evaluated in parallel),
@@ -38,17 +54,23 @@ export async function supervisedWorkflow(input: SupervisedInput): Promise<RunRes
     createInitialModel: () => acts.createModel({ run: input.run }),
 
     async runStep(step) {
-      const { epoch, batch } = cursor(step);
-      // Fixed when the step starts: a `set` arriving during the step applies from the next one.
-      const learningRate = run.learningRate(cfg.learning_rate, lrMultiplier(cfg.lr_schedule, step, totalSteps));
-      const preStepMetrics = run.shouldEval(step) ? await evaluate(step) : {};
-      const result = await run.train(
-        acts.slStep,
-        { run: input.run, step, epoch, batch, learningRate, progressDenominator, preStepMetrics },
-        `step ${step} · epoch ${epoch} batch ${batch}`,
-      );
-      run.state.elapsedTokens += result.numTokens;
-      run.setLastMetrics(result.metrics);
+      const stepInput = await startStep(step);
+      const result = await run.train(acts.slStep, stepInput, `step ${step} · epoch ${stepInput.epoch} batch ${stepInput.batch}`);
+      finishStep(result);
+    },
+
+    pipeline: {
+      // Histories recorded before the option existed carry no value: the reference's default.
+      submitAhead: cfg.submit_ahead ?? 1,
+      async submit(step) {
+        const stepInput = await startStep(step);
+        const { submitted } = await run.train(acts.slSubmit, stepInput, `submit step ${step} · epoch ${stepInput.epoch} batch ${stepInput.batch}`);
+        return { ...stepInput, submitted } satisfies SlFinishInput;
+      },
+      async finish(step, submitted) {
+        finishStep(await acts.slFinish.executeWithOptions({ summary: `step ${step} results` }, [submitted as SlFinishInput]));
+      },
+      needsResultsBefore: (step) => run.shouldEval(step),
     },
 
     // As the reference: a checkpoint after every `save_every`-th step, never after step 0.

@@ -61,3 +61,27 @@ export async function saveHistories(client: Client, workflowId: string, prefix: 
   }
   return files;
 }
+
+/**
+ * How often an activity of type `submitted` was scheduled while one of type `awaited` was still
+ * open (scheduled, not yet closed), over a workflow's runs: the pipelined steps of a run.
+ */
+export async function overlappingActivities(client: Client, workflowId: string, submitted: string, awaited: string): Promise<number> {
+  let overlaps = 0;
+  for await (const wf of client.workflow.list({ query: `WorkflowId = "${workflowId}"` })) {
+    const history = await client.workflow.getHandle(workflowId, wf.runId).fetchHistory();
+    const open = new Map<string, string>(); // scheduled event id → activity type
+    for (const e of history.events ?? []) {
+      const scheduled = e.activityTaskScheduledEventAttributes;
+      if (scheduled) {
+        const type = scheduled.activityType?.name ?? '';
+        if (type === submitted && [...open.values()].includes(awaited)) overlaps += 1;
+        open.set(String(e.eventId), type);
+      }
+      const closed =
+        e.activityTaskCompletedEventAttributes ?? e.activityTaskFailedEventAttributes ?? e.activityTaskTimedOutEventAttributes ?? e.activityTaskCanceledEventAttributes;
+      if (closed?.scheduledEventId != null) open.delete(String(closed.scheduledEventId));
+    }
+  }
+  return overlaps;
+}

@@ -7,8 +7,8 @@ import { lrMultiplier } from '../../src/cookbook/lr-schedule.js';
 import { pauseSignal, progressQuery, resumeSignal, setUpdate, stopSignal } from '../../src/workflows/shared/messages.js';
 import { KindKey, ModelKey, StatusKey, StepKey } from '../../src/workflows/shared/search-attributes.js';
 import type { RunResult } from '../../src/workflows/shared/training-run.js';
-import { checkHistories, PAYLOAD_HARD_CAP } from '../support/history.js';
-import { checkpointsOf, metricsOf } from '../support/runs.js';
+import { checkHistories, overlappingActivities, PAYLOAD_HARD_CAP } from '../support/history.js';
+import { checkpointsOf, metricsOf, weightsFingerprint } from '../support/runs.js';
 import { startTestStack, testRun, waitUntil, withWorker, type TestStack } from '../support/stack.js';
 
 const config = join(import.meta.dirname, '..', 'fixtures', 'sl_small.json');
@@ -72,6 +72,23 @@ describe('supervised workflow', () => {
     expect(hygiene.maxPayloadBytes).toBeLessThan(16 * 1024);
     expect(hygiene.maxPayloadBytes).toBeLessThan(PAYLOAD_HARD_CAP);
     expect(readFileSync(join(run.run.logPath, 'logs.log'), 'utf8')).not.toContain('tml-test');
+  });
+
+  it('pipelined steps (submit_ahead 1, the default) equal unpipelined ones; the next step is queued unless an eval or checkpoint comes between', async () => {
+    const pipelined = testRun(stack, config);
+    const unpipelined = testRun(stack, config, ['submit_ahead=0']);
+    const [a, b] = await withWorker(stack, async () => {
+      const results: RunResult[] = [];
+      for (const run of [pipelined, unpipelined]) results.push((await (await startRun(stack.client, run, stack.taskQueue)).result()) as RunResult);
+      return results;
+    });
+    expect(metricsOf(pipelined.run.logPath)).toEqual(metricsOf(unpipelined.run.logPath));
+    expect(checkpointsOf(pipelined.run.logPath)).toEqual(checkpointsOf(unpipelined.run.logPath));
+    const [fa, fb] = await Promise.all([weightsFingerprint(stack.engine.baseUrl, a.finalCheckpoint!.samplerPath!), weightsFingerprint(stack.engine.baseUrl, b.finalCheckpoint!.samplerPath!)]);
+    expect(fa).toBe(fb);
+    // Steps 1..9 could go ahead; not before an eval (3, 6, 9) or after a checkpoint (4, 8): 1, 2, 4, 7, 8.
+    expect(await overlappingActivities(stack.client, pipelined.workflowId, 'slSubmit', 'slFinish')).toBe(5);
+    expect(await overlappingActivities(stack.client, unpipelined.workflowId, 'slSubmit', 'slFinish')).toBe(0);
   });
 
   it('stop finishes the step, saves a final checkpoint and ends as stopped', async () => {

@@ -11,6 +11,11 @@ export const SupervisedConfigSchema = z.strictObject({
   lr_schedule: LrScheduleSchema.default('linear'),
   dataset: ChatDatasetConfigSchema,
   num_epochs: z.int().positive().default(1),
+  /**
+   * Steps whose training requests are queued on the server before the current step's results are
+   * back (the reference's pipelining, §1.2 step 6); 0: each step is awaited before the next.
+   */
+  submit_ahead: z.int().nonnegative().default(1),
   /** Custom sampling evaluators (§7.5), run before the step every `eval_every` steps, on a snapshot of the weights. */
   evaluators: EvaluatorsSchema,
 });

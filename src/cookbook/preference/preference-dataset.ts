@@ -49,7 +49,7 @@ export function comparisonToDatums(lc: LabeledComparison, renderer: Renderer, ma
   return { datums };
 }
 
-export class PreferenceDataset extends BatchedDataset<PreferenceRow, PairOrFiltered> {
+export class PreferenceDataset extends BatchedDataset<PreferenceRow, PairOrFiltered, PreferenceBatch> {
   readonly batchSize: number;
 
   /** In-memory rows, or a streaming batch source (hf/streaming.ts) as `rows`. */

@@ -16,10 +16,12 @@ export interface SupervisedDataset {
   /** Streaming (`hf.streaming`) datasets read batch `index` here; `getBatch` needs it first. */
   loadBatch(index: number): Promise<void>;
   getBatch(index: number): Datum[];
+  /** Batch `index` of epoch `epoch` in one step (safe beside concurrent calls). */
+  batchAt(epoch: number, index: number): Promise<Datum[]>;
 }
 
 /** Rows with lazily built, cached datums; `setEpoch` permutes the order (or restarts the stream). */
-export class ConversationDataset extends BatchedDataset<ConversationRow, Datum> implements SupervisedDataset {
+export class ConversationDataset extends BatchedDataset<ConversationRow, Datum, Datum[]> implements SupervisedDataset {
   static fromRows(rows: ConversationRow[], batchSize: number, toDatum: (row: ConversationRow) => Datum): ConversationDataset {
     return new ConversationDataset(new EpochBatches(rows, batchSize, toDatum));
   }

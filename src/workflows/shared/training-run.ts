@@ -9,6 +9,7 @@ import {
   condition,
   continueAsNew,
   isCancellation,
+  patched,
   proxyActivities,
   setCurrentDetails,
   setHandler,
@@ -99,6 +100,29 @@ export interface LoopSpec {
   initialCustom?: unknown;
   /** Settles work the paradigm keeps in flight across steps, before continue-as-new. */
   beforeContinueAsNew?(): Promise<void>;
+  /** Pipelined steps (the reference's `submit_ahead`), for paradigms whose step splits in two. */
+  pipeline?: PipelineSpec;
+}
+
+/**
+ * A step split into submission and collection, so that step N+1's training requests are queued on
+ * the server while step N's are computed. Sequence ids order them there, so N+1 runs on N's
+ * weights exactly as if it had been submitted afterwards.
+ */
+export interface PipelineSpec {
+  /** Steps submitted beyond the one being collected (0: unpipelined, `runStep` runs the steps). */
+  submitAhead: number;
+  /** Runs the evals due before `step` and submits its training requests; returns what `finish` needs. */
+  submit(step: number): Promise<unknown>;
+  /** Awaits the step's results and writes its metrics row. */
+  finish(step: number, submitted: unknown): Promise<void>;
+  /** Something must see step−1's results before `step` is submitted (e.g. an eval on its weights). */
+  needsResultsBefore(step: number): boolean;
+}
+
+interface InFlightStep {
+  step: number;
+  submitted: unknown;
 }
 
 const SEARCH_ATTRIBUTE_EVERY_STEPS = 10;
@@ -124,8 +148,10 @@ export class TrainingRun<C extends RunConfig, P> {
   readonly state: RunState;
   readonly acts: ReturnType<typeof activitiesFor>;
   private stepsThisWorkflowRun = 0;
-  /** The step whose settings are already fixed (it has started), if one is running. */
-  private stepInFlight?: number;
+  /** The last step whose settings are fixed (it has started); a `set` applies from the one after. */
+  private lastFixedStep = -1;
+  /** Pipelined steps submitted and not yet collected, oldest first. */
+  private inFlight: InFlightStep[] = [];
   private totalSteps = 0;
   private lastUpsertedStep = -1;
   private lastUpsertedStatus?: RunStatus;
@@ -168,22 +194,31 @@ export class TrainingRun<C extends RunConfig, P> {
   /** Drives the loop to the end (or a stop), then saves the final checkpoint. */
   async run(spec: LoopSpec): Promise<RunResult> {
     this.totalSteps = spec.totalSteps;
+    // Histories recorded before pipelining replay without the marker, on the unpipelined loop.
+    const pipeline = spec.pipeline && spec.pipeline.submitAhead > 0 && patched('submit-ahead') ? spec.pipeline : undefined;
     if (!this.state.model) this.state.model = await spec.createInitialModel();
     this.setStatus(this.state.paused ? 'paused' : 'running');
     try {
       for (;;) {
-        await this.maybeContinueAsNew(spec);
-        if (!this.state.stopRequested && this.state.step < spec.totalSteps) {
-          await this.waitWhilePaused();
-        }
-        if (this.state.stopRequested || this.state.step >= spec.totalSteps) {
-          if (await this.withRecovery(spec, () => this.saveFinal(spec))) break;
-          continue;
+        if (this.inFlight.length === 0) {
+          await this.maybeContinueAsNew(spec);
+          if (!this.state.stopRequested && this.state.step < spec.totalSteps) {
+            await this.waitWhilePaused();
+          }
+          if (this.state.stopRequested || this.state.step >= spec.totalSteps) {
+            if (await this.withRecovery(spec, () => this.saveFinal(spec))) break;
+            continue;
+          }
         }
         const step = this.state.step;
-        this.stepInFlight = step;
+        if (pipeline) {
+          if (await this.withRecovery(spec, () => this.pipelinedStep(spec, pipeline))) {
+            if (await this.withRecovery(spec, () => this.maybeSavePeriodic(step, spec))) continue;
+          }
+          continue;
+        }
+        this.lastFixedStep = step;
         const done = await this.withRecovery(spec, () => spec.runStep(step));
-        this.stepInFlight = undefined;
         if (done) {
           this.completeStep(step, spec.lossKey);
           if (await this.withRecovery(spec, () => this.maybeSavePeriodic(step, spec))) continue;
@@ -191,8 +226,12 @@ export class TrainingRun<C extends RunConfig, P> {
       }
     } catch (err) {
       if (isCancellation(err)) {
-        // A cancel from the UI or CLI still leaves a final checkpoint of what was trained.
-        await CancellationScope.nonCancellable(() => this.withRecovery(spec, () => this.saveFinal(spec)));
+        // A cancel from the UI or CLI still leaves a final checkpoint of what was trained, and a
+        // step already queued on the server is part of what was trained: collect it first.
+        await CancellationScope.nonCancellable(async () => {
+          if (pipeline && !(await this.withRecovery(spec, () => this.drain(spec, pipeline)))) return;
+          await this.withRecovery(spec, () => this.saveFinal(spec));
+        });
       } else {
         this.setStatus('failed');
       }
@@ -209,6 +248,65 @@ export class TrainingRun<C extends RunConfig, P> {
       logPath: this.input.run.logPath,
       recoveries: this.state.recoveries,
     };
+  }
+
+  /**
+   * Completes the oldest step (submitting it first if nothing is in flight) while the next steps'
+   * requests are submitted, as far as `submitAhead` allows and nothing needs to see the oldest
+   * step's result first.
+   */
+  private async pipelinedStep(spec: LoopSpec, p: PipelineSpec): Promise<void> {
+    if (this.inFlight.length === 0) await this.submitStep(p, this.state.step);
+    const oldest = this.inFlight[0];
+    const submitAhead = async () => {
+      for (let next = oldest.step + this.inFlight.length; this.inFlight.length <= p.submitAhead && this.maySubmitAhead(spec, p, next); next++) {
+        await this.submitStep(p, next);
+      }
+    };
+    const [finished, ahead] = await Promise.allSettled([p.finish(oldest.step, oldest.submitted), submitAhead()]);
+    // Both settled before acting on a failure, so the state is never changed under a running activity.
+    const failure = [finished, ahead].find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failure) {
+      const lost = [finished, ahead].find((r): r is PromiseRejectedResult => r.status === 'rejected' && isModelLost(r.reason));
+      throw (lost ?? failure).reason;
+    }
+    this.inFlight.shift();
+    this.completeStep(oldest.step, spec.lossKey);
+  }
+
+  /** A submission is never cancelled halfway: the server may hold its requests, and the cursor must count them. */
+  private async submitStep(p: PipelineSpec, step: number): Promise<void> {
+    this.lastFixedStep = step;
+    const submitted = await CancellationScope.nonCancellable(() => p.submit(step));
+    this.inFlight.push({ step, submitted });
+  }
+
+  /**
+   * Step `next` may be queued behind the in-flight ones unless something must happen between them:
+   * a checkpoint (so that it holds exactly the steps its row names), an eval on the weights between
+   * them, a stop or pause, continue-as-new, or the end of the run.
+   */
+  private maySubmitAhead(spec: LoopSpec, p: PipelineSpec, next: number): boolean {
+    const every = this.state.hot.save_every;
+    return (
+      next < spec.totalSteps &&
+      !this.state.stopRequested &&
+      !this.state.paused &&
+      !(every > 0 && spec.periodicCheckpoint(next - 1, every)) &&
+      !p.needsResultsBefore(next) &&
+      this.stepsThisWorkflowRun + this.inFlight.length < this.input.config.durability.steps_per_workflow_run &&
+      !workflowInfo().continueAsNewSuggested
+    );
+  }
+
+  /** Collects every in-flight step in order (before a final checkpoint on cancel). */
+  private async drain(spec: LoopSpec, p: PipelineSpec): Promise<void> {
+    while (this.inFlight.length > 0) {
+      const oldest = this.inFlight[0];
+      await p.finish(oldest.step, oldest.submitted);
+      this.inFlight.shift();
+      this.completeStep(oldest.step, spec.lossKey);
+    }
   }
 
   /** Learning rate of a step: schedule × the user's hot multiplier. */
@@ -256,6 +354,8 @@ export class TrainingRun<C extends RunConfig, P> {
       return true;
     } catch (err) {
       if (!isModelLost(err)) throw err;
+      // Steps queued on the lost model are gone with it; the restore replays them.
+      this.inFlight = [];
       await this.recover(spec);
       return false;
     }
@@ -277,6 +377,7 @@ export class TrainingRun<C extends RunConfig, P> {
       this.state.custom = spec.initialCustom === undefined ? undefined : JSON.parse(JSON.stringify(spec.initialCustom));
     }
     await this.acts.rollBackMetrics({ run: this.input.run, fromStep: this.state.step });
+    this.lastFixedStep = this.state.step - 1; // the replayed steps take the settings current when they start
     this.state.recoveries += 1;
     this.setStatus(before === 'recovering' ? 'running' : before);
   }
@@ -288,6 +389,9 @@ export class TrainingRun<C extends RunConfig, P> {
   }
 
   private async maybeSavePeriodic(step: number, spec: LoopSpec): Promise<void> {
+    // A later step already queued was submitted when no checkpoint was due after this one (a `set`
+    // of save_every since then applies from the steps not yet started).
+    if (this.inFlight.length > 0) return;
     const every = this.state.hot.save_every;
     const due = every > 0 ? spec.periodicCheckpoint(step, every) : undefined;
     if (due) await this.save(due.name, step, 'both', this.input.config.ttl_seconds, due.row);
@@ -358,7 +462,7 @@ export class TrainingRun<C extends RunConfig, P> {
       setUpdate,
       (patch) => {
         this.state.hot = { ...this.state.hot, ...patch };
-        return { settings: this.state.hot, fromStep: this.stepInFlight === undefined ? this.state.step : this.stepInFlight + 1 };
+        return { settings: this.state.hot, fromStep: Math.max(this.state.step, this.lastFixedStep + 1) };
       },
       { validator: validateHotSettings },
     );
