@@ -4,7 +4,7 @@
 // (Temporal dev server + worker + activities), on the same engine, model, data file, batch size,
 // max_length, learning rate, LoRA rank and step count, no evals, no periodic saves.
 //
-//   npm run bench:reference [-- --steps 12 --batch 8 --max-length 256 --cycle-ms 500 --arms ref,ref-cached,ours]
+//   npm run bench:reference [-- --steps 12 --batch 8 --max-length 256 --cycle-ms 500 --arms ref,ref-cached,ours,ours-unpipelined]
 //
 // Conditions: clock cycles off, and `--clock-cycle-ms <cycle-ms>` (engine/README.md). Every arm gets
 // a freshly started engine with that condition's flags, so the clock counters are per arm.
@@ -14,24 +14,27 @@
 //               (the reference's own `time/get_batch` metric, printed per step).
 //   ref-cached  the same loop with one change made by the driver: the dataset builder's renderer
 //               is built once (as ours is), to separate the loop's pipelining from that data cost.
-//   ours        `supervisedWorkflow` run to completion by an in-process worker.
+//   ours        `supervisedWorkflow` run to completion by an in-process worker, pipelined as the
+//               reference (`submit_ahead` 1: step N+1 queued while step N's results are collected).
+//   ours-unpipelined  the same with `submit_ahead` 0 (one activity per step, awaited before the next).
 // The model is the engine's tiny-qwen3 written as a checkpoint directory with the shipped Qwen3
 // tokenizer files, so the same path is a base model for the engine and a tokenizer name for
 // `AutoTokenizer.from_pretrained` (the reference) and for this project.
 //
 // Per-step wall-clock: from the moment the loop is ready (model created, dataset built) to each
 // step's results, step k's time = done(k) − done(k−1). The reference's times come from wrappers
-// around its loop (reference_sl.py); ours from the workflow history (createModel and slStep
-// completion events). "final save" is the final checkpoint after the last step.
+// around its loop (reference_sl.py); ours from the workflow history (createModel and slFinish, or
+// unpipelined slStep, completion events). "final save" is the final checkpoint after the last step.
 //
 // What the ratios mean (printed per condition, ours ÷ each reference arm; < 1 = ours is faster):
 //   steps          Σ step times, step 0 included (step 0 also carries each side's first-request costs);
 //   steps 1..N−1   steady state, the number to quote for loop overhead;
 //   + final save   the same with the final save_state + save_weights_for_sampler.
-// Cycles off, the ratio against ref-cached measures the loop machinery (Temporal activity per step
-// vs the reference's submit-ahead); with `--clock-cycle-ms` it shows what pipelining is worth:
-// a loop that submits step N+1 only after step N's results (ours: one activity per step) waits
-// for the next cycle boundary each step, one that queues ahead (the reference) does not. The
+// Cycles off, the ratio against ref-cached measures the loop machinery (Temporal activities
+// vs the reference's plain loop); with `--clock-cycle-ms` it shows what pipelining is worth:
+// a loop that submits step N+1 only after step N's results (ours-unpipelined: one activity per
+// step) waits for the next cycle boundary each step, one that queues ahead (the reference, ours)
+// does not. The
 // engine's `cycles_with_work` per arm shows the same from the server side (fewer = more work
 // per cycle). train_mean_nll is printed side by side with ours − reference: same seed (LoRA
 // seed 0; the SDK's missing seed is the engine's 0), same shuffle (HF Dataset.shuffle(0) then
@@ -56,14 +59,14 @@ const { values } = parseArgs({
     'learning-rate': { type: 'string', default: '0.005' },
     'lora-rank': { type: 'string', default: '16' },
     'cycle-ms': { type: 'string', default: '500' },
-    arms: { type: 'string', default: 'ref,ref-cached,ours' },
+    arms: { type: 'string', default: 'ref,ref-cached,ours,ours-unpipelined' },
   },
 });
 const steps = Number(values.steps);
 const cycleMs = Number(values['cycle-ms']);
 const arms = values.arms.split(',') as Arm[];
-type Arm = 'ref' | 'ref-cached' | 'ours';
-for (const a of arms) if (!['ref', 'ref-cached', 'ours'].includes(a)) throw new Error(`unknown arm ${a}`);
+type Arm = 'ref' | 'ref-cached' | 'ours' | 'ours-unpipelined';
+for (const a of arms) if (!['ref', 'ref-cached', 'ours', 'ours-unpipelined'].includes(a)) throw new Error(`unknown arm ${a}`);
 
 const here = import.meta.dirname;
 const configPath = join(here, 'sl.json');
@@ -146,8 +149,8 @@ async function runReference(stack: TestStack, py: string, arm: Arm, tag: string)
 
 const tsMs = (ts: { seconds?: unknown; nanos?: number | null } | null | undefined) => Number(ts?.seconds ?? 0) * 1000 + (ts?.nanos ?? 0) / 1e6;
 
-async function runOurs(stack: TestStack): Promise<ArmResult> {
-  const run = testRun(stack, configPath, overrides);
+async function runOurs(stack: TestStack, arm: Arm = 'ours'): Promise<ArmResult> {
+  const run = testRun(stack, configPath, [...overrides, `submit_ahead=${arm === 'ours-unpipelined' ? 0 : 1}`]);
   const history = await withWorker(stack, async () => {
     const handle = await startRun(stack.client, run, stack.taskQueue);
     await handle.result();
@@ -164,7 +167,8 @@ async function runOurs(stack: TestStack): Promise<ArmResult> {
     if (completed) {
       const type = scheduled.get(String(completed.scheduledEventId));
       if (type === 'createModel') ready = tsMs(e.eventTime);
-      if (type === 'slStep') done.push(tsMs(e.eventTime));
+      // A step is done when its results are back: slStep unpipelined, slFinish pipelined.
+      if (type === 'slStep' || type === 'slFinish') done.push(tsMs(e.eventTime));
     }
     if (e.workflowExecutionCompletedEventAttributes) end = tsMs(e.eventTime);
   }
@@ -173,7 +177,7 @@ async function runOurs(stack: TestStack): Promise<ArmResult> {
   const t = [ready, ...done];
   const rows = new RunStore(run.run.logPath).readMetrics() as Array<Record<string, number>>;
   return {
-    arm: 'ours',
+    arm,
     stepS: done.map((_, k) => (t[k + 1] - t[k]) / 1000),
     finalSaveS: (end - t[t.length - 1]) / 1000,
     nll: rows.map((m) => m.train_mean_nll),
@@ -184,7 +188,7 @@ async function runOurs(stack: TestStack): Promise<ArmResult> {
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 const f = (x: number | undefined, d = 3) => (x === undefined || Number.isNaN(x) ? '–' : x.toFixed(d));
 const pad = (s: string, n: number) => s.padStart(n);
-const label: Record<Arm, string> = { ref: 'reference', 'ref-cached': 'ref (cached renderer)', ours: 'ours (workflow)' };
+const label: Record<Arm, string> = { ref: 'reference', 'ref-cached': 'ref (cached renderer)', ours: 'ours (workflow)', 'ours-unpipelined': 'ours, submit_ahead 0' };
 
 function report(condition: string, results: ArmResult[]): void {
   console.log(`\n=== ${condition} ===`);
@@ -200,6 +204,7 @@ function report(condition: string, results: ArmResult[]): void {
   console.log(['save', ...results.map((r) => pad(f(r.finalSaveS), 22))].join(' '));
   const ours = results.find((r) => r.arm === 'ours');
   if (ours) {
+    // Also ours ÷ ours-unpipelined: what pipelining is worth by itself.
     for (const r of results.filter((x) => x.arm !== 'ours')) {
       const steadyO = sum(ours.stepS.slice(1));
       const steadyR = sum(r.stepS.slice(1));
@@ -244,7 +249,7 @@ console.log(`steps ${steps}, batch ${values.batch}, max_length ${values['max-len
 for (const cond of conditions) {
   const stack = await startTestStack({ engineArgs: cond.engineArgs });
   try {
-    if (arms.includes('ours')) {
+    if (arms.some((a) => a.startsWith('ours'))) {
       // Warm-up (not measured): workflow bundle, tokenizer and dataset cache of this process.
       await runOurs(stack).catch((e) => {
         throw new Error(`warm-up run failed: ${e}`);
@@ -255,7 +260,7 @@ for (const cond of conditions) {
       await stack.restartEngine();
       const tag = `${cond.engineArgs.length ? `cycle${cycleMs}` : 'nocycle'}-${arm}`;
       console.error(`[bench:reference] ${cond.name}: ${label[arm]}`);
-      results.push(arm === 'ours' ? await runOurs(stack) : await runReference(stack, py, arm, tag));
+      results.push(arm === 'ours' || arm === 'ours-unpipelined' ? await runOurs(stack, arm) : await runReference(stack, py, arm, tag));
       copyFileSync(stack.engine.logFile, join(workDir, `${tag}.engine.log`));
     }
     report(cond.name, results);

@@ -57,6 +57,21 @@ function detailOf(err: BackendError): string {
  */
 export type NotFoundMeans = 'model-lost' | 'bad-path' | 'session-lost';
 
+/**
+ * Awaits a pipelined step's futures by request id; if the server no longer knows them (it
+ * restarted, or expired them), submits the step again with the same sequence ids, as a retried
+ * unpipelined step would: the server deduplicates them if it still has the model, and a server
+ * that lost the model answers 404, which the caller maps to ModelLost (restore and replay).
+ */
+export async function collectOrResubmit<T>(collect: () => Promise<T>, resubmit: () => Promise<T>): Promise<T> {
+  try {
+    return await collect();
+  } catch (err) {
+    if (err instanceof BackendError && err.kind === 'expired') return resubmit();
+    throw err;
+  }
+}
+
 export async function callBackend<T>(what: string, notFound: NotFoundMeans, fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();

@@ -1,10 +1,12 @@
-// DPO activities (cookbook-spec §4.3). The step activity is the whole step unit: reference
-// logprobs (from a sampler named by path or base model, cached per row in the run store), then the
-// custom-loss forward_backward and the optim_step submitted back to back before either is awaited,
-// so a retry resends exactly the same sequence ids.
+// DPO activities (cookbook-spec §4.3). A step: reference logprobs (from a sampler named by path or
+// base model, cached per row in the run store), then the custom-loss forward_backward and the
+// optim_step submitted back to back before either is awaited, so a retry resends exactly the same
+// sequence ids. Unpipelined, one activity does it all (`dpoStep`); pipelined, `dpoSubmit` queues
+// the requests and `dpoFinish` awaits them while the next step's `dpoSubmit` runs.
 import { createHash } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/activity';
-import type { Datum, SamplingSession, TrainingSession } from '../backends/types.js';
+import { withLossMetrics } from '../backends/custom-loss.js';
+import type { Datum, ForwardBackwardOutput, OptimStepResponse, SamplingSession, TrainingSession } from '../backends/types.js';
 import type { DPOConfig } from '../cookbook/config/dpo.js';
 import { runLogger } from '../cookbook/logging.js';
 import { buildPreferenceDatasets } from '../cookbook/preference/dataset.js';
@@ -12,9 +14,9 @@ import { dpoLossFn, evenDatums } from '../cookbook/preference/dpo-loss.js';
 import { alignScoredLogprobs, fullSequenceForScoring } from '../cookbook/rl/kl.js';
 import { RunStore, type RunRef } from '../cookbook/run-store.js';
 import { computeMeanNll } from '../cookbook/supervised/nll.js';
-import { callBackend, heartbeating, type ActivityDeps } from './context.js';
+import { callBackend, collectOrResubmit, heartbeating, type ActivityDeps } from './context.js';
 import { runDataCache } from './run-data.js';
-import { ErrorTypes, type EvalInput, type EvalResult, type ModelRef, type SeqUse } from './types.js';
+import { ErrorTypes, type EvalInput, type EvalResult, type ModelRef, type SeqUse, type SubmittedStep } from './types.js';
 
 type DPOData = Awaited<ReturnType<typeof buildPreferenceDatasets>>;
 const dpoData = runDataCache<DPOConfig, DPOData>(
@@ -48,6 +50,30 @@ export interface DPOStepInput {
 export interface DPOStepResult extends SeqUse {
   numTokens: number;
   metrics: Record<string, number>;
+}
+
+/** What a step knows once submitted: its row so far (small numbers only). */
+export interface DPOStepRow {
+  /** Wall-clock start, for `time/total` (a timing metric, as in the reference). */
+  startedMs: number;
+  numTokens: number;
+  /** false: every comparison was filtered out, nothing was submitted. */
+  trained: boolean;
+  metrics: Record<string, number>;
+}
+export interface DPOSubmitted {
+  row: DPOStepRow;
+  /** The backward's and optim_step's request ids, and the custom loss's client-side metrics. */
+  requests?: SubmittedStep & { lossMetrics: Record<string, number> };
+}
+export interface DPOSubmitResult extends SeqUse {
+  submitted: DPOSubmitted;
+}
+export interface DPOFinishInput {
+  /** The step as submitted (to submit it again if the server lost its futures). */
+  step: Omit<DPOStepInput, 'statePath'>;
+  statePath?: string;
+  submitted: DPOSubmitted;
 }
 
 const inputLength = (d: Datum) => d.model_input.chunks.reduce((n, c) => n + (c.type === 'encoded_text' ? c.tokens.length : (c.expected_tokens ?? 0)), 0);
@@ -92,61 +118,110 @@ export function dpoActivities(deps: ActivityDeps) {
     return cached.flatMap((pair) => pair!);
   }
 
+  /** Everything of a step up to its training requests queued: the row so far and the submissions. */
+  async function submitStep(input: DPOStepInput) {
+    const startedMs = Date.now();
+    const { run, model, step, epoch, batch, learningRate, totalSteps, reference, preStepMetrics } = input;
+    const { cfg, data } = dpoData(run);
+    const { train, tokenizer } = await data;
+    const b = await train.batchAt(epoch, batch);
+    const logger = runLogger(new RunStore(run.logPath).logFile, { run: run.workflowId });
+    for (const why of b.filtered) logger.warn({ step }, `comparison skipped: ${why}`);
+    const data_D = evenDatums(b.datums, (msg) => logger.warn({ step }, msg));
+    const lines = b.lines.slice(0, data_D.length / 2);
+    if (step === 0) {
+      for (let i = 0; i < Math.min(10, lines.length); i++) {
+        const text = (d: Datum) => tokenizer.decode(d.model_input.chunks.flatMap((c) => (c.type === 'encoded_text' ? c.tokens : [])));
+        logger.info({ line: lines[i], chosen: text(data_D[2 * i]), rejected: text(data_D[2 * i + 1]) }, 'example pair');
+      }
+    }
+    const numTokens = data_D.reduce((n, d) => n + inputLength(d), 0);
+    const row: DPOStepRow = {
+      startedMs,
+      numTokens,
+      trained: data_D.length > 0,
+      metrics: { epoch, learning_rate: learningRate, progress: step / totalSteps, num_pairs: data_D.length / 2, num_tokens: numTokens, ...preStepMetrics },
+    };
+    if (data_D.length === 0) {
+      logger.warn({ step }, 'every comparison of the batch was filtered out: no update this step');
+      return { seqIdsUsed: 0, row };
+    }
+    const ref_D = await referenceLogprobs(run, cfg, reference, lines, data_D);
+    const client = session(cfg, model.modelId);
+    const fb = await callBackend('forward_backward_custom', 'model-lost', () =>
+      heartbeating(client.forwardBackwardCustom(data_D, dpoLossFn(ref_D, cfg.dpo_beta), { seqId: model.nextSeqId }), { step }),
+    );
+    const adam = { learning_rate: learningRate, beta1: cfg.adam_beta1, beta2: cfg.adam_beta2, eps: cfg.adam_eps };
+    const optim = await callBackend('optim_step', 'model-lost', () => client.optimStep(adam, { seqId: model.nextSeqId + fb.seqIds }));
+    return { seqIdsUsed: fb.seqIds + optim.seqIds, row, fb, optim };
+  }
+
+  /** The step's metrics row with its training results (none when every pair was filtered out). */
+  function finishRow(
+    { run, step, statePath }: { run: RunRef; step: number; statePath?: string },
+    row: DPOStepRow,
+    results: [ForwardBackwardOutput, OptimStepResponse] | undefined,
+  ): { numTokens: number; metrics: Record<string, number> } {
+    const metrics = { ...row.metrics };
+    if (results) Object.assign(metrics, results[0].metrics, results[1].metrics ?? {});
+    metrics['time/total'] = (Date.now() - row.startedMs) / 1000;
+    new RunStore(run.logPath).writeMetrics({ step, ...metrics, ...(statePath ? { state_path: statePath } : {}) });
+    if (row.trained && !Number.isFinite(metrics.dpo_loss)) {
+      throw ApplicationFailure.nonRetryable(`step ${step}: dpo_loss is ${metrics.dpo_loss} (non-finite loss); the run stops here and its last checkpoint is intact`, ErrorTypes.nonFiniteLoss);
+    }
+    return { numTokens: row.numTokens, metrics };
+  }
+
   return {
     async dpoPrepare({ run }: { run: RunRef }): Promise<DPOPlan> {
       const { train, test } = await dpoData(run).data;
       return { nBatches: train.length, testSize: test ? test.getBatch(0).datums.length : 0 };
     },
 
+    /** The whole step unit in one activity (`submit_ahead` 0). */
     async dpoStep(input: DPOStepInput): Promise<DPOStepResult> {
-      const started = Date.now();
-      const { run, model, step, epoch, batch, learningRate, totalSteps, reference, preStepMetrics, statePath } = input;
-      const { cfg, data } = dpoData(run);
-      const { train, tokenizer } = await data;
-      train.setEpoch(epoch);
-      await train.loadBatch(batch); // streaming datasets read the batch's rows now
-      const b = train.getBatch(batch);
-      const logger = runLogger(new RunStore(run.logPath).logFile, { run: run.workflowId });
-      for (const why of b.filtered) logger.warn({ step }, `comparison skipped: ${why}`);
-      const data_D = evenDatums(b.datums, (msg) => logger.warn({ step }, msg));
-      const lines = b.lines.slice(0, data_D.length / 2);
-      if (step === 0) {
-        for (let i = 0; i < Math.min(10, lines.length); i++) {
-          const text = (d: Datum) => tokenizer.decode(d.model_input.chunks.flatMap((c) => (c.type === 'encoded_text' ? c.tokens : [])));
-          logger.info({ line: lines[i], chosen: text(data_D[2 * i]), rejected: text(data_D[2 * i + 1]) }, 'example pair');
-        }
-      }
+      const step = await submitStep(input);
+      const results = step.fb && step.optim
+        ? await callBackend('train step', 'model-lost', () => heartbeating(Promise.all([step.fb!.result(), step.optim!.result()]), { step: input.step }))
+        : undefined;
+      return { seqIdsUsed: step.seqIdsUsed, ...finishRow(input, step.row, results) };
+    },
 
-      const numTokens = data_D.reduce((n, d) => n + inputLength(d), 0);
-      const metrics: Record<string, number> = {
-        epoch,
-        learning_rate: learningRate,
-        progress: step / totalSteps,
-        num_pairs: data_D.length / 2,
-        num_tokens: numTokens,
-        ...preStepMetrics,
-      };
-      let seqIdsUsed = 0;
-      if (data_D.length > 0) {
-        const ref_D = await referenceLogprobs(run, cfg, reference, lines, data_D);
-        const client = session(cfg, model.modelId);
-        const fb = await callBackend('forward_backward_custom', 'model-lost', () =>
-          heartbeating(client.forwardBackwardCustom(data_D, dpoLossFn(ref_D, cfg.dpo_beta), { seqId: model.nextSeqId }), { step }),
+    /**
+     * A pipelined step's first half: reference logprobs, the custom loss's forward (which runs on
+     * the server right after the previous step's update) and gradients, then the backward and the
+     * optim_step queued, not awaited.
+     */
+    async dpoSubmit(input: DPOStepInput): Promise<DPOSubmitResult> {
+      const { seqIdsUsed, row, fb, optim } = await submitStep(input);
+      const requests = fb && optim ? { model: input.model, forwardBackward: fb.requestIds!, optimStep: optim.requestIds![0], lossMetrics: fb.lossMetrics } : undefined;
+      return { seqIdsUsed, submitted: { row, ...(requests ? { requests } : {}) } };
+    },
+
+    /** A pipelined step's second half: its results awaited, its metrics row written. */
+    async dpoFinish({ step: stepInput, statePath, submitted }: DPOFinishInput): Promise<DPOStepResult> {
+      const { run, step } = stepInput;
+      const { requests } = submitted;
+      let results: [ForwardBackwardOutput, OptimStepResponse] | undefined;
+      if (requests) {
+        const client = session(dpoData(run).cfg, requests.model.modelId);
+        results = await callBackend('train step', 'model-lost', () =>
+          heartbeating(
+            collectOrResubmit(
+              async () => {
+                const [fbOut, optimOut] = await Promise.all([client.forwardBackwardResult(requests.forwardBackward), client.optimStepResult(requests.optimStep)]);
+                return [withLossMetrics(fbOut, requests.lossMetrics), optimOut] as [ForwardBackwardOutput, OptimStepResponse];
+              },
+              async () => {
+                const again = await submitStep({ ...stepInput, model: requests.model });
+                return Promise.all([again.fb!.result(), again.optim!.result()]);
+              },
+            ),
+            { step },
+          ),
         );
-        const adam = { learning_rate: learningRate, beta1: cfg.adam_beta1, beta2: cfg.adam_beta2, eps: cfg.adam_eps };
-        const optim = await callBackend('optim_step', 'model-lost', () => client.optimStep(adam, { seqId: model.nextSeqId + fb.seqIds }));
-        const [fbOut, optimOut] = await callBackend('train step', 'model-lost', () => heartbeating(Promise.all([fb.result(), optim.result()]), { step }));
-        Object.assign(metrics, fbOut.metrics, optimOut.metrics ?? {});
-        seqIdsUsed = fb.seqIds + optim.seqIds;
-      } else {
-        logger.warn({ step }, 'every comparison of the batch was filtered out: no update this step');
       }
-      metrics['time/total'] = (Date.now() - started) / 1000;
-      new RunStore(run.logPath).writeMetrics({ step, ...metrics, ...(statePath ? { state_path: statePath } : {}) });
-      if (data_D.length > 0 && !Number.isFinite(metrics.dpo_loss)) {
-        throw ApplicationFailure.nonRetryable(`step ${step}: dpo_loss is ${metrics.dpo_loss} (non-finite loss); the run stops here and its last checkpoint is intact`, ErrorTypes.nonFiniteLoss);
-      }
-      return { seqIdsUsed, numTokens, metrics };
+      return { seqIdsUsed: 0, ...finishRow({ run, step, ...(statePath ? { statePath } : {}) }, submitted.row, results) };
     },
 
     /** The reference's default evaluator: NLL of the test pairs' datums (raw weights), pre-step weights. */

@@ -8,7 +8,7 @@ import { RunStore, type RunRef } from '../cookbook/run-store.js';
 import { buildChatDatasets } from '../cookbook/supervised/dataset.js';
 import { computeBpb, computeMeanNll } from '../cookbook/supervised/nll.js';
 import { ApplicationFailure } from '@temporalio/activity';
-import { callBackend, heartbeating, type ActivityDeps } from './context.js';
+import { callBackend, collectOrResubmit, heartbeating, type ActivityDeps } from './context.js';
 import { runDataCache } from './run-data.js';
 import { readRunConfig } from './training.js';
 import { ErrorTypes, type EvalInput, type EvalResult, type SlFinishInput, type SlFinishResult, type SlPlan, type SlStepInput, type SlStepResult, type SlSubmitResult } from './types.js';
@@ -104,7 +104,7 @@ export function supervisedActivities(deps: ActivityDeps) {
       const { fb, optim } = await submitStep(input);
       return {
         seqIdsUsed: fb.seqIds + optim.seqIds,
-        submitted: { modelId: input.model.modelId, forwardBackward: fb.requestIds!, optimStep: optim.requestIds![0] },
+        submitted: { model: input.model, forwardBackward: fb.requestIds!, optimStep: optim.requestIds![0] },
       };
     },
 
@@ -113,9 +113,18 @@ export function supervisedActivities(deps: ActivityDeps) {
       const { run, step, epoch, batch, submitted } = input;
       const { data } = slData(run);
       const batch_D = await (await data).train.batchAt(epoch, batch);
-      const client = session(run, submitted.modelId);
+      const client = session(run, submitted.model.modelId);
       const [fbOut, optimOut] = await callBackend('train step', 'model-lost', () =>
-        heartbeating(Promise.all([client.forwardBackwardResult(submitted.forwardBackward), client.optimStepResult(submitted.optimStep)]), { step }),
+        heartbeating(
+          collectOrResubmit(
+            () => Promise.all([client.forwardBackwardResult(submitted.forwardBackward), client.optimStepResult(submitted.optimStep)]),
+            async () => {
+              const { fb, optim } = await submitStep({ ...input, model: submitted.model });
+              return Promise.all([fb.result(), optim.result()]);
+            },
+          ),
+          { step },
+        ),
       );
       return await logStepRow(input, batch_D, fbOut, optimOut);
     },

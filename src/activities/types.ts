@@ -3,12 +3,12 @@
 import type { CheckpointRow, RunRef } from '../cookbook/run-store.js';
 import type { RLPlan, RLTrainInput, RLTrainResult, RolloutGroupInput, RolloutGroupResult } from './rl.js';
 import type { CustomEvalInput } from './evaluators.js';
-import type { DPOPlan, DPOStepInput, DPOStepResult, ReferenceSource } from './dpo.js';
+import type { DPOFinishInput, DPOPlan, DPOStepInput, DPOStepResult, DPOSubmitResult, DPOSubmitted, ReferenceSource } from './dpo.js';
 
 export type { RLPlan, RLTrainInput, RLTrainResult, RolloutGroupInput, RolloutGroupResult };
 import type { DistillPlan, DistillRolloutInput, DistillRolloutResult, DistillTrainInput, DistillTrainResult, TeacherMergeResult, TeacherSamplePlan, TeacherShardResult } from './distill.js';
 export type { DistillPlan, DistillRolloutInput, DistillRolloutResult, DistillTrainInput, DistillTrainResult, TeacherMergeResult, TeacherSamplePlan, TeacherShardResult };
-export type { DPOPlan, DPOStepInput, DPOStepResult, ReferenceSource };
+export type { DPOFinishInput, DPOPlan, DPOStepInput, DPOStepResult, DPOSubmitResult, DPOSubmitted, ReferenceSource };
 export type { CustomEvalInput };
 
 /** A training model on the backend and the next sequence id the workflow will hand out for it. */
@@ -69,7 +69,8 @@ export interface SlStepResult extends SeqUse {
 }
 /** A step's training requests queued on the server and not yet awaited: their request ids. */
 export interface SubmittedStep {
-  modelId: string;
+  /** The model and the first sequence id the step used (to resubmit it if its futures are lost). */
+  model: ModelRef;
   forwardBackward: string[];
   optimStep: string;
 }
@@ -124,6 +125,8 @@ export interface Activities {
   teacherSampleMerge(input: { run: RunRef; nShards: number }): Promise<TeacherMergeResult>;
   dpoPrepare(input: { run: RunRef }): Promise<DPOPlan>;
   dpoStep(input: DPOStepInput): Promise<DPOStepResult>;
+  dpoSubmit(input: DPOStepInput): Promise<DPOSubmitResult>;
+  dpoFinish(input: DPOFinishInput): Promise<DPOStepResult>;
   dpoEval(input: EvalInput): Promise<EvalResult>;
 }
 

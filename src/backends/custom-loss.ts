@@ -6,6 +6,7 @@ import { submitted } from './core.js';
 import {
   BackendError,
   type CustomLossFn,
+  type CustomLossSubmitted,
   type Datum,
   type ForwardBackwardOutput,
   type SeqOpts,
@@ -38,7 +39,7 @@ export async function runCustomLoss(
   data: Datum[],
   lossFn: CustomLossFn,
   opts: SeqOpts,
-): Promise<Submitted<ForwardBackwardOutput>> {
+): Promise<CustomLossSubmitted> {
   const fwdData = data.map((d) => serverDatum(d));
   const fwd = await session.forward(fwdData, 'cross_entropy', { seqId: opts.seqId });
   const fwdOut = await fwd.result();
@@ -65,10 +66,18 @@ export async function runCustomLoss(
     return serverDatum(d, g.map((v) => (v === 0 ? 0 : -v)));
   });
   const fb = await session.forwardBackward(fbData, 'cross_entropy', { seqId: opts.seqId + fwd.seqIds });
-  return submitted(fwd.seqIds + fb.seqIds, async () => {
-    const out = await fb.result();
-    // The server's loss:sum is that of the linear surrogate; report the custom loss instead, then
-    // the loss function's own metrics (which win, as in the SDK's metrics.update).
-    return { ...out, metrics: { ...out.metrics, 'loss:sum': result.loss, ...result.metrics } };
-  });
+  // The server's loss:sum is that of the linear surrogate; report the custom loss instead, then
+  // the loss function's own metrics (which win, as in the SDK's metrics.update).
+  const lossMetrics = { 'loss:sum': result.loss, ...result.metrics };
+  const sub = submitted(
+    fwd.seqIds + fb.seqIds,
+    async () => withLossMetrics(await fb.result(), lossMetrics),
+    fb.requestIds,
+  );
+  return { ...sub, result: sub.result, lossMetrics };
+}
+
+/** A custom-loss backward's server output with the client-side loss metrics merged over it. */
+export function withLossMetrics(out: ForwardBackwardOutput, lossMetrics: Record<string, number>): ForwardBackwardOutput {
+  return { ...out, metrics: { ...out.metrics, ...lossMetrics } };
 }

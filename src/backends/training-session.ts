@@ -22,6 +22,7 @@ import {
   type AdamParams,
   BackendError,
   type CustomLossFn,
+  type CustomLossSubmitted,
   type Datum,
   type ForwardBackwardOutput,
   type ForwardOpts,
@@ -90,7 +91,7 @@ export class TinkerTrainingSession implements TrainingSession {
     return this.runChunked(data, lossFn, opts, false);
   }
 
-  forwardBackwardCustom(data: Datum[], lossFn: CustomLossFn, opts: SeqOpts): Promise<Submitted<ForwardBackwardOutput>> {
+  forwardBackwardCustom(data: Datum[], lossFn: CustomLossFn, opts: SeqOpts): Promise<CustomLossSubmitted> {
     return runCustomLoss(this, data, lossFn, opts);
   }
 

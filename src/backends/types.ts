@@ -175,11 +175,7 @@ export interface TrainingSession {
    * Client-side custom loss (SDK forward_backward_custom): forward → loss and d loss/d logprobs in
    * TypeScript → forward_backward(cross_entropy, weights = −grad). Consumes the ids of both calls.
    */
-  forwardBackwardCustom(
-    data: Datum[],
-    lossFn: CustomLossFn,
-    opts: SeqOpts,
-  ): Promise<Submitted<ForwardBackwardOutput>>;
+  forwardBackwardCustom(data: Datum[], lossFn: CustomLossFn, opts: SeqOpts): Promise<CustomLossSubmitted>;
   optimStep(adam: AdamParams, opts: SeqOpts): Promise<Submitted<OptimStepResponse>>;
   /** The result of a forward_backward (or forward) submitted earlier, by its chunks' request ids. */
   forwardBackwardResult(requestIds: string[]): Promise<ForwardBackwardOutput>;
@@ -196,6 +192,15 @@ export interface TrainingSession {
    * sampler paths in workflows (DESIGN §3.6).
    */
   saveWeightsAndGetSamplingSession(opts: SeqOpts & { samplingSessionSeqId?: number }): Promise<Submitted<SamplingSession>>;
+}
+
+/**
+ * A custom-loss forward_backward: `requestIds` are the backward's futures, and `lossMetrics` (the
+ * custom loss and its function's metrics, computed client-side) override the server's metrics in
+ * result(), so a process that awaits the futures later by id can merge them the same way.
+ */
+export interface CustomLossSubmitted extends Submitted<ForwardBackwardOutput> {
+  lossMetrics: Record<string, number>;
 }
 
 /** Result of a custom loss: the loss value, its gradient per datum w.r.t. logprobs, metrics. */

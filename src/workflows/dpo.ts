@@ -1,9 +1,10 @@
-// DPO (cookbook-spec §4.3): for each step, evaluate on the pre-step weights when due, then one
-// activity computes the reference logprobs and applies the DPO loss (client-side custom loss) and
-// the optim step. The reference is frozen before the first step and named by a sampler path.
+// DPO (cookbook-spec §4.3): for each step, evaluate on the pre-step weights when due, then the
+// reference logprobs, the DPO loss (client-side custom loss) and the optim step. The reference is
+// frozen before the first step and named by a sampler path. Pipelined like supervised training
+// (`submit_ahead`): step N+1's forward is queued behind step N's update while N's results are collected.
 import type { DPOConfig } from '../cookbook/config/dpo.js';
 import { lrMultiplier } from '../cookbook/lr-schedule.js';
-import type { DPOPlan, ReferenceSource } from '../activities/types.js';
+import type { DPOFinishInput, DPOPlan, DPOStepInput, ReferenceSource } from '../activities/types.js';
 import { TrainingRun, type RunInput, type RunResult } from './shared/training-run.js';
 
 export type DPOInput = RunInput<DPOConfig, DPOPlan>;
@@ -40,6 +41,25 @@ export async function dpoWorkflow(input: DPOInput): Promise<RunResult> {
     return { modelPath: state().referencePath! };
   }
 
+  // As the reference: evals when due and also before the last step.
+  const evalDue = (step: number) => run.shouldEval(step) || (run.state.hot.eval_every > 0 && step === totalSteps - 1);
+
+  /** What a step fixes when it starts: its batch, reference, learning rate, pre-step evals. */
+  async function startStep(step: number): Promise<Omit<DPOStepInput, 'model'>> {
+    const { epoch, batch } = cursor(step);
+    const reference = await referenceSource();
+    const learningRate = run.learningRate(cfg.learning_rate, lrMultiplier(cfg.lr_schedule, step, totalSteps));
+    const preStepMetrics = evalDue(step) ? await evaluate(step) : {};
+    const saved = run.state.lastCheckpoint;
+    const statePath = saved && saved.name === pad(step) ? saved.statePath : undefined;
+    return { run: input.run, step, epoch, batch, learningRate, totalSteps, reference, preStepMetrics, ...(statePath ? { statePath } : {}) };
+  }
+
+  function finishStep(result: { numTokens: number; metrics: Record<string, number> }): void {
+    run.state.elapsedTokens += result.numTokens;
+    run.setLastMetrics(result.metrics);
+  }
+
   /** Custom sampling evaluators on a snapshot of the pre-step weights, then the test-set NLL. */
   async function evaluate(step: number): Promise<Record<string, number>> {
     const metrics = await run.customEvalsOnSnapshot(step);
@@ -54,21 +74,23 @@ export async function dpoWorkflow(input: DPOInput): Promise<RunResult> {
     initialCustom: {},
 
     async runStep(step) {
-      const { epoch, batch } = cursor(step);
-      const reference = await referenceSource();
-      const learningRate = run.learningRate(cfg.learning_rate, lrMultiplier(cfg.lr_schedule, step, totalSteps));
-      // As the reference: evals when due and also before the last step.
-      const evalDue = run.shouldEval(step) || (run.state.hot.eval_every > 0 && step === totalSteps - 1);
-      const preStepMetrics = evalDue ? await evaluate(step) : {};
-      const saved = run.state.lastCheckpoint;
-      const statePath = saved && saved.name === pad(step) ? saved.statePath : undefined;
-      const result = await run.train(
-        acts.dpoStep,
-        { run: input.run, step, epoch, batch, learningRate, totalSteps, reference, preStepMetrics, ...(statePath ? { statePath } : {}) },
-        `step ${step} · epoch ${epoch} batch ${batch}`,
-      );
-      run.state.elapsedTokens += result.numTokens;
-      run.setLastMetrics(result.metrics);
+      const stepInput = await startStep(step);
+      finishStep(await run.train(acts.dpoStep, stepInput, `step ${step} · epoch ${stepInput.epoch} batch ${stepInput.batch}`));
+    },
+
+    pipeline: {
+      // Histories recorded before the option existed carry no value: the default.
+      submitAhead: cfg.submit_ahead ?? 1,
+      async submit(step) {
+        const { statePath, ...stepInput } = await startStep(step);
+        const model = run.model;
+        const { submitted } = await run.train(acts.dpoSubmit, stepInput, `submit step ${step} · epoch ${stepInput.epoch} batch ${stepInput.batch}`);
+        return { step: { ...stepInput, model }, ...(statePath ? { statePath } : {}), submitted } satisfies DPOFinishInput;
+      },
+      async finish(step, submitted) {
+        finishStep(await acts.dpoFinish.executeWithOptions({ summary: `step ${step} results` }, [submitted as DPOFinishInput]));
+      },
+      needsResultsBefore: evalDue,
     },
 
     // The reference saves at the start of step s (s > 0, s % save_every == 0) before its update:

@@ -1,5 +1,6 @@
 // The quick chaos suite for CI: for the supervised workflow one trial per kill target (worker,
-// engine, Temporal server), each killing its target twice at seeded moments, plus a stop sent while
+// engine, Temporal server), each killing its target twice at seeded moments (pipelined steps, the
+// default), one unpipelined trial compared with the same pipelined baseline, plus a stop sent while
 // the run recovers from an engine crash; for RL an engine kill (restore from a checkpoint with its
 // rollout state) and a Temporal server kill; for DPO and distillation an engine kill; for a
 // pipeline (SFT → DPO child workflows) two kills drawn from worker and engine. The long variant is
@@ -26,6 +27,13 @@ describe('chaos (quick)', () => {
       if (target === 'engine') expect(outcome.recoveries).toBeGreaterThan(0);
     });
   }
+
+  // The baseline ran pipelined (submit_ahead 1, the default); the unpipelined loop must end equal to it.
+  it('unpipelined (submit_ahead 0), two kills of the worker or engine leave the result of the uninterrupted pipelined run', async () => {
+    const outcome = await lab.trial(14, baseline, { kills: 2, targets: ['worker', 'engine'], maxGapMs: 3000, overrides: ['submit_ahead=0'] });
+    expect(outcome.kills.length).toBeGreaterThan(0);
+    expect(outcome.differences).toEqual([]);
+  });
 
   it('a stop during recovery ends the run stopped, with a final checkpoint of trained steps only', async () => {
     const { result, run } = await lab.stopDuringRecovery();

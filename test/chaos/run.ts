@@ -1,10 +1,11 @@
-// The long chaos command: `npm run chaos -- --trials 20 [--kind sl|rl|dpo|distill|pipeline] [--kills 4] [--seed 1]`. Every trial kills
-// random targets (worker, engine, Temporal server) several times; prints `trials equal / trials run`.
+// The long chaos command: `npm run chaos -- --trials 20 [--kind sl|rl|dpo|distill|pipeline] [--kills 4] [--seed 1]
+// [--set submit_ahead=0]`. Every trial kills random targets (worker, engine, Temporal server) several times;
+// prints `trials equal / trials run`. `--set` overrides config fields of the trials (not of the baseline).
 import { parseArgs } from 'node:util';
 import { ChaosLab, DISTILL_CHAOS, DPO_CHAOS, PIPELINE_CHAOS, RL_CHAOS, SL_CHAOS } from './harness.js';
 
 const { values } = parseArgs({
-  options: { trials: { type: 'string', default: '20' }, kills: { type: 'string', default: '4' }, seed: { type: 'string', default: '1' }, kind: { type: 'string', default: 'sl' } },
+  options: { trials: { type: 'string', default: '20' }, kills: { type: 'string', default: '4' }, seed: { type: 'string', default: '1' }, kind: { type: 'string', default: 'sl' }, set: { type: 'string', multiple: true, default: [] } },
 });
 const trials = Number(values.trials);
 const subjects = { sl: SL_CHAOS, rl: RL_CHAOS, dpo: DPO_CHAOS, distill: DISTILL_CHAOS, pipeline: PIPELINE_CHAOS };
@@ -17,7 +18,7 @@ try {
   console.log(`baseline: ${baseline.steps} steps, fingerprint ${baseline.fingerprint.slice(0, 12)}`);
   for (let i = 0; i < trials; i++) {
     const seed = Number(values.seed) + i;
-    const o = await lab.trial(seed, baseline, { kills: Number(values.kills), targets: ['worker', 'engine', 'temporal'], maxGapMs: 4000 });
+    const o = await lab.trial(seed, baseline, { kills: Number(values.kills), targets: ['worker', 'engine', 'temporal'], maxGapMs: 4000, overrides: values.set });
     if (o.equal) equal++;
     const kills = o.kills.map((k) => `${k.target}@${(k.atMs / 1000).toFixed(1)}s`).join(' ');
     console.log(`trial ${i + 1} (seed ${seed}): ${o.equal ? 'equal' : 'DIFFERENT: ' + o.differences.join('; ')} · kills ${kills} · recoveries ${o.recoveries}`);

@@ -7,6 +7,7 @@ import { progressQuery } from '../../src/workflows/shared/messages.js';
 import type { RunResult } from '../../src/workflows/shared/training-run.js';
 import { RunStore } from '../../src/cookbook/run-store.js';
 import { checkpointsOf, metricsOf, weightsFingerprint } from '../support/runs.js';
+import { overlappingActivities } from '../support/history.js';
 import { startTestStack, testRun, waitUntil, withWorker, workerProcess, type TestStack } from '../support/stack.js';
 
 const config = join(import.meta.dirname, '..', 'fixtures', 'dpo_small.json');
@@ -56,6 +57,24 @@ describe('DPO workflow', { timeout: 600_000 }, () => {
     expect(raw[4].state_path).toMatch(/^tinker:\/\/.+\/weights\/000004$/);
     expect(raw[5]).not.toHaveProperty('state_path');
     expect(result.finalCheckpoint?.samplerPath).toMatch(/sampler_weights\/final$/);
+  });
+
+  it('pipelined steps (submit_ahead 1, the default) equal unpipelined ones, queued ahead except before an eval or checkpoint', async () => {
+    const pipelined = testRun(stack, config, [], 'dpo');
+    const unpipelined = testRun(stack, config, ['submit_ahead=0'], 'dpo');
+    const [a, b] = await withWorker(stack, async () => {
+      const results: RunResult[] = [];
+      for (const run of [pipelined, unpipelined]) results.push((await (await startRun(stack.client, run, stack.taskQueue)).result()) as RunResult);
+      return results;
+    });
+    const untimed = (logPath: string) => metricsOf(logPath).map(({ 'time/total': _t, ...row }) => row);
+    expect(untimed(pipelined.run.logPath)).toEqual(untimed(unpipelined.run.logPath));
+    expect(checkpointsOf(pipelined.run.logPath)).toEqual(checkpointsOf(unpipelined.run.logPath));
+    const [fa, fb] = await Promise.all([weightsFingerprint(stack.engine.baseUrl, a.finalCheckpoint!.samplerPath!), weightsFingerprint(stack.engine.baseUrl, b.finalCheckpoint!.samplerPath!)]);
+    expect(fa).toBe(fb);
+    // Not ahead of the evals before 5 and 9 nor of the checkpoints taken before 4 and 8: 1, 2, 3, 6, 7.
+    expect(await overlappingActivities(stack.client, pipelined.workflowId, 'dpoSubmit', 'dpoFinish')).toBe(5);
+    expect(await overlappingActivities(stack.client, unpipelined.workflowId, 'dpoSubmit', 'dpoFinish')).toBe(0);
   });
 
   it('an engine restart mid-run restores the last checkpoint with the same reference and equals an uninterrupted run', async () => {

@@ -11,7 +11,9 @@ import { startTestStack, testRun, waitUntil, workerProcess, type TestStack } fro
 
 const config = join(import.meta.dirname, '..', 'fixtures', 'sl_small.json');
 
-describe('supervised workflow under a worker crash', () => {
+// Both loops: pipelined (submit_ahead 1, the default: a kill can land between a step's submission
+// and its collection, with the next step already queued) and unpipelined (submit_ahead 0).
+for (const [loop, overrides] of [['pipelined', []], ['unpipelined', ['submit_ahead=0']]] as Array<[string, string[]]>) describe(`supervised workflow under a worker crash (${loop})`, () => {
   let stack: TestStack;
   beforeAll(async () => {
     stack = await startTestStack();
@@ -21,8 +23,8 @@ describe('supervised workflow under a worker crash', () => {
   });
 
   it('a SIGKILLed worker is replaced and the run equals an uninterrupted one', async () => {
-    const clean = testRun(stack, config);
-    const crashed = testRun(stack, config);
+    const clean = testRun(stack, config, overrides);
+    const crashed = testRun(stack, config, overrides);
 
     let worker = await workerProcess(stack, 'worker-clean');
     const cleanResult = (await (await startRun(stack.client, clean, stack.taskQueue)).result()) as RunResult;
@@ -50,8 +52,8 @@ describe('supervised workflow under a worker crash', () => {
   });
 
   it('an engine restart mid-run restores the last checkpoint, replays, and equals an uninterrupted run', async () => {
-    const clean = testRun(stack, config);
-    const crashed = testRun(stack, config);
+    const clean = testRun(stack, config, overrides);
+    const crashed = testRun(stack, config, overrides);
     const worker = await workerProcess(stack, 'worker-engine-test');
     try {
       const cleanResult = (await (await startRun(stack.client, clean, stack.taskQueue)).result()) as RunResult;

@@ -22,6 +22,12 @@ export const RunNameSchema = z
   .max(80)
   .optional();
 
+/**
+ * Steps whose training requests are queued on the server before the current step's results are
+ * back (the reference's pipelining, cookbook §1.2 step 6); 0: each step is awaited before the next.
+ */
+export const SubmitAheadSchema = z.int().nonnegative().default(1);
+
 export const CommonTrainingFields = {
   /** Run directory for config.json, metrics.jsonl, checkpoints.jsonl (default runs/<workflow id>). */
   log_path: z.string().min(1).optional(),

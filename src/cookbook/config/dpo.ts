@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { EvaluatorsSchema } from '../eval/custom-sampling.js';
 import { PreferenceDatasetConfigSchema } from '../preference/dataset.js';
-import { CommonTrainingFields, LrScheduleSchema } from './common.js';
+import { CommonTrainingFields, LrScheduleSchema, SubmitAheadSchema } from './common.js';
 
 export const ReferenceModelSchema = z.discriminatedUnion('kind', [
   /**
@@ -27,6 +27,8 @@ export const DPOConfigSchema = z.strictObject({
   lr_schedule: LrScheduleSchema.default('linear'),
   num_epochs: z.int().positive().default(1),
   dpo_beta: z.number().positive().default(0.1),
+  /** As in supervised training (the reference's DPO loop awaits every step). */
+  submit_ahead: SubmitAheadSchema,
   dataset: PreferenceDatasetConfigSchema,
   reference_model: ReferenceModelSchema.default({ kind: 'initial' }),
   /** Unused, as in the reference (kept so reference configs parse). */

@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { EvaluatorsSchema } from '../eval/custom-sampling.js';
 import { ChatDatasetConfigSchema } from '../supervised/dataset.js';
-import { CommonTrainingFields, LrScheduleSchema } from './common.js';
+import { CommonTrainingFields, LrScheduleSchema, SubmitAheadSchema } from './common.js';
 
 export const SupervisedConfigSchema = z.strictObject({
   ...CommonTrainingFields,
@@ -11,11 +11,7 @@ export const SupervisedConfigSchema = z.strictObject({
   lr_schedule: LrScheduleSchema.default('linear'),
   dataset: ChatDatasetConfigSchema,
   num_epochs: z.int().positive().default(1),
-  /**
-   * Steps whose training requests are queued on the server before the current step's results are
-   * back (the reference's pipelining, §1.2 step 6); 0: each step is awaited before the next.
-   */
-  submit_ahead: z.int().nonnegative().default(1),
+  submit_ahead: SubmitAheadSchema,
   /** Custom sampling evaluators (§7.5), run before the step every `eval_every` steps, on a snapshot of the weights. */
   evaluators: EvaluatorsSchema,
 });
