@@ -45,6 +45,17 @@ const recordings: Record<string, (stack: TestStack) => Promise<string>> = {
   'distill-off-policy-sample': async (stack) => finish(stack, testRun(stack, fixture('distill_small.json'), ['mode=off_policy_sample'], 'distill')),
   dpo: async (stack) => finish(stack, testRun(stack, fixture('dpo_small.json'), ['max_steps=3'], 'dpo')),
   pipeline: async (stack) => finish(stack, testRun(stack, fixture('pipeline_small.json'), [], 'pipeline')),
+  // Pipelined steps (submit_ahead 1; the recordings above predate it and replay unpipelined).
+  'sl-pipelined': async (stack) => finish(stack, testRun(stack, config, ['num_epochs=1', 'submit_ahead=1', 'durability.steps_per_workflow_run=3'])),
+  'sl-pipelined-recovery': async (stack) => {
+    const recovered = testRun(stack, config, ['num_epochs=1', 'save_every=2', 'submit_ahead=1']);
+    const hr = await startRun(stack.client, recovered, stack.taskQueue);
+    await waitUntil('step 3', async () => (await hr.query(progressQuery)).step >= 3, 120_000, 50);
+    await stack.restartEngine();
+    await hr.result();
+    return recovered.workflowId;
+  },
+  'dpo-pipelined': async (stack) => finish(stack, testRun(stack, fixture('dpo_small.json'), ['max_steps=4', 'submit_ahead=1'], 'dpo')),
 };
 
 async function finish(stack: TestStack, run: ReturnType<typeof testRun>): Promise<string> {
