@@ -1,6 +1,8 @@
 // The machinery every training workflow shares: run state, the per-model sequence-id cursor,
 // controls (stop, pause, resume, set, progress), periodic and final checkpoints, recovery from a
-// lost model, visibility, and continue-as-new. A paradigm's workflow supplies only its step.
+// lost model, visibility, continue-as-new, and pipelined steps (the next step's requests queued on
+// the server while the current step's results are collected). A paradigm's workflow supplies only
+// its step (whole, or as submit + finish to be pipelined).
 import {
   ActivityFailure,
   allHandlersFinished,
@@ -212,9 +214,7 @@ export class TrainingRun<C extends RunConfig, P> {
         }
         const step = this.state.step;
         if (pipeline) {
-          if (await this.withRecovery(spec, () => this.pipelinedStep(spec, pipeline))) {
-            if (await this.withRecovery(spec, () => this.maybeSavePeriodic(step, spec))) continue;
-          }
+          if (await this.withRecovery(spec, () => this.pipelinedStep(spec, pipeline))) await this.withRecovery(spec, () => this.maybeSavePeriodic(step, spec));
           continue;
         }
         this.lastFixedStep = step;
