@@ -1,6 +1,7 @@
 // What every activity needs: the backend for a run, heartbeats while awaiting remote futures, and
 // the translation of backend errors into failures the workflow can act on.
 import { ApplicationFailure, Context } from '@temporalio/activity';
+import type { RetryInfo } from '../backends/config.js';
 import { BackendError, type TrainingBackend } from '../backends/types.js';
 import { ErrorTypes } from './types.js';
 
@@ -11,11 +12,57 @@ export interface ActivityDeps {
 
 const HEARTBEAT_EVERY_MS = 2_000;
 
+/** Why an activity's backend call is backing off, as its heartbeat details show it. */
+interface BackendRetryDetails {
+  backend: string;
+  retry: number;
+  failingForS: number;
+  nextInS: number;
+}
+/** The latest backend retry of each running activity, until it is older than its backoff plus this. */
+const lastRetry = new WeakMap<Context, { details: BackendRetryDetails; until: number }>();
+const RETRY_SHOWN_MS = 5_000;
+
+/**
+ * The backend client's retry hook (the worker passes it to every backend it creates): a backend
+ * call that keeps failing (unreachable, 5xx, …) heartbeats why into the activity that made it, so
+ * the attempt stays alive while it backs off, and the Temporal UI's pending activity and
+ * `cookbook status` show the reason instead of a silent wait.
+ */
+export function reportBackendRetry(info: RetryInfo): void {
+  if (!inActivity()) return;
+  const ctx = Context.current();
+  const details: BackendRetryDetails = {
+    backend: `${info.requestType}: ${info.reason}`,
+    retry: info.attempt,
+    failingForS: Math.round(info.failingForMs / 1000),
+    nextInS: Math.round(info.delayMs / 100) / 10,
+  };
+  lastRetry.set(ctx, { details, until: Date.now() + info.delayMs + RETRY_SHOWN_MS });
+  ctx.heartbeat(details);
+}
+
+function inActivity(): boolean {
+  try {
+    Context.current();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Heartbeat details: the caller's, with the backend's retry status while it is current. */
+function withRetryStatus(ctx: Context, details: unknown): unknown {
+  const retry = lastRetry.get(ctx);
+  if (!retry || Date.now() > retry.until) return details;
+  return details && typeof details === 'object' ? { ...details, ...retry.details } : retry.details;
+}
+
 /** Awaits `work` while heartbeating, so a dead worker is noticed and a cancel reaches us. */
 export async function heartbeating<T>(work: Promise<T>, details?: unknown): Promise<T> {
   const ctx = Context.current();
-  ctx.heartbeat(details);
-  const timer = setInterval(() => ctx.heartbeat(details), HEARTBEAT_EVERY_MS);
+  ctx.heartbeat(withRetryStatus(ctx, details));
+  const timer = setInterval(() => ctx.heartbeat(withRetryStatus(ctx, details)), HEARTBEAT_EVERY_MS);
   try {
     return await Promise.race([work, ctx.cancelled as Promise<never>]);
   } finally {
@@ -72,9 +119,13 @@ export async function collectOrResubmit<T>(collect: () => Promise<T>, resubmit: 
   }
 }
 
+/**
+ * One backend call from an activity, its errors mapped by `toFailure`. It heartbeats while it runs:
+ * a call that backs off for a while (the backend unreachable) keeps its attempt alive and shows why.
+ */
 export async function callBackend<T>(what: string, notFound: NotFoundMeans, fn: () => Promise<T>): Promise<T> {
   try {
-    return await fn();
+    return await (inActivity() ? heartbeating(fn()) : fn());
   } catch (err) {
     throw toFailure(err, what, notFound);
   }

@@ -61,8 +61,24 @@ export interface TinkerBackendOptions {
   userMetadata?: Record<string, unknown>;
   projectId?: string;
   logger?: Logger;
+  /**
+   * Called before each backoff of a retried call or poll (the backend unreachable, 5xx, 429, …),
+   * so that the caller can show why it waits (the worker heartbeats it into the running activity).
+   */
+  onRetry?: (info: RetryInfo) => void;
   /** Environment to read defaults from (default process.env); injectable for tests. */
   env?: Record<string, string | undefined>;
+}
+
+export interface RetryInfo {
+  requestType: string;
+  /** The failure being retried, e.g. `connection error (ECONNREFUSED)` or `HTTP 503: …`. */
+  reason: string;
+  /** Retries so far of this call (or consecutive failed polls of this future). */
+  attempt: number;
+  delayMs: number;
+  /** How long this call has been failing. */
+  failingForMs: number;
 }
 
 export interface ResolvedOptions {
@@ -81,6 +97,7 @@ export interface ResolvedOptions {
   userMetadata: Record<string, unknown>;
   projectId: string | undefined;
   logger: Logger;
+  onRetry: ((info: RetryInfo) => void) | undefined;
 }
 
 const silentLogger: Logger = { warn() {} };
@@ -121,6 +138,7 @@ export function resolveOptions(opts: TinkerBackendOptions = {}): ResolvedOptions
     userMetadata: opts.userMetadata ?? {},
     projectId: opts.projectId ?? env.TINKER_PROJECT_ID ?? undefined,
     logger: opts.logger ?? silentLogger,
+    onRetry: opts.onRetry,
   };
 }
 

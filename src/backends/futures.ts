@@ -94,6 +94,7 @@ export async function pollFuture<T>(http: HttpClient, opts: ResolvedOptions, arg
     failingSince ??= Date.now();
     if (Date.now() - failingSince + delay > budgetMs) throw error;
     failures++;
+    opts.onRetry?.({ requestType, reason: error.message, attempt: failures, delayMs: delay, failingForMs: Date.now() - failingSince });
     if (delay > 0) await pause(delay);
   };
 

@@ -65,11 +65,46 @@ export async function runStatus(client: Client, id: string): Promise<string> {
     lines.push(`  step ${p.step}/${p.totalSteps} · recoveries ${p.recoveries} · log dir ${p.logPath}`);
     lines.push(`  hot settings ${JSON.stringify(p.hot)}`);
     if (p.lastCheckpoint) lines.push(`  last checkpoint ${p.lastCheckpoint.name} (step ${p.lastCheckpoint.step}) ${p.lastCheckpoint.statePath}`);
+    lines.push(...waitingOn(desc.raw.pendingActivities ?? []));
     lines.push(...formatMetrics(p.lastMetrics));
   } else if (desc.status.name === 'COMPLETED') {
     lines.push(...formatResult(await handle.result()));
   }
   return lines.join('\n');
+}
+
+type PendingActivity = NonNullable<Awaited<ReturnType<WorkflowHandle['describe']>>['raw']['pendingActivities']>[number];
+
+/**
+ * Activities that are retrying or waiting on a failing backend, with the reason: the last failure
+ * of an activity on its second or later attempt, and what the worker heartbeats while a backend
+ * call backs off (see reportBackendRetry in src/workers/worker.ts).
+ */
+export function waitingOn(pending: PendingActivity[]): string[] {
+  const lines: string[] = [];
+  for (const a of pending) {
+    const type = a.activityType?.name ?? 'activity';
+    const attempt = a.attempt ?? 1;
+    const backend = heartbeatBackend(a);
+    const failure = a.lastFailure?.message;
+    if (!backend && attempt <= 1) continue;
+    const next = a.nextAttemptScheduleTime?.seconds ? ` · next attempt in ${Math.max(0, Number(a.nextAttemptScheduleTime.seconds) - Math.floor(Date.now() / 1000))} s` : '';
+    lines.push(`  waiting: ${type} attempt ${attempt}${next}`);
+    if (backend) lines.push(`    backend unavailable: ${backend.backend} (retry ${backend.retry}, failing for ${backend.failingForS} s, next try in ${backend.nextInS} s)`);
+    if (failure && attempt > 1) lines.push(`    last failure: ${failure}`);
+  }
+  return lines;
+}
+
+function heartbeatBackend(a: PendingActivity): { backend: string; retry: number; failingForS: number; nextInS: number } | undefined {
+  const payload = a.heartbeatDetails?.payloads?.[0];
+  if (!payload?.data) return undefined;
+  try {
+    const details = JSON.parse(Buffer.from(payload.data).toString('utf8')) as { backend?: unknown };
+    return typeof details.backend === 'string' ? (details as { backend: string; retry: number; failingForS: number; nextInS: number }) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 export function formatMetrics(metrics: Record<string, number>): string[] {

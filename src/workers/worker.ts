@@ -3,6 +3,7 @@
 import { fileURLToPath } from 'node:url';
 import { bundleWorkflowCode, NativeConnection, Worker, type NativeConnectionOptions, type WorkflowBundle } from '@temporalio/worker';
 import { ApplicationFailure } from '@temporalio/activity';
+import { reportBackendRetry } from '../activities/context.js';
 import { createActivities } from '../activities/index.js';
 import { ErrorTypes } from '../activities/types.js';
 import type { TrainingBackend } from '../backends/types.js';
@@ -83,7 +84,7 @@ export async function createCookbookWorker(opts: CookbookWorkerOptions): Promise
     let backend = backends.get(url);
     if (!backend) {
       try {
-        backend = createTinkerBackend({ baseUrl: url, apiKey: apiKeyFor(url, opts.tinkerApiKey) });
+        backend = createTinkerBackend({ baseUrl: url, apiKey: apiKeyFor(url, opts.tinkerApiKey), onRetry: reportBackendRetry });
       } catch (err) {
         // A missing or malformed key cannot fix itself on retry.
         throw ApplicationFailure.nonRetryable(`training backend ${url}: ${(err as Error).message}`, ErrorTypes.auth);

@@ -7,6 +7,7 @@ import { startRun, type ResolvedRun } from '../../src/cli/train.js';
 import { stopSignal } from '../../src/workflows/shared/messages.js';
 import type { PipelineResult } from '../../src/workflows/pipeline.js';
 import type { RunResult } from '../../src/workflows/shared/training-run.js';
+import { rng } from '../support/rng.js';
 import { checkpointsOf, metricsOf, weightsFingerprint } from '../support/runs.js';
 import { startTestStack, testRun, workerProcess, type TestStack } from '../support/stack.js';
 
@@ -25,18 +26,6 @@ export interface Baseline {
   checkpoints: Array<Record<string, unknown>>;
   fingerprint: string;
   steps: number;
-}
-
-/** mulberry32: a tiny seeded PRNG, so a failing trial can be re-run from its seed. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 export const CHAOS_CONFIG = join(import.meta.dirname, '..', 'fixtures', 'sl_chaos.json');

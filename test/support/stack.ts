@@ -65,9 +65,14 @@ export function testRun(stack: TestStack, configPath: string, overrides: string[
   return resolveRun(kind, configPath, [...overrides, `log_path=${join(stack.dir, 'runs', id)}`], { workflowId: id });
 }
 
-/** Runs `fn` with a worker polling in this process, then shuts the worker down. */
-export async function withWorker<T>(stack: TestStack, fn: () => Promise<T>): Promise<T> {
-  const w = await createCookbookWorker({ temporalAddress: stack.temporalAddress, tinkerBaseUrl: stack.engine.baseUrl, taskQueue: stack.taskQueue, tinkerApiKey: 'tml-test' });
+/** Runs `fn` with a worker polling in this process (its backend: the engine, or `tinkerBaseUrl`), then shuts the worker down. */
+export async function withWorker<T>(stack: TestStack, fn: () => Promise<T>, opts: { tinkerBaseUrl?: string } = {}): Promise<T> {
+  const w = await createCookbookWorker({
+    temporalAddress: stack.temporalAddress,
+    tinkerBaseUrl: opts.tinkerBaseUrl ?? stack.engine.baseUrl,
+    taskQueue: stack.taskQueue,
+    tinkerApiKey: 'tml-test',
+  });
   try {
     return await w.worker.runUntil(fn);
   } finally {
