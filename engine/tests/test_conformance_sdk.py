@@ -159,12 +159,22 @@ def test_session_finish_and_create_via_load_over_http(engine):
     assert c.post("load_weights", {**load, "model_seq_id": 2, "optimizer_config": {"type": "dimuon"}}).status == 400
     c.forward_backward(f"{session}:train:1", 1, [datum(t) for t in corpus(2)])  # training starts at seq 1
 
-    # A create-via-load whose load fails leaves no model that trains on fresh weights.
+    # A damaged checkpoint is refused before any model exists (its checksums no longer match).
     broken = c.done(c.ok("save_weights", {"model_id": model, "seq_id": 3, "path": "broken"})["request_id"])["path"]
     run, _, name = broken.removeprefix("tinker://").partition("/weights/")
-    (engine.data_dir / "runs" / run / "weights" / name / "adapter_model.safetensors").write_bytes(b"not safetensors")
-    failed = c.ok("load_weights", {**load, "model_seq_id": 3, "path": broken})
-    assert "error" in c.result(failed["request_id"])
+    directory = engine.data_dir / "runs" / run / "weights" / name
+    (directory / "adapter_model.safetensors").write_bytes(b"not safetensors")
+    refused = c.post("load_weights", {**load, "model_seq_id": 3, "path": broken})
+    assert refused.status == 422 and str(directory / "adapter_model.safetensors") in refused.json()["detail"]
+    assert c.post("get_info", {"model_id": f"{session}:train:3"}).status == 404
+    # A create-via-load whose load fails (here: a checkpoint from before checksums, so only the
+    # load finds it unreadable) leaves no model that trains on fresh weights.
+    meta = json.loads((directory / "checkpoint.json").read_text())
+    for key in ("files", "checksum"):
+        meta.pop(key)
+    (directory / "checkpoint.json").write_text(json.dumps(meta))
+    failed = c.ok("load_weights", {**load, "model_seq_id": 4, "path": broken})
+    assert "unreadable" in c.result(failed["request_id"])["error"]
     after = c.submit_fb(failed["model_id"], 1, [datum(t) for t in corpus(2)])
     assert after.status != 200 or "error" in c.result(after.json()["request_id"])
 

@@ -10,6 +10,7 @@ from typing import Any
 from .errors import bad_request
 
 _MISSING = object()
+INT64_LIMIT = 1 << 63
 
 
 class Body:
@@ -43,8 +44,11 @@ class Body:
             raise bad_request(f"missing required field '{self._name(key)}'")
         if value is default:
             return value
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+        if (isinstance(value, bool) or not isinstance(value, (int, float))
+                or (isinstance(value, float) and not value.is_integer())):  # also NaN and ±inf
             raise bad_request(f"field '{self._name(key)}' must be an integer")
+        if not -INT64_LIMIT <= value < INT64_LIMIT:
+            raise bad_request(f"field '{self._name(key)}' is out of range (a 64-bit integer)")
         return int(value)
 
     def float(self, key: str, default: Any = _MISSING) -> Any:

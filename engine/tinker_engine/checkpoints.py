@@ -4,22 +4,107 @@ Layout: <data>/runs/<run_id>/run.json and <data>/runs/<run_id>/<kind>/<name>/ wh
 `weights` (adapter + optimizer) or `sampler_weights` (adapter only). Every directory is written
 under a temporary name, fsynced and renamed into place, so a crash never leaves a partial
 checkpoint behind a valid name.
+
+Damage on disk is detected: `checkpoint.json` records the size and sha256 of every payload file
+(`files`) and a sha256 of its own content (`checksum`, also in run.json). A checkpoint whose
+files no longer match is refused with a 422 naming the file, never loaded; checkpoints written
+before checksums existed (no `files`) are loaded as they are. A full disk fails the save with a
+message naming ENOSPC and leaves every committed checkpoint as it was.
 """
 
 import datetime as dt
+import errno
+import hashlib
 import json
+import logging
 import os
 import re
 import shutil
+import threading
 import uuid
 from pathlib import Path
 
-from .errors import bad_request, not_found
+from .errors import EngineError, RequestFailed, bad_request, not_found
+
+log = logging.getLogger("tinker_engine")
 
 KINDS = {"weights": "training", "sampler_weights": "sampler"}
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]{0,199}$")
 _RUN_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:\-]{0,299}$")
 METADATA_FILE = "checkpoint.json"
+MARKER_FILE = "checkpoint_complete"
+CHECKSUM_KEY = "checksum"
+MAX_TTL_SECONDS = 100 * 365 * 24 * 3600
+_HASH_CHUNK = 1 << 20
+
+
+class CheckpointDamaged(EngineError):
+    """A checkpoint (or run record) whose bytes on disk are not what was written: 422, naming the file."""
+
+    def __init__(self, what: str, file: Path, reason: str):
+        super().__init__(422, f"{what} is damaged: {file}: {reason}; it was not loaded")
+        self.file = file
+
+
+class StorageError(RequestFailed):
+    """A write the filesystem refused (a full disk, above all); the save can be retried once the
+    cause is gone. `category` "server": a condition of the engine's machine, not of the request."""
+
+    def __init__(self, message: str, out_of_space: bool):
+        super().__init__(message, "server")
+        self.out_of_space = out_of_space
+
+
+def is_out_of_space(e: BaseException) -> bool:
+    if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    # safetensors reports I/O errors as SafetensorError("... No space left on device (os error 28)").
+    text = str(e)
+    return "No space left on device" in text or "os error 28" in text or "Disk quota exceeded" in text
+
+
+def storage_error(what: str, where: Path, e: BaseException) -> StorageError:
+    if is_out_of_space(e):
+        return StorageError(f"could not write {what}: no space left on device (ENOSPC) under {where}; "
+                            "nothing was written and committed checkpoints are intact; retry once space is freed",
+                            out_of_space=True)
+    code = errno.errorcode.get(getattr(e, "errno", None) or -1, type(e).__name__)
+    return StorageError(f"could not write {what} under {where}: {code}: {e}", out_of_space=False)
+
+
+def content_checksum(data: dict) -> str:
+    """sha256 of a record's content without its own checksum field (key order and spacing aside)."""
+    body = {k: v for k, v in data.items() if k != CHECKSUM_KEY}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def with_checksum(data: dict) -> dict:
+    return {**{k: v for k, v in data.items() if k != CHECKSUM_KEY}, CHECKSUM_KEY: content_checksum(data)}
+
+
+def read_record(file: Path, what: str) -> dict:
+    """A JSON record written by this store, checked against its recorded checksum."""
+    try:
+        data = json.loads(file.read_bytes())
+    except (ValueError, UnicodeDecodeError) as e:
+        raise CheckpointDamaged(what, file, f"not valid JSON ({e})") from None
+    if not isinstance(data, dict):
+        raise CheckpointDamaged(what, file, "not a JSON object")
+    recorded = data.get(CHECKSUM_KEY)
+    if recorded is not None and recorded != content_checksum(data):
+        raise CheckpointDamaged(what, file, "its content does not match the checksum recorded when it was written")
+    return data
+
+
+def file_digest(file: Path) -> tuple:
+    """(size, sha256 hex) of a file's bytes."""
+    h = hashlib.sha256()
+    size = 0
+    with open(file, "rb") as f:
+        while chunk := f.read(_HASH_CHUNK):
+            h.update(chunk)
+            size += len(chunk)
+    return size, h.hexdigest()
 
 
 def now_iso() -> str:
@@ -73,12 +158,17 @@ def _fsync_dir(directory: Path) -> None:
 
 
 def _write_json_atomic(path: Path, data: dict) -> None:
+    """Temp file, fsync, rename: readers see the old record or the new one, never a part."""
     tmp = path.with_name(f".tmp-{path.name}-{uuid.uuid4().hex}")
-    with open(tmp, "w") as f:
-        json.dump(data, f, indent=2)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w") as f:
+            json.dump(data, f, indent=2)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     _fsync_dir(path.parent)
 
 
@@ -87,6 +177,9 @@ class CheckpointStore:
         self.root = Path(root)
         self.runs = self.root / "runs"
         self.runs.mkdir(parents=True, exist_ok=True)
+        # Files whose sha256 matched, by (path, inode, size, mtime): verified again only when changed.
+        self._verified: dict = {}
+        self._verified_lock = threading.Lock()
         self.recover()
 
     # ---------------------------------------------------------------------------- runs
@@ -96,18 +189,28 @@ class CheckpointStore:
 
     def save_run(self, meta: dict) -> None:
         d = self.run_dir(meta["training_run_id"])
-        d.mkdir(parents=True, exist_ok=True)
-        _write_json_atomic(d / "run.json", meta)
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+            _write_json_atomic(d / "run.json", with_checksum(meta))
+        except OSError as e:
+            raise storage_error(f"training run record {d / 'run.json'}", self.root, e) from None
 
     def load_run(self, run_id: str):
         path = self.run_dir(run_id) / "run.json"
-        return json.loads(path.read_text()) if path.is_file() else None
+        if not path.is_file():
+            return None
+        record = read_record(path, f"training run record of {run_id!r}")
+        record.pop(CHECKSUM_KEY, None)
+        return record
 
     def list_runs(self) -> list:
         runs = []
         for d in sorted(self.runs.iterdir()):
             if (d / "run.json").is_file():
-                runs.append(json.loads((d / "run.json").read_text()))
+                try:
+                    runs.append(self.load_run(d.name))
+                except EngineError as e:  # damaged or foreign: listed by nobody, reported in the log
+                    log.warning("skipping training run %s: %s", d.name, e.detail)
         return sorted(runs, key=lambda r: r.get("created_at", ""), reverse=True)
 
     # --------------------------------------------------------------------- checkpoints
@@ -119,31 +222,38 @@ class CheckpointStore:
         return (self.checkpoint_dir(run_id, kind, name) / METADATA_FILE).is_file()
 
     def write(self, run_id: str, kind: str, name: str, fill, metadata: dict, overwrite: bool) -> dict:
-        """Creates the checkpoint atomically: `fill(tmp_dir)` writes the payload files."""
+        """Creates the checkpoint atomically: `fill(tmp_dir)` writes the payload files; their sizes
+        and sha256 go into checkpoint.json, written last, with a checksum of its own."""
         final = self.checkpoint_dir(run_id, kind, name)
-        final.parent.mkdir(parents=True, exist_ok=True)
+        path = tinker_path(run_id, kind, name)
         tmp = final.parent / f".tmp-{name}-{uuid.uuid4().hex}"
-        tmp.mkdir()
         try:
+            final.parent.mkdir(parents=True, exist_ok=True)
+            tmp.mkdir()
             fill(tmp)
-            size = sum(f.stat().st_size for f in tmp.iterdir() if f.is_file())
+            files = {}
+            for f in sorted(tmp.iterdir()):
+                if f.is_file():
+                    size, digest = file_digest(f)
+                    files[f.name] = {"size": size, "sha256": digest}
             info = {
                 **metadata,
                 "checkpoint_id": f"{kind}/{name}",
                 "checkpoint_type": KINDS[kind],
-                "tinker_path": tinker_path(run_id, kind, name),
+                "tinker_path": path,
                 "training_run_id": run_id,
                 "time": now_iso(),
-                "size_bytes": size,
+                "size_bytes": sum(f["size"] for f in files.values()),
                 "public": False,
+                "files": files,
             }
-            (tmp / METADATA_FILE).write_text(json.dumps(info, indent=2))
+            (tmp / METADATA_FILE).write_text(json.dumps(with_checksum(info), indent=2))
             # An empty marker, as in the hosted service's checkpoint archives.
-            (tmp / "checkpoint_complete").write_text("")
+            (tmp / MARKER_FILE).write_text("")
             _fsync_tree(tmp)
             if final.exists():
                 if not overwrite:
-                    raise FileExistsError(info["tinker_path"])
+                    raise FileExistsError(path)
                 trash = final.parent / f".trash-{name}-{uuid.uuid4().hex}"
                 os.rename(final, trash)
                 os.rename(tmp, final)
@@ -151,21 +261,108 @@ class CheckpointStore:
             else:
                 os.rename(tmp, final)
             _fsync_dir(final.parent)
-            return info
+        except FileExistsError:
+            raise
+        except Exception as e:
+            if not (isinstance(e, OSError) or is_out_of_space(e)):
+                raise
+            error = storage_error(f"checkpoint {path}", self.root, e)
+            log.warning("%s", error.message)
+            raise error from None
         finally:
             if tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)
+        for file_name, record in files.items():  # just hashed: no need to read them again to load
+            self._remember(final / file_name, record)
+        return info
 
     def metadata(self, path: str) -> dict:
+        """A checkpoint's metadata (checkpoint.json, checked against its own checksum)."""
         run_id, kind, name = parse_tinker_path(path)
         meta_file = self.checkpoint_dir(run_id, kind, name) / METADATA_FILE
         if not meta_file.is_file():
             raise not_found(f"checkpoint {path!r} not found")
-        return json.loads(meta_file.read_text())
+        meta = read_record(meta_file, f"checkpoint {path}")
+        for key in ("base_model", "checkpoint_type", "lora"):
+            if key not in meta:
+                raise CheckpointDamaged(f"checkpoint {path}", meta_file, f"its metadata has no {key!r}")
+        return meta
 
-    def directory(self, path: str) -> Path:
-        self.metadata(path)
-        return self.checkpoint_dir(*parse_tinker_path(path))
+    def verify(self, path: str) -> dict:
+        """Metadata of a checkpoint whose every file has the size and sha256 recorded when it was
+        written (raises CheckpointDamaged naming the first file that does not)."""
+        meta = self.metadata(path)
+        directory = self.checkpoint_dir(*parse_tinker_path(path))
+        files = meta.get("files")
+        if files is None:  # written before checksums were recorded: nothing to compare with
+            return meta
+        if not isinstance(files, dict):
+            raise CheckpointDamaged(f"checkpoint {path}", directory / METADATA_FILE, "its file list is malformed")
+        for file_name, record in sorted(files.items()):
+            self._verify_file(path, directory / file_name, record)
+        return meta
+
+    def reader(self, path: str):
+        """`read(file_name)` → the bytes of one file of a checkpoint, checked against the size and
+        sha256 recorded when it was written (CheckpointDamaged otherwise), or None when the
+        checkpoint has no such file. What is checked is exactly what the caller then parses."""
+        meta = self.metadata(path)
+        directory = self.checkpoint_dir(*parse_tinker_path(path))
+        files = meta.get("files")
+
+        def read(file_name: str):
+            record = files.get(file_name) if isinstance(files, dict) else None
+            file = directory / file_name
+            if files is not None and record is None:
+                return None  # not part of the checkpoint as written
+            try:
+                data = file.read_bytes()
+            except FileNotFoundError:
+                if record is not None:
+                    raise CheckpointDamaged(f"checkpoint {path}", file, "the file is missing") from None
+                return None
+            if record is not None:
+                if len(data) != record.get("size"):
+                    raise CheckpointDamaged(f"checkpoint {path}", file,
+                                            f"{len(data)} bytes where {record.get('size')} were written (truncated or overwritten)")
+                digest = hashlib.sha256(data).hexdigest()
+                if digest != record.get("sha256"):
+                    raise CheckpointDamaged(f"checkpoint {path}", file, f"sha256 {digest[:16]}… does not match the "
+                                                                       f"{str(record.get('sha256'))[:16]}… recorded when it was written")
+            return data
+
+        return read
+
+    def _verify_file(self, path: str, file: Path, record) -> None:
+        what = f"checkpoint {path}"
+        if not isinstance(record, dict) or not isinstance(record.get("size"), int) or not record.get("sha256"):
+            raise CheckpointDamaged(what, file.parent / METADATA_FILE, f"the record of {file.name} is malformed")
+        try:
+            st = file.stat()
+        except FileNotFoundError:
+            raise CheckpointDamaged(what, file, "the file is missing") from None
+        if st.st_size != record["size"]:
+            raise CheckpointDamaged(what, file, f"{st.st_size} bytes where {record['size']} were written (truncated or overwritten)")
+        key = (str(file), st.st_ino, st.st_size, st.st_mtime_ns)
+        with self._verified_lock:
+            if self._verified.get(key) == record["sha256"]:
+                return
+        size, digest = file_digest(file)
+        if size != record["size"] or digest != record["sha256"]:
+            raise CheckpointDamaged(what, file, f"sha256 {digest[:16]}… does not match the {record['sha256'][:16]}… "
+                                                "recorded when it was written")
+        with self._verified_lock:
+            self._verified[key] = digest
+
+    def _remember(self, file: Path, record: dict) -> None:
+        try:
+            st = file.stat()
+        except OSError:
+            return
+        with self._verified_lock:
+            if len(self._verified) > 100_000:
+                self._verified.clear()
+            self._verified[(str(file), st.st_ino, st.st_size, st.st_mtime_ns)] = record["sha256"]
 
     def list(self, run_id: str) -> list:
         out = []
@@ -176,7 +373,10 @@ class CheckpointStore:
                 continue
             for d in kd.iterdir():
                 if not d.name.startswith(".") and (d / METADATA_FILE).is_file():
-                    out.append(public_checkpoint(json.loads((d / METADATA_FILE).read_text())))
+                    try:
+                        out.append(public_checkpoint(self.metadata(tinker_path(run_id, kind, d.name))))
+                    except EngineError as e:  # damaged: not offered to anyone, reported in the log
+                        log.warning("skipping checkpoint %s: %s", d, e.detail)
         return sorted(out, key=lambda c: c["time"])
 
     def list_all(self) -> list:
@@ -204,9 +404,13 @@ class CheckpointStore:
         meta_file = self.checkpoint_dir(run_id, kind, name) / METADATA_FILE
         if not meta_file.is_file():
             raise not_found(f"checkpoint {checkpoint_id!r} of run {run_id!r} not found")
-        meta = json.loads(meta_file.read_text())
-        meta["expires_at"] = expires_at(ttl_seconds)
-        _write_json_atomic(meta_file, meta)
+        meta = read_record(meta_file, f"checkpoint {tinker_path(run_id, kind, name)}")
+        meta["expires_at"] = expires_at(check_ttl(ttl_seconds))
+        try:
+            _write_json_atomic(meta_file, with_checksum(meta) if CHECKSUM_KEY in meta else meta)
+        except OSError as e:
+            error = storage_error(f"the ttl of checkpoint {tinker_path(run_id, kind, name)}", self.root, e)
+            raise EngineError(507 if error.out_of_space else 500, error.message) from None
 
     def recover(self) -> None:
         """Removes leftovers of interrupted writes; restores a checkpoint whose overwrite was cut."""
@@ -222,6 +426,12 @@ class CheckpointStore:
                         shutil.rmtree(d, ignore_errors=True)
                     else:
                         os.rename(d, original)
+
+
+def check_ttl(ttl_seconds):
+    if ttl_seconds is not None and not -MAX_TTL_SECONDS <= ttl_seconds <= MAX_TTL_SECONDS:
+        raise bad_request(f"ttl_seconds must be at most {MAX_TTL_SECONDS} (100 years) in magnitude, got {ttl_seconds}")
+    return ttl_seconds
 
 
 def expires_at(ttl_seconds):

@@ -29,7 +29,7 @@ from .clock import CycleClock
 from .compute import ComputeThread
 from .errors import EngineError, RequestFailed, bad_request, conflict, not_found
 from .fast_decode import FastJob, FastSampler, unsupported_reason
-from .futures import FutureStore
+from .futures import FAILED, FutureStore
 from .lora import LoraSpec, attach_lora, load_adapter_state
 from .sampler import SamplingParams, generate
 from .trainer import ADAM_DEFAULTS, TrainingModel
@@ -52,6 +52,9 @@ class SeqRecord:
     fingerprint: str
     request_id: str | None = None
     error: tuple | None = None  # (status, detail) of a request rejected at submit time
+    # Set when the request failed because the disk was full: the weights version it ran on, so
+    # that a resend can redo it (only while the weights are still those).
+    redo_version: int | None = None
 
 
 @dataclass
@@ -316,6 +319,7 @@ class Engine:
                 )
             if record.error is not None:
                 raise EngineError(*record.error)
+            self._redo_after_storage_failure(handle, record, work, request_type)
             return record.request_id
         if seq_id < handle.next_seq:
             raise conflict(f"seq_id {seq_id} of model {handle.model_id} was already used")
@@ -329,24 +333,59 @@ class Engine:
             raise
         request_id = f"{handle.model_id}:{seq_id}"
         fut = self.futures.create(request_id, request_type)
-        handle.seen[seq_id] = SeqRecord(fingerprint, request_id=request_id)
+        record = SeqRecord(fingerprint, request_id=request_id)
+        handle.seen[seq_id] = record
         handle.last_request_time = ckpt.now_iso()
+        run = self._model_op_runner(handle, record, work)
+
+        def release():  # called in seq order, once every earlier seq id of the model was released
+            self._release(fut, run)
+
+        self._enqueue(handle, seq_id, release)
+        return request_id
+
+    def _release(self, fut, run) -> None:
+        if self.clock is None:
+            self._dispatch(fut, run)
+        else:
+            self.clock.hold(lambda: self._dispatch(fut, run))
+
+    def _model_op_runner(self, handle: ModelHandle, record: SeqRecord, work, redo_of: int | None = None):
+        """What runs on the compute thread for one model operation. A failure for lack of disk
+        space remembers the weights version it ran on (see `_redo_after_storage_failure`)."""
 
         def run():
             if handle.unloaded:
                 raise RequestFailed(f"model {handle.model_id} was unloaded")
-            if handle.trainer is None:
+            trainer = handle.trainer
+            if trainer is None:
                 raise RequestFailed(f"model {handle.model_id} could not be created: {handle.create_error}")
-            return work(handle.trainer)
+            if redo_of is not None and trainer.version != redo_of:
+                raise RequestFailed(
+                    f"{record.request_id} failed for lack of disk space and cannot be redone: the model's weights "
+                    "changed since (save them under a new seq_id)"
+                )
+            try:
+                return work(trainer)
+            except ckpt.StorageError as e:
+                if e.out_of_space:
+                    version = trainer.version
+                    self.loop.call_soon_threadsafe(setattr, record, "redo_version", version)
+                raise
 
-        def release():  # called in seq order, once every earlier seq id of the model was released
-            if self.clock is None:
-                self._dispatch(fut, run)
-            else:
-                self.clock.hold(lambda: self._dispatch(fut, run))
+        return run
 
-        self._enqueue(handle, seq_id, release)
-        return request_id
+    def _redo_after_storage_failure(self, handle: ModelHandle, record: SeqRecord, work, request_type: str) -> None:
+        """A resend of a save that failed because the disk was full runs it again (once more per
+        resend), provided the model's weights are still the ones it was to save; until then the
+        resend is answered with the original failure, as any resend of a failed request. This is
+        what lets a client that retries a failed save resume once space is freed."""
+        fut = self.futures.get(record.request_id)
+        if record.redo_version is None or (fut is not None and fut.state != FAILED):
+            return
+        version, record.redo_version = record.redo_version, None
+        fut = self.futures.create(record.request_id, request_type)
+        self._release(fut, self._model_op_runner(handle, record, work, redo_of=version))
 
     # ------------------------------------------------------------------------ sessions
 
@@ -559,7 +598,7 @@ class Engine:
             return {"type": "save_weights", "path": info["tinker_path"]}
 
         request_id = self.submit_model_op(
-            handle, seq_id, fingerprint, "SaveWeights", lambda: ckpt.check_name(name), work
+            handle, seq_id, fingerprint, "SaveWeights", lambda: (ckpt.check_name(name), ckpt.check_ttl(ttl)), work
         )
         return {"request_id": request_id, "model_id": handle.model_id}
 
@@ -580,7 +619,7 @@ class Engine:
                 info = self._save(handle, trainer, "sampler_weights", name, ttl, overwrite)
                 return {"type": "save_weights_for_sampler", "path": info["tinker_path"], "sampling_session_id": None}
 
-            validate = lambda: ckpt.check_name(name)  # noqa: E731
+            validate = lambda: (ckpt.check_name(name), ckpt.check_ttl(ttl))  # noqa: E731
         else:
             sampler_id = None if record else self._ephemeral_sampler_id(handle, sampling_seq, seq_id)
 
@@ -624,7 +663,7 @@ class Engine:
         with_optimizer = body.bool("optimizer", False)
 
         def validate():
-            meta = self.store.metadata(path)
+            meta = self.store.verify(path)
             if meta.get("lora_rank") != handle.lora.rank:
                 raise bad_request(
                     f"checkpoint {path} has LoRA rank {meta.get('lora_rank')}, model has rank {handle.lora.rank}"
@@ -637,7 +676,7 @@ class Engine:
                 raise bad_request(f"checkpoint {path} has no optimizer state (a sampler checkpoint)")
 
         def work(trainer):
-            trainer.load(self.store.directory(path), with_optimizer)
+            trainer.load(self.store.reader(path), with_optimizer)
             return {"type": "load_weights", "path": path, "model_id": handle.model_id}
 
         request_id = self.submit_model_op(
@@ -664,7 +703,7 @@ class Engine:
         user_metadata = body.raw("user_metadata", None) or {}
         if not isinstance(user_metadata, dict):
             raise bad_request("user_metadata must be an object")
-        meta = self.store.metadata(path)
+        meta = self.store.verify(path)
         base_model = meta["base_model"]
         override = body.str("base_model", None)
         if override is not None and self.registry.resolve(override).name != self.registry.resolve(base_model).name:
@@ -675,13 +714,13 @@ class Engine:
         fingerprint = fingerprint_json("load_weights", [path, with_optimizer, user_metadata])
 
         def load(trainer):
-            trainer.load(self.store.directory(path), with_optimizer)
+            trainer.load(self.store.reader(path), with_optimizer)
             return {"type": "load_weights", "path": path, "model_id": f"{session.session_id}:train:{model_seq_id}"}
 
         return self._create(session, model_seq_id, base_model, lora, user_metadata, fingerprint, "LoadWeights", load)
 
     def weights_info(self, body: Body) -> dict:
-        meta = self.store.metadata(body.str("tinker_path"))
+        meta = self.store.verify(body.str("tinker_path"))
         lora = meta.get("lora", {})
         return {
             "base_model": meta["base_model"],
@@ -711,7 +750,7 @@ class Engine:
 
     def _new_sampler(self, sampler_id, session_id, base_model, model_path) -> SamplerHandle:
         if model_path is not None:
-            meta = self.store.metadata(model_path)
+            meta = self.store.verify(model_path)
             lora = LoraSpec(**meta["lora"])
             spec = self.registry.resolve(meta["base_model"])
             return SamplerHandle(sampler_id, session_id, spec, model_path=model_path, lora=lora,
@@ -747,10 +786,12 @@ class Engine:
         model = self.sampler_models.get(key)
         if model is None:
             if sampler.model_path:
-                from safetensors.torch import load_file
+                from safetensors.torch import load as safetensors_load
 
-                directory = self.store.directory(sampler.model_path)
-                adapter = load_file(str(directory / "adapter_model.safetensors"), device=str(self.device))
+                data = self.store.reader(sampler.model_path)("adapter_model.safetensors")
+                if data is None:
+                    raise RequestFailed(f"checkpoint {sampler.model_path} has no adapter_model.safetensors")
+                adapter = {k: v.to(self.device) for k, v in safetensors_load(data).items()}
             else:
                 adapter = sampler.adapter
             model = attach_lora(instance_sharing_weights(base), sampler.lora)

@@ -67,6 +67,12 @@ def adapter_state(peft_model) -> dict:
 
 
 def load_adapter_state(peft_model, state: dict) -> None:
+    check_adapter_state(peft_model, state)
+    set_peft_model_state_dict(peft_model, state)
+
+
+def check_adapter_state(peft_model, state: dict) -> None:
+    """Raises ValueError unless `state` has exactly the model's adapter tensors, in their shapes."""
     reference = get_peft_model_state_dict(peft_model, save_embedding_layers=False)
     expected = set(reference)
     if set(state) != expected:
@@ -76,4 +82,3 @@ def load_adapter_state(peft_model, state: dict) -> None:
     for k, v in state.items():
         if tuple(v.shape) != tuple(reference[k].shape):
             raise ValueError(f"adapter tensor {k} has shape {tuple(v.shape)}, model expects {tuple(reference[k].shape)}")
-    set_peft_model_state_dict(peft_model, state)

@@ -12,6 +12,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
 from . import __version__
+from .archive import ArchiveDownloads
 from .body import Body
 from .engine import Engine
 from .errors import EngineError, bad_request
@@ -66,7 +67,11 @@ def error_response(status: int, detail: str) -> Response:
 
 
 class BodyTooLarge(Exception):
-    pass
+    """A body that grew past the limit while it was read (chunked, or a lying Content-Length)."""
+
+    def __init__(self, limit: int):
+        super().__init__(f"request body larger than {limit} bytes")
+        self.limit = limit
 
 
 class GuardMiddleware:
@@ -102,7 +107,12 @@ class GuardMiddleware:
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > self.max_body_bytes:
-                    raise BodyTooLarge()
+                    # Discard the rest before answering 413, so the connection stays usable.
+                    more = message.get("more_body", False)
+                    while more:
+                        rest = await receive()
+                        more = rest.get("more_body", False) and rest["type"] == "http.request"
+                    raise BodyTooLarge(self.max_body_bytes)
             return message
 
         async def tracking_send(message):
@@ -116,6 +126,13 @@ class GuardMiddleware:
         except BodyTooLarge:
             if not started:
                 await self._too_large(scope, receive, send)
+        except Exception as exc:  # noqa: BLE001 — the last line of defence for one request
+            # Starlette answers an unhandled error with the 500 of the app's handler and then
+            # re-raises it; reaching the server, that would close (reset) the keep-alive
+            # connection, failing the client's next request too. The answer is already sent.
+            if not started:
+                log.error("unhandled error on %s: %s: %s", scope.get("path"), type(exc).__name__, exc)
+                await error_response(500, f"internal error: {type(exc).__name__}: {exc}")(scope, receive, send)
 
     def _auth_problem(self, key: str | None) -> str | None:
         if not key:
@@ -130,15 +147,53 @@ class GuardMiddleware:
         await error_response(413, f"request body larger than {self.max_body_bytes} bytes")(scope, receive, send)
 
 
-async def read_json(request: Request) -> Body:
-    raw = await request.body()
+# Deepest JSON nesting a request may have. The protocol's deepest bodies (forward_backward:
+# body → input → data → datum → model_input → chunks → chunk → tokens) nest 8 levels; anything
+# far deeper is refused with a 400 before it can exhaust the parser's or the encoder's recursion.
+MAX_JSON_DEPTH = 64
+
+
+def json_depth_exceeds(data, limit: int) -> bool:
+    """Whether `data` nests containers more than `limit` deep (iterative: no recursion)."""
+    stack = [(data, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = node.values() if isinstance(node, dict) else node
+        for child in children:
+            if isinstance(child, (dict, list)):
+                stack.append((child, depth + 1))
+    return False
+
+
+def parse_json_body(raw: bytes) -> Body:
+    """A request body as a JSON object, or a 400 naming what is wrong with it."""
     if not raw.strip():
         return Body({})
     try:
         data = json.loads(raw)
+    except RecursionError:
+        raise bad_request(f"malformed JSON body: nested deeper than {MAX_JSON_DEPTH} levels") from None
     except (ValueError, UnicodeDecodeError) as e:
         raise bad_request(f"malformed JSON body: {e}") from None
+    # Only a body with more brackets than the limit can nest deeper than it (the cheap check first).
+    if isinstance(data, (dict, list)) and raw.count(b"[") + raw.count(b"{") > MAX_JSON_DEPTH:
+        if json_depth_exceeds(data, MAX_JSON_DEPTH):
+            raise bad_request(f"malformed JSON body: nested deeper than {MAX_JSON_DEPTH} levels")
     return Body(data)
+
+
+async def read_json(request: Request) -> Body:
+    return parse_json_body(await request.body())
+
+
+async def verify_off_loop(engine: Engine, path) -> None:
+    """Hashes a checkpoint's files on a worker thread, so that the engine's own check (on the loop
+    thread, where its answer belongs) finds them verified and does not stall other requests."""
+    if isinstance(path, str) and path.startswith("tinker://"):
+        with contextlib.suppress(Exception):  # a problem is answered by the engine's own check
+            await asyncio.to_thread(engine.store.verify, path)
 
 
 def create_app(engine: Engine, api_key: str | None = None, max_body_bytes: int = 64 << 20) -> FastAPI:
@@ -163,6 +218,10 @@ def create_app(engine: Engine, api_key: str | None = None, max_body_bytes: int =
     @app.exception_handler(RequestValidationError)
     async def _validation_error(request: Request, exc: RequestValidationError):
         return error_response(400, str(exc))
+
+    @app.exception_handler(BodyTooLarge)
+    async def _body_too_large(request: Request, exc: BodyTooLarge):
+        return error_response(413, str(exc))
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception):
@@ -286,17 +345,23 @@ def create_app(engine: Engine, api_key: str | None = None, max_body_bytes: int =
 
     @app.post(f"{API}/load_weights")
     async def load_weights(request: Request):
-        return json_response(engine.load_weights(await read_json(request)))
+        body = await read_json(request)
+        await verify_off_loop(engine, body.raw("path"))
+        return json_response(engine.load_weights(body))
 
     @app.post(f"{API}/weights_info")
     async def weights_info(request: Request):
-        return json_response(engine.weights_info(await read_json(request)))
+        body = await read_json(request)
+        await verify_off_loop(engine, body.raw("tinker_path"))
+        return json_response(engine.weights_info(body))
 
     # ------------------------------------------------------------------- sampling
 
     @app.post(f"{API}/create_sampling_session")
     async def create_sampling_session(request: Request):
-        return json_response(engine.create_sampling_session(await read_json(request)))
+        body = await read_json(request)
+        await verify_off_loop(engine, body.raw("model_path"))
+        return json_response(engine.create_sampling_session(body))
 
     @app.get(API + "/samplers/{sampler_id:path}")
     async def get_sampler(sampler_id: str):
@@ -304,7 +369,9 @@ def create_app(engine: Engine, api_key: str | None = None, max_body_bytes: int =
 
     @app.post(f"{API}/asample")
     async def asample(request: Request):
-        return json_response(engine.asample(await read_json(request)))
+        body = await read_json(request)
+        await verify_off_loop(engine, body.raw("model_path"))
+        return json_response(engine.asample(body))
 
     # -------------------------------------------------------------------- futures
 
@@ -383,4 +450,7 @@ def create_app(engine: Engine, api_key: str | None = None, max_body_bytes: int =
         s = engine.session(session_id)
         return json_response({"training_run_ids": s.training_run_ids, "sampler_ids": s.sampler_ids})
 
-    return GuardMiddleware(app, api_key, max_body_bytes)
+    # Checkpoint archives (§7, SDK ≤ 0.25): the route behind the key check, signed downloads before it.
+    archives = ArchiveDownloads(engine, API)
+    archives.add_routes(app)
+    return archives.wrap(GuardMiddleware(app, api_key, max_body_bytes))

@@ -6,12 +6,13 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load as safetensors_load
+from safetensors.torch import save_file
 
 from .base_models import BaseModelSpec, instance_sharing_weights
 from .errors import RequestFailed
 from .head import HeadProjection
-from .lora import LoraSpec, adapter_state, attach_lora, load_adapter_state
+from .lora import LoraSpec, adapter_state, attach_lora, check_adapter_state, load_adapter_state
 from .losses import LOSSES, OUTPUT_TYPE
 from .wire import ForwardRequest
 
@@ -93,6 +94,8 @@ class TrainingModel:
         for p in self.params.values():
             p.data = p.data.float()  # adapters train in fp32 even over a bf16 base
         self.optimizer = self._new_optimizer()
+        # Bumped by every operation that may change weights or optimizer state (what a save holds).
+        self.version = 0
 
     def _new_optimizer(self):
         d = ADAM_DEFAULTS
@@ -161,6 +164,7 @@ class TrainingModel:
     # ---------------------------------------------------------------------- optimiser
 
     def optim_step(self, adam: dict) -> dict:
+        self.version += 1
         params = list(self.params.values())
         metrics = {}
         if adam["grad_clip_norm"] > 0:
@@ -205,23 +209,47 @@ class TrainingModel:
             save_file(tensors, str(directory / "optimizer.safetensors"))
             (directory / "optimizer.json").write_text(json.dumps({"steps": steps}))
 
-    def load(self, directory: Path, with_optimizer: bool) -> None:
-        state = load_file(str(directory / "adapter_model.safetensors"), device=str(self.device))
-        load_adapter_state(self.peft, state)
-        for p in self.params.values():
-            p.grad = None
-        self.optimizer = self._new_optimizer()
+    def load(self, read, with_optimizer: bool) -> None:
+        """Loads a checkpoint; `read(file_name)` gives a file's bytes (verified against the
+        checksums recorded at save) or None when absent. Everything is read and checked before
+        anything changes, so a damaged or mismatched checkpoint leaves the model as it was."""
+        adapter_bytes = read("adapter_model.safetensors")
+        if adapter_bytes is None:
+            raise RequestFailed("checkpoint has no adapter_model.safetensors")
+        state = _parse("adapter_model.safetensors", safetensors_load, adapter_bytes)
+        try:
+            check_adapter_state(self.peft, state)
+        except ValueError as e:
+            raise RequestFailed(f"checkpoint does not fit this model: {e}") from None
+        optimizer_state = {}
         if with_optimizer:
-            if not (directory / "optimizer.safetensors").is_file():
+            tensor_bytes, steps_bytes = read("optimizer.safetensors"), read("optimizer.json")
+            if tensor_bytes is None or steps_bytes is None:
                 raise RequestFailed("checkpoint has no optimizer state")
-            tensors = load_file(str(directory / "optimizer.safetensors"), device=str(self.device))
-            steps = json.loads((directory / "optimizer.json").read_text())["steps"]
+            tensors = _parse("optimizer.safetensors", safetensors_load, tensor_bytes)
+            steps = _parse("optimizer.json", lambda b: dict(json.loads(b)["steps"]), steps_bytes)
             for name, step in steps.items():
                 p = self.params.get(name)
                 if p is None:
                     raise RequestFailed(f"optimizer state names unknown parameter {name}")
-                self.optimizer.state[p] = {
+                exp_avg, exp_avg_sq = tensors.get(f"{name}::exp_avg"), tensors.get(f"{name}::exp_avg_sq")
+                if exp_avg is None or exp_avg_sq is None or exp_avg.shape != p.shape or exp_avg_sq.shape != p.shape:
+                    raise RequestFailed(f"optimizer state of {name} is missing or does not match the parameter")
+                optimizer_state[p] = {
                     "step": torch.tensor(step, dtype=torch.float32),
-                    "exp_avg": tensors[f"{name}::exp_avg"].clone(),
-                    "exp_avg_sq": tensors[f"{name}::exp_avg_sq"].clone(),
+                    "exp_avg": exp_avg.to(self.device).clone(),
+                    "exp_avg_sq": exp_avg_sq.to(self.device).clone(),
                 }
+        self.version += 1
+        load_adapter_state(self.peft, {k: v.to(self.device) for k, v in state.items()})
+        for p in self.params.values():
+            p.grad = None
+        self.optimizer = self._new_optimizer()
+        self.optimizer.state.update(optimizer_state)
+
+
+def _parse(file_name: str, parse, data: bytes):
+    try:
+        return parse(data)
+    except Exception as e:  # noqa: BLE001 — any parser's complaint about bytes that are not the format
+        raise RequestFailed(f"checkpoint file {file_name} is unreadable: {type(e).__name__}: {e}") from None

@@ -49,12 +49,21 @@ def fingerprint_json(kind: str, payload) -> str:
 # ---------------------------------------------------------------------------------------- JSON
 
 
+# Most elements a sparse tensor may expand to (a dense float32 copy of 256 MiB).
+MAX_DENSE_ELEMENTS = 1 << 26
+
+
 def _densify_csr(values, crow, col, shape, where):
-    if len(shape) != 2:
-        raise bad_request(f"{where}: sparse tensors need a 2-D shape")
+    if not isinstance(shape, list) or len(shape) != 2 or not all(isinstance(s, int) and s >= 0 for s in shape):
+        raise bad_request(f"{where}: sparse tensors need a 2-D shape of non-negative integers")
     rows, cols = shape
-    crow = np.asarray(crow, dtype=np.int64)
-    col = np.asarray(col, dtype=np.int64)
+    if rows * cols > MAX_DENSE_ELEMENTS:
+        raise bad_request(f"{where}: sparse tensor shape {shape} is too large (more than {MAX_DENSE_ELEMENTS} elements)")
+    try:
+        crow = np.asarray(crow, dtype=np.int64)
+        col = np.asarray(col, dtype=np.int64)
+    except (TypeError, ValueError, OverflowError):
+        raise bad_request(f"{where}: sparse CSR indices must be flat lists of integers") from None
     if crow.shape != (rows + 1,) or col.shape != values.shape or crow[0] != 0 or crow[-1] != len(values):
         raise bad_request(f"{where}: inconsistent sparse CSR indices")
     if np.any(np.diff(crow) < 0) or (len(col) and (col.min() < 0 or col.max() >= cols)):
@@ -70,8 +79,9 @@ def _check_shape(arr, shape, where):
         return arr
     if not isinstance(shape, list) or not all(isinstance(s, int) and s >= 0 for s in shape):
         raise bad_request(f"{where}.shape must be a list of non-negative integers")
-    if int(np.prod(shape)) != arr.size:
-        raise bad_request(f"{where}: data has {arr.size} elements but shape {shape} needs {int(np.prod(shape))}")
+    needed = math.prod(shape)  # Python ints: no overflow
+    if needed != arr.size:
+        raise bad_request(f"{where}: data has {arr.size} elements but shape {shape} needs {needed}")
     return arr.reshape(shape)
 
 
@@ -83,14 +93,17 @@ def parse_tensor_json(obj, where: str) -> np.ndarray:
     data = b.list("data")
     try:
         arr = np.asarray(data, dtype=np.float64)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise bad_request(f"{where}.data must be a flat list of numbers") from None
     if arr.ndim != 1:
         raise bad_request(f"{where}.data must be a flat list of numbers")
     if dtype_name == "int64":
         if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
             raise bad_request(f"{where}: int64 tensor has non-integer values")
-        arr = np.asarray(data, dtype=np.int64)
+        try:
+            arr = np.asarray(data, dtype=np.int64)
+        except OverflowError:
+            raise bad_request(f"{where}: int64 tensor has values outside the 64-bit range") from None
     else:
         arr = arr.astype(np.float32)
     shape = b.raw("shape")
@@ -122,7 +135,10 @@ def parse_tokens_json(model_input, where: str) -> np.ndarray:
         tokens = c.list("tokens")
         if not all(isinstance(t, int) and not isinstance(t, bool) for t in tokens):
             raise bad_request(f"{cw}.tokens must be a list of integers")
-        parts.append(np.asarray(tokens, dtype=np.int64))
+        try:
+            parts.append(np.asarray(tokens, dtype=np.int64))
+        except OverflowError:
+            raise bad_request(f"{cw}.tokens contains a token id outside the 64-bit range") from None
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 

@@ -1,7 +1,7 @@
 // Activities every paradigm uses: claim the run directory, create or restore the training model,
 // save checkpoints, write metrics rows.
 import { ApplicationFailure } from '@temporalio/activity';
-import type { TrainingBackend } from '../backends/types.js';
+import { BackendError, type TrainingBackend } from '../backends/types.js';
 import { RunDirInUseError, RunStore, type RunRef } from '../cookbook/run-store.js';
 import { runLogger } from '../cookbook/logging.js';
 import { callBackend, heartbeating, type ActivityDeps } from './context.js';
@@ -21,6 +21,15 @@ const FLOAT_CONFIG_KEYS = new Set([
   'learning_rate', 'adam_beta1', 'adam_beta2', 'adam_eps', 'heartbeat_timeout_s', 'step_timeout_s',
   'kl_penalty_coef', 'kl_discount_factor', 'temperature', 'dpo_beta', 'loss_fn_config',
 ]);
+
+/**
+ * The engine's answer for a checkpoint whose files on its disk no longer match the checksums
+ * recorded when it was saved: `checkpoint <path> is damaged: <file>: <reason>` (a 422 to
+ * weights_info / load_weights, or the error of a load that found it).
+ */
+export function isDamagedCheckpoint(err: unknown): boolean {
+  return err instanceof BackendError && /\bcheckpoint \S+ is damaged: /.test(`${err.message} ${typeof err.detail === 'string' ? err.detail : JSON.stringify(err.detail ?? '')}`);
+}
 
 export function readRunConfig<C>(run: RunRef): C {
   return new RunStore(run.logPath).read<C>().config;
@@ -63,7 +72,11 @@ export function trainingActivities(deps: ActivityDeps) {
     async restoreModel({ run, statePath, withOptimizer }: RestoreModelInput): Promise<ModelRef> {
       const { backend } = backendOf(run);
       const { session, nextSeqId } = await callBackend('restore from checkpoint', 'bad-path', () =>
-        heartbeating(backend.createTrainingSessionFromState(statePath, { withOptimizer, userMetadata: { workflow_id: run.workflowId, kind: run.kind } })),
+        heartbeating(backend.createTrainingSessionFromState(statePath, { withOptimizer, userMetadata: { workflow_id: run.workflowId, kind: run.kind } })).catch((err: unknown) => {
+          // Its files no longer match what was saved: this checkpoint can never be restored (an older one may).
+          if (isDamagedCheckpoint(err)) throw ApplicationFailure.nonRetryable(`restore from checkpoint ${statePath}: ${(err as Error).message}`, ErrorTypes.checkpointDamaged, { statePath });
+          throw err;
+        }),
       );
       runLogger(new RunStore(run.logPath).logFile, { run: run.workflowId }).warn({ statePath, modelId: session.modelId }, 'model restored from checkpoint');
       return { modelId: session.modelId, nextSeqId };

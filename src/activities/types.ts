@@ -133,6 +133,10 @@ export interface Activities {
 /**
  * ApplicationFailure types activities raise. `ModelLost` means the backend no longer knows the
  * model (engine restart): the workflow restores the last committed checkpoint and replays.
+ * `CheckpointDamaged` (from restoreModel) means that checkpoint's files on the backend no longer
+ * match the checksums recorded when it was saved: it can never be restored, an older one may.
+ * `RunStoreDamagedError` is the name of run-store.ts's error for a damaged run-directory file
+ * (a thrown error's class name is its failure type), so those fail without retries too.
  * The others are permanent: retrying cannot help, so the run fails with the message.
  */
 export const ErrorTypes = {
@@ -144,6 +148,8 @@ export const ErrorTypes = {
   nonFiniteLoss: 'NonFiniteLoss',
   auth: 'AuthError',
   rollout: 'RolloutFailed',
+  checkpointDamaged: 'CheckpointDamaged',
+  runStoreDamaged: 'RunStoreDamagedError',
 } as const;
 
 export const NON_RETRYABLE_ERROR_TYPES = Object.values(ErrorTypes);

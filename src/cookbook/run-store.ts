@@ -3,11 +3,20 @@
 //
 // Every write here is idempotent, because activities run at least once and a run recovered from a
 // checkpoint replays steps: a metrics row replaces any row of the same or a later step, a
-// checkpoint row replaces the row of the same name, and files are written through a temp file
-// and a rename so a crash never leaves half a line or half a file.
-import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync, openSync, readSync, closeSync, statSync, readdirSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+// checkpoint row replaces the row of the same name, and files are written through a temp file,
+// fsync and a rename (lines: appended and fsynced, then committed by a record) so a crash or a
+// full disk never leaves half a line or half a file that a reader would take for data.
+//
+// Damage is detected (run-store-integrity.ts): what every file was written as is recorded under
+// `.cookbook/sums/`, and a truncated, bit-flipped or edited file is refused with a
+// RunStoreDamagedError naming the file (and line). A write the filesystem refuses (a full disk)
+// fails with a RunStoreWriteError naming ENOSPC and leaves the files as they were.
+import { existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { pyJsonDumps } from './pyjson.js';
+import { CheckedFile, CheckedJsonl, parseJsonLine, RunStoreDamagedError, RunStoreWriteError, writeFileAtomic } from './run-store-integrity.js';
+
+export { RunStoreDamagedError, RunStoreWriteError, writeFileAtomic };
 
 export type RunKind = 'sl' | 'rl' | 'dpo' | 'distill' | 'pipeline';
 
@@ -74,37 +83,16 @@ export class RunDirInUseError extends Error {
   }
 }
 
-export function writeFileAtomic(path: string, data: string | Uint8Array): void {
-  mkdirSync(dirname(path), { recursive: true });
-  const tmp = `${path}.tmp-${process.pid}-${Math.random().toString(36).slice(2)}`;
-  writeFileSync(tmp, data);
-  renameSync(tmp, path);
+/** The rows of a JSONL file with their line numbers (blank lines, which no writer here makes, skipped). */
+function jsonRows(file: CheckedJsonl): Array<{ line: number; text: string; row: Record<string, unknown> }> {
+  return file
+    .readLines()
+    .map((text, i) => ({ line: i + 1, text }))
+    .filter((l) => l.text.trim() !== '')
+    .map((l) => ({ ...l, row: parseJsonLine(file.file, l.line, l.text) as Record<string, unknown> }));
 }
 
-function readJsonl(path: string): unknown[] {
-  if (!existsSync(path)) return [];
-  return readFileSync(path, 'utf8')
-    .split('\n')
-    .filter((line) => line.trim() !== '')
-    .map((line) => JSON.parse(line.replace(/\bNaN\b/g, 'null').replace(/-?\bInfinity\b/g, 'null')));
-}
-
-/** The last complete line of a file, read from its tail (metrics files grow with every step). */
-function lastLine(path: string): string | undefined {
-  if (!existsSync(path)) return undefined;
-  const size = statSync(path).size;
-  if (size === 0) return undefined;
-  const len = Math.min(size, 1 << 16);
-  const buf = Buffer.alloc(len);
-  const fd = openSync(path, 'r');
-  try {
-    readSync(fd, buf, 0, len, size - len);
-  } finally {
-    closeSync(fd);
-  }
-  const lines = buf.toString('utf8').split('\n').filter((l) => l.trim() !== '');
-  return lines[lines.length - 1];
-}
+const stepOf = (row: Record<string, unknown>) => (typeof row.step === 'number' ? row.step : -1);
 
 export class RunStore {
   readonly configJson: string;
@@ -112,6 +100,8 @@ export class RunStore {
   readonly checkpointsJsonl: string;
   readonly logFile: string;
   private readonly recordFile: string;
+  private readonly metrics: CheckedJsonl;
+  private readonly checkpoints: CheckedJsonl;
 
   constructor(readonly logPath: string) {
     this.configJson = join(logPath, 'config.json');
@@ -119,24 +109,46 @@ export class RunStore {
     this.checkpointsJsonl = join(logPath, 'checkpoints.jsonl');
     this.logFile = join(logPath, 'logs.log');
     this.recordFile = join(logPath, '.cookbook', 'run.json');
+    this.metrics = new CheckedJsonl(logPath, this.metricsJsonl);
+    this.checkpoints = new CheckedJsonl(logPath, this.checkpointsJsonl);
+  }
+
+  private checked(path: string): CheckedFile {
+    return new CheckedFile(this.logPath, path);
   }
 
   /** Claims the directory for a workflow and writes config.json; a retry of the same run is a no-op. */
   init<C>(record: RunRecord<C>, floatConfigKeys: ReadonlySet<string>): void {
     if (existsSync(this.recordFile)) {
-      const owner = (JSON.parse(readFileSync(this.recordFile, 'utf8')) as RunRecord).workflowId;
+      const owner = this.read().workflowId;
       if (owner !== record.workflowId) throw new RunDirInUseError(this.logPath, owner);
       return;
     }
-    mkdirSync(this.logPath, { recursive: true });
-    writeFileAtomic(this.configJson, pyJsonDumps(record.config, { indent: 2, floatKeys: floatConfigKeys }));
+    try {
+      mkdirSync(this.logPath, { recursive: true });
+    } catch (err) {
+      throw (err as NodeJS.ErrnoException).code ? new RunStoreWriteError(this.logPath, (err as NodeJS.ErrnoException).code!, err) : err;
+    }
+    this.checked(this.configJson).write(pyJsonDumps(record.config, { indent: 2, floatKeys: floatConfigKeys }));
     // Written last: its presence means the directory is fully initialised.
-    writeFileAtomic(this.recordFile, JSON.stringify(record, null, 2));
+    this.checked(this.recordFile).write(JSON.stringify(record, null, 2));
   }
 
   read<C>(): RunRecord<C> {
     if (!existsSync(this.recordFile)) throw new Error(`${this.logPath} is not an initialised run directory`);
-    return JSON.parse(readFileSync(this.recordFile, 'utf8')) as RunRecord<C>;
+    const text = this.checked(this.recordFile).read().toString('utf8');
+    try {
+      return JSON.parse(text) as RunRecord<C>;
+    } catch (err) {
+      throw new RunStoreDamagedError(this.recordFile, undefined, `not valid JSON (${(err as Error).message})`);
+    }
+  }
+
+  /** config.json as written by init (checked against its record), or undefined before init. */
+  readConfig(): Record<string, unknown> | undefined {
+    if (!existsSync(this.configJson)) return undefined;
+    const text = this.checked(this.configJson).read().toString('utf8');
+    return parseJsonLine(this.configJson, undefined, text) as Record<string, unknown>;
   }
 
   /**
@@ -144,28 +156,28 @@ export class RunStore {
    * rolled back to a checkpoint) are replaced, so the file always reads as one clean history.
    */
   writeMetrics(row: MetricsRow & { step: number }): void {
-    const line = pyJsonDumps(row, { floatKeys: (k) => !INT_METRIC_KEYS.has(k) }) + '\n';
-    const tail = lastLine(this.metricsJsonl);
-    const tailStep = tail === undefined ? -1 : (JSON.parse(tail.replace(/\bNaN\b|-?\bInfinity\b/g, 'null')) as { step?: number }).step ?? -1;
+    const line = pyJsonDumps(row, { floatKeys: (k) => !INT_METRIC_KEYS.has(k) });
+    this.metrics.settle();
+    const tail = this.metrics.lastLine();
+    const tailStep = tail === undefined || tail.trim() === '' ? -1 : stepOf(parseJsonLine(this.metricsJsonl, undefined, tail) as Record<string, unknown>);
     if (tailStep < row.step) {
-      mkdirSync(this.logPath, { recursive: true });
-      appendFileSync(this.metricsJsonl, line);
+      this.metrics.append(line);
       return;
     }
-    this.truncateMetrics(row.step);
-    appendFileSync(this.metricsJsonl, line);
+    const kept = jsonRows(this.metrics).filter((r) => stepOf(r.row) < row.step);
+    this.metrics.rewrite([...kept.map((r) => r.text), line]);
   }
 
   /** Drops rows of `fromStep` and later: their updates were undone by a restore from a checkpoint. */
   truncateMetrics(fromStep: number): void {
     if (!existsSync(this.metricsJsonl)) return;
-    const lines = readFileSync(this.metricsJsonl, 'utf8').split('\n').filter((l) => l.trim() !== '');
-    const kept = lines.filter((l) => ((JSON.parse(l.replace(/\bNaN\b|-?\bInfinity\b/g, 'null')) as { step?: number }).step ?? -1) < fromStep);
-    if (kept.length !== lines.length) writeFileAtomic(this.metricsJsonl, kept.map((l) => l + '\n').join(''));
+    const rows = jsonRows(this.metrics);
+    const kept = rows.filter((r) => stepOf(r.row) < fromStep);
+    if (kept.length !== rows.length) this.metrics.rewrite(kept.map((r) => r.text));
   }
 
   readMetrics(): Array<Record<string, unknown>> {
-    return readJsonl(this.metricsJsonl) as Array<Record<string, unknown>>;
+    return jsonRows(this.metrics).map((r) => r.row);
   }
 
   /** Appends a checkpoint row, or replaces the row with the same name. */
@@ -174,32 +186,30 @@ export class RunStore {
     for (const key of KNOWN_CHECKPOINT_KEYS) if (row[key] !== undefined && row[key] !== null) ordered[key] = row[key];
     for (const [key, value] of Object.entries(row)) if (!KNOWN_CHECKPOINT_KEYS.includes(key)) ordered[key] = value;
     const line = pyJsonDumps(ordered, { floatKeys: (k) => !INT_CHECKPOINT_KEYS.has(k) });
-    const rows = existsSync(this.checkpointsJsonl)
-      ? readFileSync(this.checkpointsJsonl, 'utf8').split('\n').filter((l) => l.trim() !== '')
-      : [];
-    const sameName = rows.findIndex((l) => (JSON.parse(l) as CheckpointRow).name === row.name);
+    const rows = jsonRows(this.checkpoints);
+    const sameName = rows.findIndex((r) => r.row.name === row.name);
     if (sameName === -1) {
-      mkdirSync(this.logPath, { recursive: true });
-      appendFileSync(this.checkpointsJsonl, line + '\n');
+      this.checkpoints.append(line);
       return;
     }
-    if (rows[sameName] === line) return;
-    rows[sameName] = line;
-    writeFileAtomic(this.checkpointsJsonl, rows.map((l) => l + '\n').join(''));
+    if (rows[sameName].text === line) return;
+    const lines = rows.map((r) => r.text);
+    lines[sameName] = line;
+    this.checkpoints.rewrite(lines);
   }
 
   readCheckpoints(): CheckpointRow[] {
-    return readJsonl(this.checkpointsJsonl) as CheckpointRow[];
+    return jsonRows(this.checkpoints).map((r) => r.row as CheckpointRow);
   }
 
   /** A per-iteration file of the reference's layout: `iteration_{step:06d}/<name>`. */
   writeIterationFile(step: number, name: string, text: string): void {
-    writeFileAtomic(join(this.logPath, `iteration_${String(step).padStart(6, '0')}`, name), text);
+    this.checked(join(this.logPath, `iteration_${String(step).padStart(6, '0')}`, name)).write(text);
   }
 
   /** The iteration's rollout record; a retried train step rewrites the same file. */
   writeRolloutRecord(record: RolloutRecord): void {
-    writeFileAtomic(join(this.logPath, '.cookbook', 'store', ROLLOUT_RECORDS_DIR, `iteration_${String(record.step).padStart(6, '0')}.json`), JSON.stringify(record));
+    this.checked(join(this.logPath, '.cookbook', 'store', ROLLOUT_RECORDS_DIR, `iteration_${String(record.step).padStart(6, '0')}.json`)).write(JSON.stringify(record));
   }
 
   /** Every rollout record of the run, by step. */
@@ -209,17 +219,18 @@ export class RunStore {
     return readdirSync(dir)
       .filter((f) => /^iteration_\d+\.json$/.test(f))
       .sort()
-      .map((f) => JSON.parse(readFileSync(join(dir, f), 'utf8')) as RolloutRecord)
+      .map((f) => parseJsonLine(join(dir, f), undefined, this.checked(join(dir, f)).read().toString('utf8')) as RolloutRecord)
       .filter((r) => r.format === 'rollout_record/v1');
   }
 
   /** Claim-check storage: immutable, step-named blobs that workflows reference by relative path. */
   writeBlob(relPath: string, data: string | Uint8Array): string {
-    writeFileAtomic(join(this.logPath, '.cookbook', 'store', relPath), data);
+    this.checked(join(this.logPath, '.cookbook', 'store', relPath)).write(data);
     return relPath;
   }
 
+  /** A blob's bytes, checked against the checksum recorded when it was written. */
   readBlob(relPath: string): Buffer {
-    return readFileSync(join(this.logPath, '.cookbook', 'store', relPath));
+    return this.checked(join(this.logPath, '.cookbook', 'store', relPath)).read();
   }
 }

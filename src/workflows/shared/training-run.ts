@@ -57,6 +57,8 @@ export interface RunState {
   step: number;
   model?: ModelRef;
   lastCheckpoint?: CheckpointRef;
+  /** A few committed checkpoints before the last, newest last: where recovery falls back to if the last is damaged. */
+  olderCheckpoints?: CheckpointRef[];
   elapsedTokens: number;
   hot: HotSettings;
   status: RunStatus;
@@ -142,9 +144,13 @@ export function activitiesFor(d: DurabilityConfig) {
   });
 }
 
-function isModelLost(err: unknown): boolean {
-  return err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === ErrorTypes.modelLost;
+function failedWith(err: unknown, type: string): boolean {
+  return err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === type;
 }
+const isModelLost = (err: unknown) => failedWith(err, ErrorTypes.modelLost);
+
+/** Checkpoints kept to fall back to when the last one turns out damaged on the backend. */
+const OLDER_CHECKPOINTS_KEPT = 3;
 
 export class TrainingRun<C extends RunConfig, P> {
   readonly state: RunState;
@@ -364,9 +370,8 @@ export class TrainingRun<C extends RunConfig, P> {
   private async recover(spec: LoopSpec): Promise<void> {
     const before = this.state.status;
     this.setStatus('recovering');
-    const ckpt = this.state.lastCheckpoint;
+    const ckpt = await this.restoreLastGoodCheckpoint();
     if (ckpt) {
-      this.state.model = await this.acts.restoreModel({ run: this.input.run, statePath: ckpt.statePath, withOptimizer: true });
       this.state.step = ckpt.step + 1;
       this.state.elapsedTokens = ckpt.elapsedTokens;
       this.state.custom = ckpt.custom === undefined ? undefined : JSON.parse(JSON.stringify(ckpt.custom));
@@ -380,6 +385,23 @@ export class TrainingRun<C extends RunConfig, P> {
     this.lastFixedStep = this.state.step - 1; // the replayed steps take the settings current when they start
     this.state.recoveries += 1;
     this.setStatus(before === 'recovering' ? 'running' : before);
+  }
+
+  /**
+   * Restores the newest committed checkpoint whose files are intact (the backend refuses a damaged
+   * one as CheckpointDamaged, naming the file) into a new model; undefined if none is left.
+   */
+  private async restoreLastGoodCheckpoint(): Promise<CheckpointRef | undefined> {
+    for (let ckpt = this.state.lastCheckpoint; ckpt; ckpt = this.state.lastCheckpoint) {
+      try {
+        this.state.model = await this.acts.restoreModel({ run: this.input.run, statePath: ckpt.statePath, withOptimizer: true });
+        return ckpt;
+      } catch (err) {
+        if (!failedWith(err, ErrorTypes.checkpointDamaged)) throw err;
+        this.state.lastCheckpoint = this.state.olderCheckpoints?.pop();
+      }
+    }
+    return undefined;
   }
 
   private completeStep(step: number, lossKey: string): void {
@@ -420,6 +442,7 @@ export class TrainingRun<C extends RunConfig, P> {
       `save ${name}`,
     );
     if (!result.statePath) return;
+    if (this.state.lastCheckpoint) this.state.olderCheckpoints = [...(this.state.olderCheckpoints ?? []), this.state.lastCheckpoint].slice(-OLDER_CHECKPOINTS_KEPT);
     // Committed only now that both saves completed: this is what recovery restores.
     this.state.lastCheckpoint = {
       name,

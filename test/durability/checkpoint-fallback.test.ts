@@ -1,0 +1,74 @@
+// Recovery from a damaged checkpoint on the real stack: the engine is killed after the checkpoint
+// of step 8 was committed, and that checkpoint's weights file is damaged on disk before it comes
+// back. The restore of 000008 is refused (CheckpointDamaged, naming the file), the workflow falls
+// back to the checkpoint before it (000004), replays from there, and ends exactly as an
+// uninterrupted run: same metrics, checkpoints and final weights.
+import { closeSync, fstatSync, openSync, readSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseTinkerPath } from '../../src/backends/index.js';
+import { startRun } from '../../src/cli/train.js';
+import { progressQuery } from '../../src/workflows/shared/messages.js';
+import type { RunResult } from '../../src/workflows/shared/training-run.js';
+import { checkpointsOf, metricsOf, weightsFingerprint } from '../support/runs.js';
+import { startTestStack, testRun, waitUntil, withWorker, type TestStack } from '../support/stack.js';
+
+const config = join(import.meta.dirname, '..', 'fixtures', 'sl_small.json');
+const overrides = ['num_epochs=3']; // 15 steps, checkpoints after steps 4, 8 and 12
+
+function flipBitNearEnd(file: string): void {
+  const fd = openSync(file, 'r+');
+  try {
+    const at = fstatSync(fd).size - 3;
+    const b = Buffer.alloc(1);
+    readSync(fd, b, 0, 1, at);
+    b[0] ^= 0x20;
+    writeSync(fd, b, 0, 1, at);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+describe('a damaged checkpoint at recovery', () => {
+  let stack: TestStack;
+  beforeAll(async () => {
+    stack = await startTestStack();
+  });
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  it('falls back to the checkpoint before it and ends as an uninterrupted run', async () => {
+    const clean = testRun(stack, config, overrides);
+    const crashed = testRun(stack, config, overrides);
+    const [cleanResult, crashedResult] = await withWorker(stack, async () => {
+      const a = (await (await startRun(stack.client, clean, stack.taskQueue)).result()) as RunResult;
+      const handle = await startRun(stack.client, crashed, stack.taskQueue);
+      let statePath = '';
+      await waitUntil('checkpoint 000008', async () => {
+        const p = await handle.query(progressQuery);
+        statePath = p.lastCheckpoint?.name === '000008' ? p.lastCheckpoint.statePath : '';
+        return statePath !== '';
+      }, 120_000, 50);
+      await stack.engine.kill();
+      const { trainingRunId } = parseTinkerPath(statePath);
+      flipBitNearEnd(join(stack.dir, 'engine', 'runs', trainingRunId, 'weights', '000008', 'adapter_model.safetensors'));
+      await stack.restartEngine();
+      return [a, (await handle.result()) as RunResult];
+    });
+
+    expect(crashedResult.status).toBe('completed');
+    expect(crashedResult.recoveries).toBeGreaterThanOrEqual(1);
+    expect(metricsOf(crashed.run.logPath)).toEqual(metricsOf(clean.run.logPath));
+    expect(checkpointsOf(crashed.run.logPath)).toEqual(checkpointsOf(clean.run.logPath));
+    const [a, b] = await Promise.all([
+      weightsFingerprint(stack.engine.baseUrl, cleanResult.finalCheckpoint!.samplerPath!),
+      weightsFingerprint(stack.engine.baseUrl, crashedResult.finalCheckpoint!.samplerPath!),
+    ]);
+    expect(b).toBe(a);
+    // The run's log names the refused checkpoint file.
+    const history = JSON.stringify(await stack.client.workflow.getHandle(crashed.workflowId).fetchHistory());
+    expect(history).toContain('CheckpointDamaged');
+    expect(history).toContain('adapter_model.safetensors');
+  });
+});
