@@ -4,6 +4,7 @@ import { ConfigError } from '../cookbook/config/overrides.js';
 import { pyJsonDumps } from '../cookbook/pyjson.js';
 import { connectClient, CONNECTION_OPTIONS, CONNECTION_USAGE, engineUrl, globalFlags, temporalAddress, type GlobalFlags } from './connect.js';
 import { runWorker, WORKER_OPTIONS, WORKER_USAGE, workerFlags } from '../workers/run.js';
+import { EXPORT_USAGE, exportCheckpoint, formatExport } from './export.js';
 import { formatModel, formatModels } from './models.js';
 import { previewData } from './preview.js';
 import { formatResult, listRuns, logDirOf, runStatus, sendControl, setHot, watchRun } from './runs.js';
@@ -28,6 +29,7 @@ const USAGE = `usage: cookbook <command> [options]
         [--out FILE]                        rollouts; written to <log dir>/report.html unless --out
         [--serve [--port N]]                --serve: live page on 127.0.0.1, re-rendered per request
         [--rollout-iterations N]            rollout iterations shown per run (default 50, evenly spaced)
+${EXPORT_USAGE}
 ${WORKER_USAGE}
 
 ${CONNECTION_USAGE}`;
@@ -48,6 +50,10 @@ async function main(argv: string[]): Promise<number> {
       serve: { type: 'boolean', default: false },
       port: { type: 'string' },
       'rollout-iterations': { type: 'string' },
+      format: { type: 'string' },
+      'base-dir': { type: 'string' },
+      'base-model-id': { type: 'string' },
+      dtype: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -137,6 +143,20 @@ async function main(argv: string[]): Promise<number> {
       return reportCommand(rest, { out: values.out, serve: values.serve, port: values.port, rolloutIterations: values['rollout-iterations'] }, async (id) =>
         logDirOf(await connectClient(flags), id),
       );
+    case 'export': {
+      if (!rest[0]) throw new ConfigError('export: usage `cookbook export <checkpoint> --format peft|merged --out DIR`');
+      const result = await exportCheckpoint({
+        checkpoint: rest[0],
+        format: values.format,
+        out: values.out,
+        baseUrl: engineUrl(flags),
+        baseDir: values['base-dir'],
+        baseModelId: values['base-model-id'],
+        dtype: values.dtype,
+      });
+      console.log(formatExport(result, values.format as 'peft' | 'merged'));
+      return 0;
+    }
     default:
       console.error(`unknown command "${command}"\n\n${USAGE}`);
       return 2;
