@@ -7,16 +7,8 @@ import { spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pidAlive } from '../lib/engine-env.mjs';
 import { run, sleep, waitFor } from './proc.mjs';
-
-function pidAlive(pid) {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return e.code === 'EPERM';
-  }
-}
 
 async function serverVersion(env) {
   const r = await run('docker', ['version', '--format', '{{.Server.Version}}'], { env, allowFail: true, timeoutMs: 20_000 });

@@ -54,7 +54,8 @@ function run(cmd, args, log) {
   });
 }
 
-function pidAlive(pid) {
+/** Whether a process with this pid exists (EPERM: it does, owned by another user). */
+export function pidAlive(pid) {
   try {
     process.kill(pid, 0);
     return true;

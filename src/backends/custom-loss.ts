@@ -74,7 +74,7 @@ export async function runCustomLoss(
     async () => withLossMetrics(await fb.result(), lossMetrics),
     fb.requestIds,
   );
-  return { ...sub, result: sub.result, lossMetrics };
+  return { ...sub, lossMetrics };
 }
 
 /** A custom-loss backward's server output with the client-side loss metrics merged over it. */

@@ -3,31 +3,18 @@
 // back. The restore of 000008 is refused (CheckpointDamaged, naming the file), the workflow falls
 // back to the checkpoint before it (000004), replays from there, and ends exactly as an
 // uninterrupted run: same metrics, checkpoints and final weights.
-import { closeSync, fstatSync, openSync, readSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseTinkerPath } from '../../src/backends/index.js';
 import { startRun } from '../../src/cli/train.js';
 import { progressQuery } from '../../src/workflows/shared/messages.js';
 import type { RunResult } from '../../src/workflows/shared/training-run.js';
+import { flipBit } from '../support/damage.js';
 import { checkpointsOf, metricsOf, weightsFingerprint } from '../support/runs.js';
 import { startTestStack, testRun, waitUntil, withWorker, type TestStack } from '../support/stack.js';
 
 const config = join(import.meta.dirname, '..', 'fixtures', 'sl_small.json');
 const overrides = ['num_epochs=3']; // 15 steps, checkpoints after steps 4, 8 and 12
-
-function flipBitNearEnd(file: string): void {
-  const fd = openSync(file, 'r+');
-  try {
-    const at = fstatSync(fd).size - 3;
-    const b = Buffer.alloc(1);
-    readSync(fd, b, 0, 1, at);
-    b[0] ^= 0x20;
-    writeSync(fd, b, 0, 1, at);
-  } finally {
-    closeSync(fd);
-  }
-}
 
 describe('a damaged checkpoint at recovery', () => {
   let stack: TestStack;
@@ -52,7 +39,7 @@ describe('a damaged checkpoint at recovery', () => {
       }, 120_000, 50);
       await stack.engine.kill();
       const { trainingRunId } = parseTinkerPath(statePath);
-      flipBitNearEnd(join(stack.dir, 'engine', 'runs', trainingRunId, 'weights', '000008', 'adapter_model.safetensors'));
+      flipBit(join(stack.dir, 'engine', 'runs', trainingRunId, 'weights', '000008', 'adapter_model.safetensors'));
       await stack.restartEngine();
       return [a, (await handle.result()) as RunResult];
     });

@@ -1,7 +1,7 @@
 // A checkpoint damaged on the engine's disk: restoring it fails with the non-retryable
 // `CheckpointDamaged` failure naming the file (what the workflow falls back on), never with a
 // retryable error and never by loading it; an intact older checkpoint still restores, exactly.
-import { closeSync, fstatSync, mkdtempSync, openSync, readSync, writeSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/common';
@@ -11,6 +11,7 @@ import { createTinkerBackend, type Datum, type TrainingBackend } from '../../src
 import { trainingActivities } from '../../src/activities/training.js';
 import { ErrorTypes, NON_RETRYABLE_ERROR_TYPES, type ModelRef } from '../../src/activities/types.js';
 import { RunStore, type RunRef } from '../../src/cookbook/run-store.js';
+import { flipBit } from '../support/damage.js';
 import { startEngine, type EngineHandle } from '../support/engine.js';
 
 let engine: EngineHandle;
@@ -35,20 +36,6 @@ const datum = (tokens: number[]): Datum => ({
 });
 const TRAIN = [datum([5, 9, 13, 17, 21, 25, 29, 33]), datum([40, 41, 42, 43, 44, 45])];
 const PROBE = [datum([700, 701, 702, 703, 704, 705, 706])];
-
-/** Flips one bit near the end of a file (in the tensor data), in place. */
-function flipBit(file: string): void {
-  const fd = openSync(file, 'r+');
-  try {
-    const { size } = fstatSync(fd);
-    const b = Buffer.alloc(1);
-    readSync(fd, b, 0, 1, size - 3);
-    b[0] ^= 0x20;
-    writeSync(fd, b, 0, 1, size - 3);
-  } finally {
-    closeSync(fd);
-  }
-}
 
 describe('restoring a damaged checkpoint', () => {
   it('fails with CheckpointDamaged naming the file, non-retryable; the last good checkpoint restores exactly', async () => {

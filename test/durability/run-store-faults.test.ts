@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pyJsonDumps } from '../../src/cookbook/pyjson.js';
 import { RunStore, RunStoreDamagedError, RunStoreWriteError } from '../../src/cookbook/run-store.js';
+import { flipBit } from '../support/damage.js';
 
 const fresh = () => new RunStore(mkdtempSync(join(tmpdir(), 'cookbook-store-faults-')));
 const sums = (s: RunStore, name: string) => join(s.logPath, '.cookbook', 'sums', name);
@@ -29,12 +30,6 @@ function spoil(file: string, from: string, to: string): void {
   const fd = openSync(file, 'r+');
   writeSync(fd, Buffer.from(to, 'latin1'), 0, to.length, at);
   closeSync(fd);
-}
-
-function flipBit(file: string, offset: number): void {
-  const data = readFileSync(file);
-  data[offset] ^= 0x04;
-  writeFileSync(file, data);
 }
 
 const damaged = (fn: () => unknown): RunStoreDamagedError => {
@@ -86,7 +81,7 @@ describe('run store: damaged files are refused, naming file and line', () => {
     expect(damaged(() => s.readConfig()).file).toBe(s.configJson);
 
     const blob = join(s.logPath, '.cookbook', 'store', 'rollouts', 'batch_000001', 'group_0000.json');
-    flipBit(blob, 5);
+    flipBit(blob, 5, 0x04);
     expect(damaged(() => s.readBlob('rollouts/batch_000001/group_0000.json')).file).toBe(blob);
     truncateSync(blob, 4);
     expect(damaged(() => s.readBlob('rollouts/batch_000001/group_0000.json')).message).toMatch(/4 bytes where \d+ were written/);

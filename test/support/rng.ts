@@ -1,11 +1,2 @@
-// mulberry32: a tiny seeded PRNG, so that a failing trial can be re-run from its seed.
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+// The seeded PRNG shared with the data generators, so that a failing trial can be re-run from its seed.
+export { rng } from '../../scripts/lib/rng.mjs';
