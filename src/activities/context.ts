@@ -130,3 +130,10 @@ export async function callBackend<T>(what: string, notFound: NotFoundMeans, fn: 
     throw toFailure(err, what, notFound);
   }
 }
+
+/** A failed rollout or sampling pass: backend trouble is retried, anything else fails the step. */
+export function rolloutFailure(err: unknown, where: string): unknown {
+  if (err instanceof BackendError) return ApplicationFailure.retryable(`${where}: ${err.message}`, 'BackendUnavailable');
+  if (err instanceof ApplicationFailure) return err;
+  return ApplicationFailure.nonRetryable(`${where}: ${(err as Error)?.message ?? String(err)}`, ErrorTypes.rollout);
+}

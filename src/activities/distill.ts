@@ -28,9 +28,8 @@ import { deserializeTrajectoryGroup, serializeTrajectoryGroup } from '../cookboo
 import type { TrajectoryGroup } from '../cookbook/rl/types.js';
 import { RunStore, writeFileAtomic, type RunRef } from '../cookbook/run-store.js';
 import { getTokenizer, tokenizerFamilyForModel, type Tokenizer } from '../cookbook/tokenizer.js';
-import { callBackend, heartbeating, type ActivityDeps } from './context.js';
+import { callBackend, heartbeating, rolloutFailure, type ActivityDeps } from './context.js';
 import { trainPolicyStep } from './policy-train.js';
-import { rolloutFailure } from './rl.js';
 import { runDataCache } from './run-data.js';
 import { readRunConfig } from './training.js';
 import { ErrorTypes, type ModelRef, type SeqUse } from './types.js';

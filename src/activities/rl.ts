@@ -3,7 +3,7 @@
 // references; sampling seeds come from (run seed, step, group, sample, attempt), so a retried or
 // replayed rollout samples exactly what the first attempt sampled.
 import { ApplicationFailure } from '@temporalio/activity';
-import { BackendError, type Datum, type SamplingSession, type TrainingBackend } from '../backends/types.js';
+import type { Datum, SamplingSession, TrainingBackend } from '../backends/types.js';
 import type { RLConfig } from '../cookbook/config/rl.js';
 import { computeAdvantages, removeConstantRewardGroups } from '../cookbook/rl/advantages.js';
 import { tinkerTokenCompleter } from '../cookbook/rl/completers.js';
@@ -17,7 +17,7 @@ import { sequentialSeeds } from '../cookbook/rl/seeds.js';
 import { deserializeTrajectoryGroup, serializeTrajectoryGroup } from '../cookbook/rl/serialize.js';
 import type { TrajectoryGroup } from '../cookbook/rl/types.js';
 import { RunStore, type RunRef } from '../cookbook/run-store.js';
-import { callBackend, heartbeating, type ActivityDeps } from './context.js';
+import { callBackend, heartbeating, rolloutFailure, type ActivityDeps } from './context.js';
 import { trainPolicyStep } from './policy-train.js';
 import { runDataCache } from './run-data.js';
 import { ErrorTypes, type ModelRef, type SeqUse } from './types.js';
@@ -84,12 +84,6 @@ function policyFor(session: SamplingSession, cfg: RLConfig, seedPrefix: number[]
 }
 
 /** Backend trouble is infrastructure (retry the activity); anything else is the env's own failure. */
-export function rolloutFailure(err: unknown, where: string): unknown {
-  if (err instanceof BackendError) return ApplicationFailure.retryable(`${where}: ${err.message}`, 'BackendUnavailable');
-  if (err instanceof ApplicationFailure) return err;
-  return ApplicationFailure.nonRetryable(`${where}: ${(err as Error)?.message ?? String(err)}`, ErrorTypes.rollout);
-}
-
 export function rlActivities(deps: ActivityDeps) {
   const backendOf = (cfg: RLConfig): TrainingBackend => deps.backendFor(cfg.base_url);
 
