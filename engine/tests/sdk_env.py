@@ -39,6 +39,24 @@ def sdk_python(version: str) -> Path:
     return python
 
 
+# PyTorch and what it imports, lent from the venv running the tests (the engine's) to an SDK venv,
+# which has no torch of its own: SDK custom losses are traced with torch.fx on the client.
+_TORCH_PACKAGES = ("torch", "torchgen", "functorch", "sympy", "mpmath", "networkx", "jinja2", "markupsafe",
+                   "filelock", "fsspec", "nvidia", "triton")
+
+
+def torch_pythonpath(directory: Path) -> str:
+    """A directory of links to this interpreter's torch packages, for an SDK flow's PYTHONPATH."""
+    import torch
+
+    site = Path(torch.__file__).resolve().parents[1]
+    directory.mkdir(parents=True, exist_ok=True)
+    for name in _TORCH_PACKAGES:
+        if (site / name).exists() and not (directory / name).exists():
+            (directory / name).symlink_to(site / name)
+    return str(directory)
+
+
 if __name__ == "__main__":
     for v in sys.argv[1:]:
         print(sdk_python(v))

@@ -94,13 +94,18 @@ REFUSED = {
                    "publish_checkpoint_from_tinker_path", "unpublish_checkpoint_from_tinker_path", "get_billing_usage",
                    "get_audit_log", "assign_session_project", "export_session_trace"],
 }
-# No engine traffic of their own: local helpers, hub downloads (get_tokenizer), client-side custom
-# losses over forward + forward_backward (need PyTorch in the SDK's environment), server-side
-# custom losses (only behind a server flag the engine leaves off), an alias of create_sampling_client,
-# JWT-only identity, and session search (a hosted console feature; the engine answers 404).
+# Exercised by test_conformance_custom_loss.py (the SDK traces custom losses with torch, which
+# that test lends to the SDK's venv): server-side (--custom-loss-server-side) and client-side.
+EXERCISED_ELSEWHERE = {
+    "ServiceClient": ["create_custom_loss"],
+    "TrainingClient": ["forward_backward_custom"],
+}
+# No engine traffic of their own: local helpers, hub downloads (get_tokenizer), an alias of
+# create_sampling_client, JWT-only identity, and session search (a hosted console feature; the
+# engine answers 404).
 CLIENT_SIDE = {
-    "ServiceClient": ["get_console_url", "get_telemetry", "create_custom_loss"],
-    "TrainingClient": ["get_console_url", "get_telemetry", "get_tokenizer", "forward_backward_custom"],
+    "ServiceClient": ["get_console_url", "get_telemetry"],
+    "TrainingClient": ["get_console_url", "get_telemetry", "get_tokenizer"],
     "SamplingClient": ["get_telemetry", "get_tokenizer", "on_queue_state_change", "create"],
     "RestClient": ["get_telemetry", "whoami", "get_sampler", "search_sessions"],
 }
@@ -126,7 +131,10 @@ def test_sdk_038_protocol(engine):
         assert failure is not None, f"{name} was accepted"
         assert failure["type"] == "BadRequestError" and "not served by this engine" in failure["message"], failure
         assert failure["seconds"] < 10, f"{name} was retried"
-    assert "dimuon" in r["refused"]["dimuon"]["message"] and "gspo" in r["refused"]["gspo"]["message"]
+    assert "dimuon" in r["refused"]["dimuon"]["message"] and "stable_reinforce" in r["refused"]["stable_reinforce"]["message"]
+    assert "record_stability_info" in r["refused"]["record_stability_info"]["message"]
+    assert "'dimuon'" in r["refused"]["dimuon_params"]["message"] and "update rule" in r["refused"]["dimuon"]["message"]
+    check_scoring_options(r["scoring"])
     assert r["after_refusals"] > 0
     assert r["rest_checkpoints"] == ["weights/s1"] and r["rest_weights_info_rank"] == 4
     assert r["after_external"] > 0, "a refused save_weights_external consumed its seq id"
@@ -138,9 +146,29 @@ def test_sdk_038_protocol(engine):
     assert r["closed"]
 
     for cls, methods in r["public_methods"].items():
-        accounted = set(EXERCISED.get(cls, [])) | set(REFUSED.get(cls, [])) | set(CLIENT_SIDE.get(cls, []))
+        accounted = (set(EXERCISED.get(cls, [])) | set(EXERCISED_ELSEWHERE.get(cls, [])) | set(REFUSED.get(cls, []))
+                     | set(CLIENT_SIDE.get(cls, [])))
         missing = [m for m in methods if m not in accounted and m.removesuffix("_async") not in accounted]
         assert not missing, f"{cls} methods of SDK 0.38 this suite does not account for: {missing}"
+
+
+def check_scoring_options(r):
+    """0.38's topk_sample_logprobs, prompt_alt_tokens_k and target_prompt_logprobs as the SDK parsed
+    them, against the prompt logprobs of a full forward over the same tokens."""
+    n, sampled = len(r["tokens"]), r["sampled"]
+    assert len(r["topk_sample"]) == len(sampled) == 4
+    for t, row in enumerate(r["topk_sample"]):
+        full = r["full_topk"][n + t]
+        assert [tok for tok, _ in row] == [tok for tok, _ in full] and close([v for _, v in row], [v for _, v in full], 1e-4)
+        assert abs(r["sampled_logprobs"][t] - r["full_prompt_logprobs"][n + t]) < 1e-4
+    alt = r["alt_logprobs"]
+    assert len(r["alt_tokens"]) == len(alt) == n - 1 and all(len(row) == 2 for row in alt)
+    dense = r["dense_target"]
+    assert dense["shape"] == [n - 1, 2] and dense["sparse"] is None
+    assert all(close(a, b, 1e-4) for a, b in zip(dense["values"], alt)), "alternatives and targets disagree"
+    sparse = r["sparse_target"]
+    assert sparse["shape"] == [n - 1, 3] and sparse["crow"] == sparse["sent_crow"] and sparse["col"] == [2, 0]
+    assert close(sparse["values"], [r["full_prompt_logprobs"][2], alt[n - 2][0]], 1e-4)
 
 
 def test_session_finish_and_create_via_load_over_http(engine):

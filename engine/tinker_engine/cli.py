@@ -51,6 +51,10 @@ def parse_args(argv=None):
                    default=os.environ.get("TINKER_ENGINE_CLOCK_CYCLE_MS") or "0",  # argparse applies type
                    help="emulate the hosted service's clock cycles: training work (the seq-id ordered model "
                         "operations) runs only at boundaries every N ms; sampling stays continuous (default 0 = off)")
+    p.add_argument("--custom-loss-server-side", action="store_true",
+                   default=os.environ.get("TINKER_ENGINE_CUSTOM_LOSS_SERVER_SIDE", "") == "1",
+                   help="serve SDK 0.38's create_custom_loss: losses uploaded as torch.fx graphs, rebuilt from "
+                        "an allow-list of torch operations (off: SDK clients run custom losses client-side)")
     p.add_argument("--log-level", default=os.environ.get("TINKER_ENGINE_LOG_LEVEL", "info"))
     args = p.parse_args(argv)
     if not 0 <= args.clock_cycle_ms < float("inf"):
@@ -116,6 +120,7 @@ def main(argv=None):
         kv_cache_bytes=kv_cache_bytes,
         max_decode_rows=args.max_decode_rows,
         clock_cycle_ms=args.clock_cycle_ms,
+        custom_loss_server_side=args.custom_loss_server_side,
     )
     app = create_app(engine, api_key=args.api_key, max_body_bytes=int(args.max_body_mb * (1 << 20)))
     if sampler == "fast":

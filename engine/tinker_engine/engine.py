@@ -31,6 +31,8 @@ from .errors import EngineError, RequestFailed, bad_request, conflict, not_found
 from .fast_decode import FastJob, FastSampler, unsupported_reason
 from .futures import FAILED, FutureStore
 from .lora import LoraSpec, attach_lora, load_adapter_state
+from .custom_loss import compile_loss, validate_custom
+from .prompt_scoring import parse_scoring_options
 from .sampler import SamplingParams, generate
 from .trainer import ADAM_DEFAULTS, TrainingModel
 from .validation import validate_forward
@@ -106,12 +108,6 @@ def sequence_ids(request_id: str, num_samples: int) -> list:
     return [f"{request_id}:{i}" for i in range(num_samples)]
 
 
-# Sampling options of SDK 0.38 this engine does not compute: refused by name rather than ignored
-# (the SDK trusts a reply to honour what it asked for).
-_UNSERVED_SAMPLING_OPTIONS = ("topk_sample_logprobs", "prompt_alt_tokens_k", "target_prompt_logprobs",
-                              "record_stability_info")
-
-
 def keep_last_prompt_logprobs(result: dict, last_n: int | None) -> dict:
     """SDK 0.38's `prompt_logprobs_last_n`: prompt logprobs (and top-k rows) only for the last N
     prompt positions; earlier positions are null (NaN on the protobuf wire)."""
@@ -125,11 +121,11 @@ def keep_last_prompt_logprobs(result: dict, last_n: int | None) -> dict:
     return result
 
 
-def check_unserved_sampling_options(body: Body) -> None:
-    for name in _UNSERVED_SAMPLING_OPTIONS:
-        value = body.raw(name, None)
-        if value not in (None, 0, False):
-            raise bad_request(f"{name} is not served by this engine")
+# Why Dimuon is refused rather than implemented: SDK 0.38 names it and its per-step knobs
+# (learning_rate, beta1, grad_clip_norm) but not its update rule (orthogonalisation method and
+# iterations, update scaling, weight decay, what non-matrix parameters get), so any implementation
+# here would be a guess that trains differently from Tinker's: a silent wrong answer.
+UNDEFINED_OPTIMIZER = "SDK 0.38 does not define its update rule; this engine trains with adamw only"
 
 
 def check_optimizer_config(body: Body) -> None:
@@ -138,7 +134,7 @@ def check_optimizer_config(body: Body) -> None:
     config = body.obj("optimizer_config", None)
     kind = "adamw" if config is None else config.str("type", "adamw")
     if kind != "adamw":
-        raise bad_request(f"optimizer_config.type {kind!r} is not served by this engine (it trains with adamw only)")
+        raise bad_request(f"optimizer_config.type {kind!r} is not served by this engine ({UNDEFINED_OPTIMIZER})")
 
 
 def parse_adam(body: Body) -> dict:
@@ -212,8 +208,11 @@ class Engine:
     def __init__(self, data_dir: Path, device: torch.device, dtype: torch.dtype, aliases: dict | None = None,
                  max_batch_tokens: int = 8192, long_poll_seconds: float = 20.0, continuous_batching: bool = False,
                  sampler: str = "reference", kv_cache_bytes: int = 2 << 30, max_decode_rows: int = 512,
-                 clock_cycle_ms: float = 0):
+                 clock_cycle_ms: float = 0, custom_loss_server_side: bool = False):
         self.store = ckpt.CheckpointStore(data_dir)
+        # SDK 0.38 uploads custom losses only when client/config says so (off unless asked for).
+        self.custom_loss_server_side = custom_loss_server_side
+        self.custom_losses: dict = {}  # loss_id → CustomLoss (session-scoped, in memory)
         self.registry = ModelRegistry(aliases)
         self.bases = BaseModelCache(device, dtype)
         self.device = device
@@ -529,22 +528,66 @@ class Engine:
         handle = self.model(model_id)
         fingerprint = req.fingerprint()
         request_type = "Forward" if req.forward_only else "ForwardBackward"
+
+        def validate():
+            if req.loss_fn == "custom":
+                if not self.custom_loss_server_side:
+                    raise bad_request("loss_fn 'custom' is not served by this engine unless it runs with "
+                                      "--custom-loss-server-side (SDK clients then run custom losses client-side)")
+                req.custom = self._custom_loss(handle, req.loss_fn_text.get("loss_id"))
+                validate_custom(req, handle.spec, req.custom)
+                return
+            if req.loss_fn_text:
+                key = sorted(req.loss_fn_text)[0]
+                raise bad_request(f"loss_fn_config.{key} must be a number for loss_fn {req.loss_fn!r}")
+            validate_forward(req, handle.spec)
+
         request_id = self.submit_model_op(
             handle,
             seq_id,
             fingerprint,
             request_type,
-            lambda: validate_forward(req, handle.spec),
+            validate,
             lambda trainer: trainer.forward_backward(req),
         )
         return {"request_id": request_id, "model_id": handle.model_id}
+
+    # ------------------------------------------------------------ server-side custom losses
+
+    def create_custom_loss(self, body: Body) -> dict:
+        if not self.custom_loss_server_side:
+            raise bad_request("create_custom_loss (server-side custom losses) is not served by this engine unless it "
+                              "runs with --custom-loss-server-side; SDK clients then run custom losses client-side")
+        session = self.session(body.str("session_id"))
+        seq = body.int("custom_loss_seq_id")
+        loss = compile_loss(body, f"{session.session_id}:loss:{seq}")
+        existing = self.custom_losses.get(loss.loss_id)
+        if existing is not None and existing.fingerprint != loss.fingerprint:
+            raise conflict(f"custom_loss_seq_id {seq} of session {session.session_id} was already used")
+        self.custom_losses.setdefault(loss.loss_id, loss)
+        request_id = f"{loss.loss_id}:create"
+        if self.futures.get(request_id) is None:
+            self.futures.complete(self.futures.create(request_id, "CreateCustomLoss"),
+                                  {"loss_id": loss.loss_id, "type": "create_custom_loss"})
+        return {"request_id": request_id}
+
+    def _custom_loss(self, handle: ModelHandle, loss_id):
+        if not isinstance(loss_id, str):
+            raise bad_request("loss_fn 'custom' needs loss_fn_config.loss_id (a string from create_custom_loss)")
+        loss = self.custom_losses.get(loss_id)
+        if loss is None:
+            raise bad_request(f"unknown custom loss {loss_id!r} (losses live as long as the engine runs)")
+        if not loss_id.startswith(f"{handle.session_id}:loss:"):
+            raise bad_request(f"custom loss {loss_id!r} belongs to another session than model {handle.model_id}")
+        return loss
 
     def optim_step(self, body: Body) -> dict:
         handle = self.model(body.str("model_id"))
         seq_id = body.int("seq_id")
         try:
             if body.raw("optimizer_params", None) is not None and body.raw("adam_params", None) is None:
-                raise bad_request("optimizer_params (a non-Adam optimizer) are not served by this engine (adamw only)")
+                kind = body.obj("optimizer_params").str("type", "?")
+                raise bad_request(f"optimizer_params of type {kind!r} are not served by this engine ({UNDEFINED_OPTIMIZER})")
             adam = parse_adam(body)
         except EngineError as e:
             self.reject(handle.model_id, seq_id, fingerprint_json("optim_step", body.raw("adam_params")), e)
@@ -819,7 +862,6 @@ class Engine:
         num_samples = body.int("num_samples", 1)
         want_prompt_logprobs = body.bool("prompt_logprobs", None) or False
         topk = body.int("topk_prompt_logprobs", 0)
-        check_unserved_sampling_options(body)
         last_n = body.int("prompt_logprobs_last_n", None)
         if last_n is not None and (last_n < 1 or not want_prompt_logprobs):
             raise bad_request("prompt_logprobs_last_n must be >= 1 and needs prompt_logprobs: true")
@@ -839,10 +881,12 @@ class Engine:
             raise bad_request(
                 f"prompt ({len(prompt)} tokens) + max_tokens ({params.max_tokens}) exceeds the context {spec.max_context}"
             )
+        extra = parse_scoring_options(body, len(prompt), spec.vocab_size)
         seq_id = body.int("seq_id", None)
         fingerprint = fingerprint_json(
             "sample",
-            [prompt.tolist(), vars(params), num_samples, want_prompt_logprobs, topk, last_n],
+            [prompt.tolist(), vars(params), num_samples, want_prompt_logprobs, topk, last_n]
+            + ([extra.fingerprint()] if extra.any else []),
         )
         if seq_id is not None:
             record = sampler.seen.get(seq_id)
@@ -857,12 +901,13 @@ class Engine:
         fut = self.futures.create(request_id, "Sample")
         tokens = prompt.tolist()
         pool = self.compute.pool
-        scoring = want_prompt_logprobs or topk > 0
+        scoring = want_prompt_logprobs or topk > 0 or extra.any
 
         def reference():
             return keep_last_prompt_logprobs(generate(
                 self._sampler_model(sampler), tokens, num_samples, params, eos,
                 self.bases.tokenizer(spec), self.device, prompt_logprobs=want_prompt_logprobs, topk_prompt=topk,
+                extra=extra,
             ), last_n)
 
         if self.fast is not None:

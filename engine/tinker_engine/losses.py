@@ -12,6 +12,10 @@ LOSS_INPUTS = {
     "ppo": ({"target_tokens", "logprobs", "advantages"}, {"clip_low_threshold", "clip_high_threshold"}),
     "cispo": ({"target_tokens", "logprobs", "advantages"}, {"clip_low_threshold", "clip_high_threshold"}),
     "dro": ({"target_tokens", "logprobs", "advantages"}, set()),
+    "gspo": (
+        {"target_tokens", "logprobs", "advantages", "sequence_ratio_mask"},
+        {"clip_low_threshold", "clip_high_threshold"},
+    ),
 }
 
 LOSS_CONFIG_DEFAULTS = {
@@ -20,6 +24,9 @@ LOSS_CONFIG_DEFAULTS = {
     "ppo": {"clip_low_threshold": 0.8, "clip_high_threshold": 1.2},
     "cispo": {"clip_low_threshold": 0.0, "clip_high_threshold": 4.0},
     "dro": {"beta": 0.05},
+    # The Tinker docs give GSPO the ε_low/ε_high of PPO's clip on the same two config keys; their
+    # defaults are not published, so PPO's are used (both can be set per request).
+    "gspo": {"clip_low_threshold": 0.8, "clip_high_threshold": 1.2},
 }
 
 OUTPUT_TYPE = {
@@ -28,6 +35,7 @@ OUTPUT_TYPE = {
     "ppo": "PPOLossReturn",
     "cispo": "CISPOLossReturn",
     "dro": "DROLossReturn",
+    "gspo": "GSPOLossReturn",
 }
 
 
@@ -81,10 +89,26 @@ def dro(logprobs, inputs, config):
     return -(logprobs * inputs["advantages"] - penalty).sum()
 
 
+def gspo(logprobs, inputs, config):
+    """GSPO-token (Tinker's variant of Zheng et al. 2025): every token carries the value of the
+    sequence ratio — the geometric mean of the token ratios over the tokens sequence_ratio_mask
+    marks — with the gradient of its own logprob, then PPO's clipped objective."""
+    in_ratio = inputs["sequence_ratio_mask"] != 0
+    # A datum that marks no token has no ratio; validation admits it only when every advantage is
+    # zero, where any finite ratio gives the same (zero) loss and gradient.
+    log_ratio = (logprobs.detach() - inputs["logprobs"])[in_ratio].mean() if in_ratio.any() else logprobs.new_zeros(())
+    ratio = torch.exp(log_ratio + logprobs - logprobs.detach())
+    lo = _threshold(inputs, config, "clip_low_threshold", ratio)
+    hi = _threshold(inputs, config, "clip_high_threshold", ratio)
+    adv = inputs["advantages"]
+    return -torch.minimum(ratio * adv, torch.clamp(ratio, min=lo, max=hi) * adv).sum()
+
+
 LOSSES = {
     "cross_entropy": cross_entropy,
     "importance_sampling": importance_sampling,
     "ppo": ppo,
     "cispo": cispo,
     "dro": dro,
+    "gspo": gspo,
 }

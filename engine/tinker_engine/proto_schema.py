@@ -111,6 +111,20 @@ def _build_file():
         type_name=".tinker_public.ForwardBackwardRequest.LossFnConfigEntry",
     )
     _field(m, "forward_only", 6, _F.TYPE_BOOL)
+    _map_entry(m, "LossFnConfigV2Entry", _F.TYPE_MESSAGE, ".tinker_public.LossConfigValue")
+    _field(
+        m,
+        "loss_fn_config_v2",
+        7,
+        _F.TYPE_MESSAGE,
+        label=_REPEATED,
+        type_name=".tinker_public.ForwardBackwardRequest.LossFnConfigV2Entry",
+    )
+
+    m = fd.message_type.add(name="LossConfigValue")  # SDK 0.38
+    m.oneof_decl.add(name="value")
+    _field(m, "number", 1, _F.TYPE_DOUBLE, oneof=0)
+    _field(m, "text", 2, _F.TYPE_STRING, oneof=0)
 
     m = fd.message_type.add(name="BatchedTensor")
     _field(m, "data", 1, _F.TYPE_BYTES)
@@ -139,22 +153,30 @@ def _build_file():
         type_name=".tinker_public.ForwardBackwardOutput.MetricsEntry",
     )
 
-    m = fd.message_type.add(name="SampledSequence")
-    _field(m, "stop_reason", 1, _F.TYPE_ENUM, type_name=".tinker_public.StopReason")
-    _field(m, "tokens", 2, _F.TYPE_BYTES)
-    _field(m, "logprobs", 3, _F.TYPE_BYTES)
-
+    # 0.38 renamed it TopkLogprobs (field 4 `length`); the wire is the same.
     m = fd.message_type.add(name="TopkPromptLogprobs")
     _field(m, "token_ids", 1, _F.TYPE_BYTES)
     _field(m, "logprobs", 2, _F.TYPE_BYTES)
     _field(m, "k", 3, _F.TYPE_UINT32)
     _field(m, "prompt_length", 4, _F.TYPE_UINT32)
 
+    m = fd.message_type.add(name="SampledSequence")
+    _field(m, "stop_reason", 1, _F.TYPE_ENUM, type_name=".tinker_public.StopReason")
+    _field(m, "tokens", 2, _F.TYPE_BYTES)
+    _field(m, "logprobs", 3, _F.TYPE_BYTES)
+    _field(m, "topk_sampled_logprobs", 4, _F.TYPE_MESSAGE, type_name=".tinker_public.TopkPromptLogprobs")
+
+    m = fd.message_type.add(name="PromptAltTokens")
+    _field(m, "tokens", 1, _F.TYPE_MESSAGE, type_name=".tinker_public.Tensor")
+    _field(m, "logprobs", 2, _F.TYPE_MESSAGE, type_name=".tinker_public.Tensor")
+
     m = fd.message_type.add(name="SampleResponse")
     _field(m, "sequences", 1, _F.TYPE_MESSAGE, label=_REPEATED, type_name=".tinker_public.SampledSequence")
     _field(m, "prompt_logprobs", 2, _F.TYPE_BYTES)
     _field(m, "topk_prompt_logprobs", 3, _F.TYPE_MESSAGE, type_name=".tinker_public.TopkPromptLogprobs")
     _field(m, "prompt_cache_hit_tokens", 4, _F.TYPE_INT32)
+    _field(m, "target_prompt_logprobs", 5, _F.TYPE_MESSAGE, type_name=".tinker_public.Tensor")
+    _field(m, "prompt_alt_tokens", 6, _F.TYPE_MESSAGE, type_name=".tinker_public.PromptAltTokens")
     return fd
 
 

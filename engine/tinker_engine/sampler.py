@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import torch
 
 from .head import CHUNK_ELEMENTS, HeadProjection
+from .prompt_scoring import ScoringOptions, alt_tokens, target_logprobs, topk_rows
 
 # Token logprobs are those of the model's own distribution (temperature 1, no top-k/p), so they
 # agree with what forward() reports for the same tokens and can serve as importance weights.
@@ -93,8 +94,10 @@ def _draw(logits: torch.Tensor, params: SamplingParams, generators: list) -> tor
 
 @torch.no_grad()
 def generate(model, prompt: list, num_samples: int, params: SamplingParams, eos_ids: list, tokenizer,
-             device, prompt_logprobs: bool = False, topk_prompt: int = 0) -> dict:
+             device, prompt_logprobs: bool = False, topk_prompt: int = 0, extra: ScoringOptions | None = None) -> dict:
     from transformers import DynamicCache
+
+    extra = extra or ScoringOptions()
 
     hf = _unwrap(model)
     body, proj = hf.get_decoder(), HeadProjection(hf.get_output_embeddings())
@@ -116,6 +119,10 @@ def generate(model, prompt: list, num_samples: int, params: SamplingParams, eos_
             for tok_row, lp_row in zip(indices.cpu().tolist(), values.cpu().tolist()):
                 rows.append([[t, v] for t, v in zip(tok_row, lp_row)])
         result["topk_prompt_logprobs"] = rows
+    if extra.target is not None:
+        result["target_prompt_logprobs"] = target_logprobs(proj, hidden, extra.target)
+    if extra.alt_k > 0:
+        result["prompt_alt_tokens"] = alt_tokens(proj, hidden, extra.alt_k, params.temperature, params.seed)
     logits = proj.logits(hidden[-1:]).expand(num_samples, -1)
     if num_samples > 1:
         cache.batch_repeat_interleave(num_samples)
@@ -123,16 +130,20 @@ def generate(model, prompt: list, num_samples: int, params: SamplingParams, eos_
     stop = StopChecker(params, eos_ids, tokenizer)
     tokens = [[] for _ in range(num_samples)]
     logprobs = [[] for _ in range(num_samples)]
+    topk = [[] for _ in range(num_samples)]
     reasons = ["length"] * num_samples
     active = list(range(num_samples))
     for step in range(params.max_tokens):
         chosen = _draw(logits, params, generators)
         chosen_lp = logits.gather(1, chosen[:, None])[:, 0] - torch.logsumexp(logits, dim=-1)
         chosen_list, lp_list = chosen.cpu().tolist(), chosen_lp.cpu().tolist()
+        topk_step = topk_rows(logits, extra.topk_sample) if extra.topk_sample > 0 else None
         still = []
         for i in active:
             tokens[i].append(chosen_list[i])
             logprobs[i].append(lp_list[i])
+            if topk_step is not None:
+                topk[i].append(topk_step[i])
             if stop.stops(tokens[i]):
                 reasons[i] = "stop"
             else:
@@ -146,6 +157,9 @@ def generate(model, prompt: list, num_samples: int, params: SamplingParams, eos_
     result["sequences"] = [
         {"tokens": tokens[i], "logprobs": logprobs[i], "stop_reason": reasons[i]} for i in range(num_samples)
     ]
+    if extra.topk_sample > 0:
+        for seq, rows in zip(result["sequences"], topk):
+            seq["topk_logprobs"] = rows
     return result
 
 

@@ -252,7 +252,7 @@ def create_app(engine: Engine, api_key: str | None = None, max_body_bytes: int =
     @app.post(f"{API}/client/config")
     async def client_config(request: Request):
         await read_json(request)
-        return json_response(CLIENT_CONFIG)
+        return json_response({**CLIENT_CONFIG, "custom_loss_server_side": engine.custom_loss_server_side})
 
     @app.post(f"{API}/client/dynamic_config")
     async def client_dynamic_config(request: Request):
@@ -284,8 +284,8 @@ def create_app(engine: Engine, api_key: str | None = None, max_body_bytes: int =
         raise bad_request("copy_weights (between projects) is not served by this engine")
 
     @app.post(f"{API}/create_custom_loss")
-    async def create_custom_loss():
-        raise bad_request("server-side custom losses are not served by this engine (custom losses run client-side)")
+    async def create_custom_loss(request: Request):
+        return json_response(engine.create_custom_loss(await read_json(request)))
 
     @app.post(f"{API}/telemetry")
     async def telemetry(request: Request):

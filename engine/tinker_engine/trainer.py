@@ -13,6 +13,7 @@ from .base_models import BaseModelSpec, instance_sharing_weights
 from .errors import RequestFailed
 from .head import HeadProjection
 from .lora import LoraSpec, adapter_state, attach_lora, check_adapter_state, load_adapter_state
+from .custom_loss import Accumulator, LossError
 from .losses import LOSSES, OUTPUT_TYPE
 from .wire import ForwardRequest
 
@@ -110,7 +111,8 @@ class TrainingModel:
     # ---------------------------------------------------------------- forward / backward
 
     def forward_backward(self, req: ForwardRequest) -> dict:
-        loss_fn = LOSSES[req.loss_fn]
+        custom = None if req.custom is None else Accumulator(req.custom, req.data)
+        loss_fn = custom or LOSSES[req.loss_fn]
         hf = self.peft.get_base_model()
         saved_grads = None if req.forward_only else self._grads_snapshot()
         outputs, total = [], 0.0
@@ -123,7 +125,10 @@ class TrainingModel:
                         inputs = {
                             k: torch.from_numpy(v).to(self.device) for k, v in d.inputs.items() if k != "target_tokens"
                         }
-                        datum_loss = loss_fn(lp, inputs, req.loss_fn_config)
+                        try:
+                            datum_loss = loss_fn(lp, inputs, req.loss_fn_config)
+                        except LossError as e:  # the uploaded loss failed on this data: the request's fault
+                            raise RequestFailed(str(e)) from None
                         loss = datum_loss if loss is None else loss + datum_loss
                 value = float(loss.detach())
                 if not math.isfinite(value):
@@ -143,6 +148,9 @@ class TrainingModel:
                 weights = d.inputs.get("weights")
                 w = np.ones_like(out["logprobs"]) if weights is None else weights
                 out["elementwise_loss"] = (-(w * out["logprobs"])).astype(np.float32)
+        if custom is not None:
+            return {"loss_fn_output_type": "CustomLossReturn", "loss_fn_outputs": outputs,
+                    "metrics": {"loss:sum": total, **custom.metrics()}}
         return {
             "loss_fn_output_type": OUTPUT_TYPE[req.loss_fn],
             "loss_fn_outputs": outputs,

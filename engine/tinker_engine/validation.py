@@ -10,7 +10,7 @@ from .wire import ForwardRequest
 
 # Losses of the Tinker SDK (0.38) that this engine does not implement: refused by name, never
 # silently replaced by another loss.
-UNSERVED_LOSSES = ("gspo", "stable_reinforce", "custom")
+UNSERVED_LOSSES = ("stable_reinforce", "custom")
 _KNOWN_INPUTS = set().union(*(req | opt for req, opt in LOSS_INPUTS.values()))
 _FLOAT_INPUTS = _KNOWN_INPUTS - {"target_tokens"}
 
@@ -53,6 +53,8 @@ def validate_forward(req: ForwardRequest, spec: BaseModelSpec, max_datums: int =
                 datum.inputs[key] = arr
                 if not np.all(np.isfinite(arr)):
                     raise bad_request(f"{kw} contains NaN or infinite values")
+        if req.loss_fn == "gspo" and not np.any(datum.inputs["sequence_ratio_mask"]) and np.any(datum.inputs["advantages"]):
+            raise bad_request(f"{where}.loss_fn_inputs.sequence_ratio_mask marks no token, so gspo has no sequence ratio for its advantages")
         targets = datum.inputs["target_tokens"]
         if not np.issubdtype(targets.dtype, np.integer):
             raise bad_request(f"{where}.loss_fn_inputs.target_tokens must have dtype int64")

@@ -27,11 +27,18 @@ class ForwardRequest:
     loss_fn: str
     loss_fn_config: dict
     forward_only: bool
+    # SDK 0.38: loss_fn_config values may be text (only `custom`'s loss_id so far); kept apart so
+    # that the built-in losses only ever see numbers.
+    loss_fn_text: dict = field(default_factory=dict)
+    custom: object = None  # the CustomLoss a `custom` request runs (resolved at submission)
 
     def fingerprint(self) -> str:
         h = hashlib.sha256()
         kind = "forward" if self.forward_only else "forward_backward"
-        h.update(json.dumps([kind, self.loss_fn, sorted(self.loss_fn_config.items())]).encode())
+        header = [kind, self.loss_fn, sorted(self.loss_fn_config.items())]
+        if self.loss_fn_text:  # (only then, so that other requests keep their fingerprints)
+            header.append(sorted(self.loss_fn_text.items()))
+        h.update(json.dumps(header).encode())
         for datum in self.data:
             h.update(b"|d")
             h.update(datum.tokens.astype("<i8").tobytes())
@@ -154,28 +161,34 @@ def parse_datum_json(obj, where: str) -> Datum:
     return Datum(tokens=tokens, inputs=inputs)
 
 
-def parse_loss_fn_config(raw, where: str) -> dict:
+def parse_loss_fn_config(raw, where: str) -> tuple:
+    """(numbers, texts) of a JSON loss_fn_config."""
     if raw is None:
-        return {}
+        return {}, {}
     if not isinstance(raw, dict):
-        raise bad_request(f"{where} must be an object of numbers")
-    out = {}
+        raise bad_request(f"{where} must be an object of numbers (or strings)")
+    numbers, texts = {}, {}
     for k, v in raw.items():
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        if isinstance(v, str):
+            texts[k] = v
+        elif isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
             raise bad_request(f"{where}.{k} must be a finite number")
-        out[k] = float(v)
-    return out
+        else:
+            numbers[k] = float(v)
+    return numbers, texts
 
 
 def parse_forward_json(body: Body, wrapper: str, forward_only: bool) -> ForwardRequest:
     inner = body.obj(wrapper)
     data = inner.list("data")
     datums = [parse_datum_json(d, f"{wrapper}.data[{i}]") for i, d in enumerate(data)]
+    numbers, texts = parse_loss_fn_config(inner.raw("loss_fn_config"), f"{wrapper}.loss_fn_config")
     return ForwardRequest(
         data=datums,
         loss_fn=inner.str("loss_fn", "cross_entropy"),
-        loss_fn_config=parse_loss_fn_config(inner.raw("loss_fn_config"), f"{wrapper}.loss_fn_config"),
+        loss_fn_config=numbers,
         forward_only=forward_only,
+        loss_fn_text=texts,
     )
 
 
@@ -227,11 +240,23 @@ def parse_forward_backward_proto(raw: bytes):
         tokens = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
         inputs = {k: parse_tensor_proto(v, f"{where}.loss_fn_inputs.{k}") for k, v in d.loss_fn_inputs.items()}
         datums.append(Datum(tokens=tokens, inputs=inputs))
+    numbers, texts = {k: float(v) for k, v in msg.loss_fn_config.items()}, {}
+    if msg.loss_fn_config_v2:
+        # SDK 0.38 puts every entry in v2 (floats are mirrored in the legacy map, text is not).
+        numbers = {}
+        for k, v in msg.loss_fn_config_v2.items():
+            if v.WhichOneof("value") == "text":
+                texts[k] = v.text
+            elif v.WhichOneof("value") == "number" and math.isfinite(v.number):
+                numbers[k] = float(v.number)
+            else:
+                raise bad_request(f"loss_fn_config_v2.{k} must be a finite number or a string")
     req = ForwardRequest(
         data=datums,
         loss_fn=msg.loss_fn or "cross_entropy",
-        loss_fn_config={k: float(v) for k, v in msg.loss_fn_config.items()},
+        loss_fn_config=numbers,
         forward_only=msg.forward_only,
+        loss_fn_text=texts,
     )
     return msg.model_id, msg.seq_id, req
 
@@ -297,7 +322,33 @@ def sample_output_json(result: dict) -> dict:
         "prompt_logprobs": result.get("prompt_logprobs"),
         "topk_prompt_logprobs": result.get("topk_prompt_logprobs"),
     }
+    # SDK 0.38's additions, only when asked for (older JSON clients never see them).
+    for seq, s in zip(out["sequences"], result["sequences"]):
+        if "topk_logprobs" in s:
+            seq["topk_logprobs"] = s["topk_logprobs"]
+    target = result.get("target_prompt_logprobs")
+    if target is not None:
+        out["target_prompt_logprobs"] = _tensor_json(target["data"], "float32", target["shape"], target)
+    alt = result.get("prompt_alt_tokens")
+    if alt is not None:
+        shape = _alt_shape(alt)
+        out["prompt_alt_tokens"] = {
+            "tokens": _tensor_json([t for row in alt["tokens"] for t in row], "int64", shape),
+            "logprobs": _tensor_json([v for row in alt["logprobs"] for v in row], "float32", shape),
+        }
     return out
+
+
+def _tensor_json(data: list, dtype: str, shape: list, layout: dict | None = None) -> dict:
+    out = {"data": data, "dtype": dtype, "shape": shape}
+    if layout is not None and layout.get("crow") is not None:
+        out["sparse_crow_indices"], out["sparse_col_indices"] = layout["crow"], layout["col"]
+    return out
+
+
+def _alt_shape(alt: dict) -> list:
+    rows = alt["tokens"]
+    return [len(rows), len(rows[0]) if rows else 0]
 
 
 TOPK_EMPTY_TOKEN = 0
@@ -318,17 +369,44 @@ def sample_output_proto(result: dict) -> bytes:
         msg.prompt_logprobs = np.asarray(values, dtype="<f4").tobytes()
     topk = result.get("topk_prompt_logprobs")
     if topk is not None:
-        k = max((len(row) for row in topk if row), default=0)
-        n = len(topk)
-        ids = np.full((n, k), TOPK_EMPTY_TOKEN, dtype="<i4")
-        lps = np.full((n, k), TOPK_EMPTY_LOGPROB, dtype="<f4")
-        for i, row in enumerate(topk):
-            for j, (tok, lp) in enumerate(row or []):
-                ids[i, j] = tok
-                lps[i, j] = lp
-        msg.topk_prompt_logprobs.token_ids = ids.tobytes()
-        msg.topk_prompt_logprobs.logprobs = lps.tobytes()
-        msg.topk_prompt_logprobs.k = k
-        msg.topk_prompt_logprobs.prompt_length = n
+        _fill_topk(msg.topk_prompt_logprobs, topk)
+    for seq, s in zip(msg.sequences, result["sequences"]):
+        if s.get("topk_logprobs") is not None:
+            _fill_topk(seq.topk_sampled_logprobs, s["topk_logprobs"])
+    target = result.get("target_prompt_logprobs")
+    if target is not None:
+        _fill_tensor(msg.target_prompt_logprobs, np.asarray(target["data"], dtype="<f4"), target["shape"], target)
+    alt = result.get("prompt_alt_tokens")
+    if alt is not None:
+        shape = _alt_shape(alt)
+        _fill_tensor(msg.prompt_alt_tokens.tokens, np.asarray(alt["tokens"], dtype="<i8").reshape(-1), shape)
+        _fill_tensor(msg.prompt_alt_tokens.logprobs, np.asarray(alt["logprobs"], dtype="<f4").reshape(-1), shape)
     return msg.SerializeToString()
+
+
+def _fill_topk(msg, rows: list) -> None:
+    """Dense length × k matrices; a row with nothing is (0, -99999.0) cells."""
+    k = max((len(row) for row in rows if row), default=0)
+    n = len(rows)
+    ids = np.full((n, k), TOPK_EMPTY_TOKEN, dtype="<i4")
+    lps = np.full((n, k), TOPK_EMPTY_LOGPROB, dtype="<f4")
+    for i, row in enumerate(rows):
+        for j, (tok, lp) in enumerate(row or []):
+            ids[i, j] = tok
+            lps[i, j] = lp
+    msg.token_ids = ids.tobytes()
+    msg.logprobs = lps.tobytes()
+    msg.k = k
+    msg.prompt_length = n
+
+
+def _fill_tensor(msg, values: np.ndarray, shape: list, layout: dict | None = None) -> None:
+    msg.dtype = pb.DTYPE_INT64 if np.issubdtype(values.dtype, np.integer) else pb.DTYPE_FLOAT32
+    msg.shape.extend(shape)
+    if layout is not None and layout.get("crow") is not None:
+        msg.sparse_csr.values = values.tobytes()
+        msg.sparse_csr.crow_indices = np.asarray(layout["crow"], dtype="<i8").tobytes()
+        msg.sparse_csr.col_indices = np.asarray(layout["col"], dtype="<i8").tobytes()
+    else:
+        msg.dense = values.tobytes()
 

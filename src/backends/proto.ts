@@ -121,19 +121,42 @@ export function encodeForwardBackwardRequest(req: ForwardBackwardRequestMessage)
   return T.encode(msg).finish();
 }
 
+/** Values of a proto tensor by its dtype; int32 widens to int64 and bfloat16 to float32, as in the SDK. */
+function unpackByDtype(bytes: Uint8Array, dtype: number): [number[], TensorData['dtype']] {
+  if (dtype === DType.FLOAT32) return [unpackFloat32(bytes), 'float32'];
+  if (dtype === DType.INT64) return [unpackInt64(bytes), 'int64'];
+  if (dtype === DType.INT32) return [unpackInt32(bytes), 'int64'];
+  if (dtype === DType.BFLOAT16) return [unpackBfloat16(bytes), 'float32'];
+  throw new RangeError(`unsupported tensor dtype enum ${dtype}`);
+}
+
 function protoTensorToTensorData(t: Record<string, unknown>): TensorData {
-  const dtype = toNumber(t.dtype);
   const shape = ((t.shape as unknown[]) ?? []).map(toNumber);
   if (t.sparse_csr) throw new RangeError('sparse tensors are not supported by this decoder');
-  const dense = (t.dense as Uint8Array | undefined) ?? new Uint8Array();
-  let data: number[];
-  let out: TensorData['dtype'];
-  if (dtype === DType.FLOAT32) [data, out] = [unpackFloat32(dense), 'float32'];
-  else if (dtype === DType.INT64) [data, out] = [unpackInt64(dense), 'int64'];
-  else if (dtype === DType.INT32) [data, out] = [unpackInt32(dense), 'int64'];
-  else if (dtype === DType.BFLOAT16) [data, out] = [unpackBfloat16(dense), 'float32'];
-  else throw new RangeError(`unsupported tensor dtype enum ${dtype}`);
-  return { data, dtype: out, shape: shape.length ? shape : [data.length] };
+  const [data, dtype] = unpackByDtype((t.dense as Uint8Array | undefined) ?? new Uint8Array(), toNumber(t.dtype));
+  return { data, dtype, shape: shape.length ? shape : [data.length] };
+}
+
+/** A result tensor (SDK 0.38's `_tensor_data_from_proto`): a sparse CSR layout stays sparse. */
+function resultTensor(t: Record<string, any>): TensorData {
+  const csr = t.sparse_csr as Record<string, Uint8Array> | undefined;
+  if (!csr) return protoTensorToTensorData(t);
+  const [data, dtype] = unpackByDtype(csr.values ?? new Uint8Array(), toNumber(t.dtype));
+  return {
+    data, dtype, shape: ((t.shape as unknown[]) ?? []).map(toNumber),
+    sparse_crow_indices: unpackInt64(csr.crow_indices ?? new Uint8Array()),
+    sparse_col_indices: unpackInt64(csr.col_indices ?? new Uint8Array()),
+  };
+}
+
+function resultTensorToProto(t: TensorData): Record<string, unknown> {
+  if (!t.sparse_crow_indices) return tensorToProto(t);
+  const values = t.dtype === 'int64' ? packInt64(t.data) : packFloat32(t.data);
+  return {
+    sparse_csr: { values, crow_indices: packInt64(t.sparse_crow_indices), col_indices: packInt64(t.sparse_col_indices ?? []) },
+    dtype: t.dtype === 'int64' ? DType.INT64 : DType.FLOAT32,
+    shape: t.shape,
+  };
 }
 
 /** Server side of encodeForwardBackwardRequest (used by the test fake server and round-trips). */
@@ -277,11 +300,13 @@ export function decodeSampleResponse(bytes: Uint8Array): SampleResponse {
       throw new RangeError(`unknown stop_reason enum ${reason}`);
     }
     const logprobs: Uint8Array | undefined = s.logprobs;
-    return {
+    const seq: SampledSequence = {
       stop_reason: reason === StopReason.STOP ? 'stop' : 'length',
       tokens: unpackInt32(s.tokens ?? new Uint8Array()),
       logprobs: logprobs && logprobs.byteLength ? unpackFloat32(logprobs) : null,
     };
+    if (s.topk_sampled_logprobs) seq.topk_logprobs = decodeTopk(s.topk_sampled_logprobs);
+    return seq;
   });
   const result: SampleResponse = { sequences };
   // proto3 `optional`: presence is tracked on the decoded message, not on toObject's defaults.
@@ -291,31 +316,51 @@ export function decodeSampleResponse(bytes: Uint8Array): SampleResponse {
   } else {
     result.prompt_logprobs = null;
   }
-  const topk = decoded.topk_prompt_logprobs ? (o.topk_prompt_logprobs as Record<string, any>) : undefined;
-  result.topk_prompt_logprobs = null;
-  if (topk) {
-    const n = toNumber(topk.prompt_length);
-    const k = toNumber(topk.k);
-    if (n > 0 && k > 0) {
-      const ids = unpackInt32(topk.token_ids ?? new Uint8Array());
-      const lps = unpackFloat32(topk.logprobs ?? new Uint8Array());
-      if (ids.length !== n * k || lps.length !== n * k) {
-        throw new RangeError(`topk arrays have ${ids.length}/${lps.length} cells, expected ${n}x${k}`);
-      }
-      const rows: Array<Array<[number, number]> | null> = [];
-      for (let r = 0; r < n; r++) {
-        const row: Array<[number, number]> = [];
-        for (let c = 0; c < k; c++) {
-          const [id, lp] = [ids[r * k + c], lps[r * k + c]];
-          if (id === TOPK_SENTINEL_TOKEN && lp === TOPK_SENTINEL_LOGPROB) break; // trailing empties
-          row.push([id, lp]);
-        }
-        rows.push(row.length ? row : null);
-      }
-      result.topk_prompt_logprobs = rows;
-    }
+  result.topk_prompt_logprobs = decoded.topk_prompt_logprobs ? decodeTopk(o.topk_prompt_logprobs) : null;
+  // SDK 0.38's additions appear only when asked for (and so when present).
+  if (decoded.target_prompt_logprobs) result.target_prompt_logprobs = resultTensor(o.target_prompt_logprobs);
+  if (decoded.prompt_alt_tokens) {
+    result.prompt_alt_tokens = { tokens: resultTensor(o.prompt_alt_tokens.tokens ?? {}), logprobs: resultTensor(o.prompt_alt_tokens.logprobs ?? {}) };
   }
   return result;
+}
+
+/** Dense length × k matrices → rows of [token_id, logprob]; a row of sentinels is null. A length
+ *  or k of 0 decodes as absent (null), as in the SDK. */
+function decodeTopk(topk: Record<string, any>): Array<Array<[number, number]> | null> | null {
+  const n = toNumber(topk.prompt_length);
+  const k = toNumber(topk.k);
+  if (!(n > 0 && k > 0)) return null;
+  const ids = unpackInt32(topk.token_ids ?? new Uint8Array());
+  const lps = unpackFloat32(topk.logprobs ?? new Uint8Array());
+  if (ids.length !== n * k || lps.length !== n * k) {
+    throw new RangeError(`topk arrays have ${ids.length}/${lps.length} cells, expected ${n}x${k}`);
+  }
+  const rows: Array<Array<[number, number]> | null> = [];
+  for (let r = 0; r < n; r++) {
+    const row: Array<[number, number]> = [];
+    for (let c = 0; c < k; c++) {
+      const [id, lp] = [ids[r * k + c], lps[r * k + c]];
+      if (id === TOPK_SENTINEL_TOKEN && lp === TOPK_SENTINEL_LOGPROB) break; // trailing empties
+      row.push([id, lp]);
+    }
+    rows.push(row.length ? row : null);
+  }
+  return rows;
+}
+
+function encodeTopk(rows: Array<Array<[number, number]> | null>): Record<string, unknown> {
+  const k = Math.max(0, ...rows.map((r) => (r ? r.length : 0)));
+  const ids: number[] = [];
+  const lps: number[] = [];
+  for (const row of rows) {
+    for (let c = 0; c < k; c++) {
+      const cell = row?.[c];
+      ids.push(cell ? cell[0] : TOPK_SENTINEL_TOKEN);
+      lps.push(cell ? cell[1] : TOPK_SENTINEL_LOGPROB);
+    }
+  }
+  return { token_ids: packInt32(ids), logprobs: packFloat32(lps), k, prompt_length: rows.length };
 }
 
 /** Inverse of decodeSampleResponse (test fake server, round-trips). */
@@ -326,22 +371,13 @@ export function encodeSampleResponse(resp: SampleResponse): Uint8Array {
       stop_reason: s.stop_reason === 'stop' ? StopReason.STOP : StopReason.LENGTH,
       tokens: packInt32(s.tokens),
       ...(s.logprobs ? { logprobs: packFloat32(s.logprobs) } : {}),
+      ...(s.topk_logprobs ? { topk_sampled_logprobs: encodeTopk(s.topk_logprobs) } : {}),
     })),
   };
   if (resp.prompt_logprobs) obj.prompt_logprobs = packFloat32(resp.prompt_logprobs.map((v) => (v === null ? NaN : v)));
-  const topk = resp.topk_prompt_logprobs;
-  if (topk) {
-    const k = Math.max(0, ...topk.map((r) => (r ? r.length : 0)));
-    const ids: number[] = [];
-    const lps: number[] = [];
-    for (const row of topk) {
-      for (let c = 0; c < k; c++) {
-        const cell = row?.[c];
-        ids.push(cell ? cell[0] : TOPK_SENTINEL_TOKEN);
-        lps.push(cell ? cell[1] : TOPK_SENTINEL_LOGPROB);
-      }
-    }
-    obj.topk_prompt_logprobs = { token_ids: packInt32(ids), logprobs: packFloat32(lps), k, prompt_length: topk.length };
-  }
+  if (resp.topk_prompt_logprobs) obj.topk_prompt_logprobs = encodeTopk(resp.topk_prompt_logprobs);
+  if (resp.target_prompt_logprobs) obj.target_prompt_logprobs = resultTensorToProto(resp.target_prompt_logprobs);
+  const alt = resp.prompt_alt_tokens;
+  if (alt) obj.prompt_alt_tokens = { tokens: resultTensorToProto(alt.tokens), logprobs: resultTensorToProto(alt.logprobs) };
   return T.encode(T.fromObject(obj)).finish();
 }

@@ -5,7 +5,14 @@ import { type ClientCore } from './core.js';
 import type { ResultDecoder } from './futures.js';
 import { decodeSampleResponse } from './proto.js';
 import { SampleResponseJson } from './schemas.js';
-import { BackendError, type ModelInput, type SampleResponse, type SamplingParams, type SamplingSession } from './types.js';
+import {
+  BackendError,
+  type ModelInput,
+  type SampleOpts,
+  type SampleResponse,
+  type SamplingParams,
+  type SamplingSession,
+} from './types.js';
 import { modelInputToJson, sampleResponseFromJson } from './wire-json.js';
 
 const SAMPLE_DECODER: ResultDecoder<SampleResponse> = {
@@ -19,10 +26,7 @@ const SAMPLE_DECODER: ResultDecoder<SampleResponse> = {
 
 const MAX_EXPIRED_RESUBMITS = 3;
 
-export interface SampleOpts {
-  includePromptLogprobs?: boolean;
-  topkPromptLogprobs?: number;
-}
+export type { SampleOpts };
 
 export function samplingParamsBody(p: SamplingParams): Record<string, unknown> {
   const body: Record<string, unknown> = {
@@ -61,15 +65,16 @@ export class TinkerSamplingSession implements SamplingSession {
           sampling_params: samplingParamsBody(params),
           sampling_session_id: this.samplingSessionId,
           seq_id: seqId,
-          prompt_logprobs: opts.includePromptLogprobs ?? false,
-          topk_prompt_logprobs: opts.topkPromptLogprobs ?? 0,
+          ...sampleOptionsBody(opts),
           type: 'sample',
         },
         headers: { 'X-Tinker-Sampling-Backpressure': '1' },
         requestType: 'asample',
       });
       try {
-        return withSequenceIds(await this.core.poll(promise.request_id, 'Sample', SAMPLE_DECODER), promise.sample_sequence_ids);
+        const response = await this.core.poll(promise.request_id, 'Sample', SAMPLE_DECODER);
+        checkOptionsHonoured(response, opts);
+        return withSequenceIds(response, promise.sample_sequence_ids);
       } catch (err) {
         if (err instanceof BackendError && err.kind === 'expired' && attempt < MAX_EXPIRED_RESUBMITS) continue;
         throw err;
@@ -77,10 +82,56 @@ export class TinkerSamplingSession implements SamplingSession {
     }
   }
 
-  async computeLogprobs(prompt: ModelInput): Promise<Array<number | null>> {
-    const r = await this.sample(prompt, 1, { max_tokens: 1 }, { includePromptLogprobs: true });
+  async computeLogprobs(prompt: ModelInput, lastN?: number): Promise<Array<number | null>> {
+    const r = await this.sample(prompt, 1, { max_tokens: 1 }, { includePromptLogprobs: true, promptLogprobsLastN: lastN });
     if (!r.prompt_logprobs) throw new BackendError('compute_logprobs: server returned no prompt_logprobs', 200, 'Sample', r, 'server');
     return r.prompt_logprobs;
+  }
+}
+
+/** The scoring options of an asample body as SDK 0.38 sends them: its always-present fields
+ *  (`prompt_logprobs`, the two top-k widths, `prompt_alt_tokens_k`) with their defaults, and the
+ *  optional ones only when set. Checked here as the SDK checks them, so a bad value fails before
+ *  any request. */
+export function sampleOptionsBody(opts: SampleOpts): Record<string, unknown> {
+  const body: Record<string, unknown> = {
+    prompt_logprobs: opts.includePromptLogprobs ?? false,
+    topk_prompt_logprobs: opts.topkPromptLogprobs ?? 0,
+    topk_sample_logprobs: opts.topkSampleLogprobs ?? 0,
+    prompt_alt_tokens_k: opts.promptAltTokensK ?? 0,
+    // Not offered: SDK 0.38 does not define what a server records (the engine refuses `true`).
+    record_stability_info: false,
+  };
+  const bad = (message: string) => new BackendError(`sample: ${message}`, undefined, 'Sample', opts, 'bad_request');
+  for (const [name, value] of [['topkSampleLogprobs', opts.topkSampleLogprobs], ['promptAltTokensK', opts.promptAltTokensK]] as const) {
+    if (value !== undefined && (!Number.isInteger(value) || value < 0)) throw bad(`${name} must be a non-negative integer, got ${value}`);
+  }
+  const lastN = opts.promptLogprobsLastN;
+  if (lastN !== undefined) {
+    if (!Number.isInteger(lastN) || lastN < 1) throw bad(`promptLogprobsLastN must be an integer >= 1, got ${lastN}`);
+    if (!opts.includePromptLogprobs) throw bad('promptLogprobsLastN applies to prompt logprobs; set includePromptLogprobs');
+    body.prompt_logprobs_last_n = lastN;
+  }
+  const target = opts.targetPromptLogprobs;
+  if (target) {
+    if (target.dtype !== 'int64') throw bad(`targetPromptLogprobs must be an int64 tensor of token ids, got ${target.dtype}`);
+    if (target.shape?.length !== 2) throw bad(`targetPromptLogprobs must be 2-D, [len(prompt) - 1, K], got shape ${JSON.stringify(target.shape)}`);
+    body.target_prompt_logprobs = target;
+  }
+  return body;
+}
+
+/** A server that predates an option ignores it; its reply must not pass for an answer (the SDK
+ *  checks prompt_alt_tokens and last_n the same way; here every option is checked). */
+export function checkOptionsHonoured(r: SampleResponse, opts: SampleOpts): void {
+  const ignored = (name: string) =>
+    new BackendError(`sample: ${name} was requested but the server ignored it (it may predate SDK 0.38's protocol)`, 200, 'Sample', undefined, 'server');
+  if ((opts.topkSampleLogprobs ?? 0) > 0 && r.sequences.some((s) => s.tokens.length > 0 && !s.topk_logprobs)) throw ignored('topk_sample_logprobs');
+  if ((opts.promptAltTokensK ?? 0) > 0 && !r.prompt_alt_tokens) throw ignored('prompt_alt_tokens_k');
+  if (opts.targetPromptLogprobs && !r.target_prompt_logprobs) throw ignored('target_prompt_logprobs');
+  const lastN = opts.promptLogprobsLastN;
+  if (lastN !== undefined && r.prompt_logprobs && r.prompt_logprobs.slice(0, Math.max(0, r.prompt_logprobs.length - lastN)).some((v) => v !== null)) {
+    throw ignored('prompt_logprobs_last_n');
   }
 }
 

@@ -96,6 +96,8 @@ export const LoadWeightsResponse = z.object({ path: optStr, model_id: optStr }).
 
 export const UnloadModelResponse = z.object({ model_id: optStr }).loose();
 
+const TopkRowsJson = z.array(z.array(z.tuple([z.number().int(), z.number()])).nullable());
+
 export const SampleResponseJson = z
   .object({
     sequences: z.array(
@@ -103,13 +105,14 @@ export const SampleResponseJson = z
         tokens: z.array(z.number().int()),
         logprobs: z.array(z.number()).nullish(),
         stop_reason: z.enum(['length', 'stop']),
+        topk_logprobs: TopkRowsJson.nullish(),
       }),
     ),
     prompt_logprobs: z.array(z.number().nullable()).nullish(),
-    topk_prompt_logprobs: z
-      .array(z.array(z.tuple([z.number().int(), z.number()])).nullable())
-      .nullish(),
+    topk_prompt_logprobs: TopkRowsJson.nullish(),
     prompt_cache_hit_tokens: optNum,
+    target_prompt_logprobs: TensorDataJson.nullish(),
+    prompt_alt_tokens: z.object({ tokens: TensorDataJson, logprobs: TensorDataJson }).nullish(),
   })
   .loose();
 
@@ -130,6 +133,7 @@ export const GetInfoResponse = z
     is_lora: optBool,
     lora_rank: optNum,
     model_name: optStr,
+    optimizer_config: z.object({ type: z.string() }).loose().nullish(),
   })
   .loose();
 

@@ -100,8 +100,8 @@ export class TinkerBackend implements TrainingBackend {
         model_seq_id: this.core.nextModelSeqId(),
         base_model: opts.baseModel,
         lora_config: { rank: lora.rank, ...(lora.seed !== undefined ? { seed: lora.seed } : {}), ...train },
-        // SDK 0.38 always names the optimizer; optim_step sends adam_params, so AdamW it is.
-        optimizer_config: { type: 'adamw' },
+        // SDK 0.38 always names the optimizer (fixed for the model's life); AdamW unless asked.
+        optimizer_config: opts.optimizer ?? { type: 'adamw' },
         type: 'create_model',
       };
       if (opts.userMetadata) body.user_metadata = opts.userMetadata;

@@ -21,6 +21,7 @@ import {
 import {
   type AdamParams,
   BackendError,
+  type DimuonParams,
   type CustomLossFn,
   type CustomLossSubmitted,
   type Datum,
@@ -28,6 +29,7 @@ import {
   type ForwardOpts,
   type GetInfoResponse,
   type LossFn,
+  type OptimParams,
   type OptimStepResponse,
   type SamplingSession,
   type SaveOpts,
@@ -38,6 +40,11 @@ import {
 import { forwardBackwardJsonBody, forwardBackwardOutputFromJson } from './wire-json.js';
 
 export const ADAM_DEFAULTS = { beta1: 0.9, beta2: 0.95, eps: 1e-12, weight_decay: 0, grad_clip_norm: 0 } as const;
+const DIMUON_DEFAULTS = { grad_clip_norm: 0, beta1: 0.9 } as const;
+
+function isDimuon(params: AdamParams | DimuonParams): params is DimuonParams {
+  return (params as DimuonParams).type === 'dimuon';
+}
 
 const FB_DECODER: ResultDecoder<ForwardBackwardOutput> = {
   json: (v) => {
@@ -80,6 +87,7 @@ export class TinkerTrainingSession implements TrainingSession {
       ...(r.is_lora != null ? { is_lora: r.is_lora } : {}),
       ...(r.lora_rank != null ? { lora_rank: r.lora_rank } : {}),
       ...(r.model_name != null ? { model_name: r.model_name } : {}),
+      ...(r.optimizer_config != null ? { optimizer_config: r.optimizer_config } : {}),
     };
   }
 
@@ -171,14 +179,17 @@ export class TinkerTrainingSession implements TrainingSession {
     });
   }
 
-  async optimStep(adam: AdamParams, opts: SeqOpts): Promise<Submitted<OptimStepResponse>> {
+  async optimStep(params: OptimParams, opts: SeqOpts): Promise<Submitted<OptimStepResponse>> {
     checkSeqId(opts.seqId, 'OptimStep');
     await this.core.settings();
     const requestId = await this.core.submit({
       method: 'POST',
       path: '/api/v1/optim_step',
       body: {
-        adam_params: { ...ADAM_DEFAULTS, ...stripUndefined(adam) },
+        // SDK 0.38: AdamParams travel as `adam_params`, any other family's as `optimizer_params`.
+        ...(isDimuon(params)
+          ? { optimizer_params: { type: 'dimuon', ...DIMUON_DEFAULTS, ...stripUndefined(params) } }
+          : { adam_params: { ...ADAM_DEFAULTS, ...stripUndefined(params) } }),
         model_id: this.modelId,
         seq_id: opts.seqId,
         type: 'optim_step',

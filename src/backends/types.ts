@@ -10,6 +10,9 @@ export interface TensorData {
   data: number[];
   dtype: TensorDtype;
   shape?: number[];
+  /** Sparse CSR (2-D only): `data` holds the listed cells; see SDK 0.38 `TensorData`. */
+  sparse_crow_indices?: number[];
+  sparse_col_indices?: number[];
 }
 
 export interface EncodedTextChunk {
@@ -34,7 +37,7 @@ export interface Datum {
   loss_fn_inputs: Record<string, TensorData>;
 }
 
-export type LossFn = 'cross_entropy' | 'importance_sampling' | 'ppo' | 'cispo' | 'dro';
+export type LossFn = 'cross_entropy' | 'importance_sampling' | 'ppo' | 'cispo' | 'dro' | 'gspo' | 'stable_reinforce';
 
 export interface ForwardBackwardOutput {
   loss_fn_output_type: string;
@@ -52,6 +55,20 @@ export interface AdamParams {
   weight_decay?: number; // 0
   grad_clip_norm?: number; // 0 = off
 }
+
+/** SDK 0.38's optimizer family, fixed at create_model. */
+export type OptimizerConfig = { type: 'adamw' } | { type: 'dimuon'; version: 1 };
+
+/** Per-step hyperparameters of a Dimuon model (optim_step's `optimizer_params`). */
+export interface DimuonParams {
+  type: 'dimuon';
+  learning_rate: number;
+  grad_clip_norm?: number; // 0 (≤ 0 disables)
+  beta1?: number; // 0.9
+}
+
+/** AdamParams (sent as `adam_params`) or another family's params (sent as `optimizer_params`). */
+export type OptimParams = AdamParams | DimuonParams;
 
 export interface OptimStepResponse {
   metrics?: Record<string, number> | null;
@@ -74,6 +91,14 @@ export interface SampledSequence {
   logprobs?: number[] | null;
   /** Session-scoped id the server gave this sample at submission (servers of SDK 0.38+). */
   sequence_id?: string;
+  /** Per sampled token: its top-k [token_id, logprob] pairs (or null); `topkSampleLogprobs`. */
+  topk_logprobs?: Array<Array<[number, number]> | null> | null;
+}
+
+/** `promptAltTokensK` draws: both tensors [len(prompt) - 1, k]; row i are alternatives to prompt[i + 1]. */
+export interface PromptAltTokens {
+  tokens: TensorData;
+  logprobs: TensorData;
 }
 
 export interface SampleResponse {
@@ -82,6 +107,9 @@ export interface SampleResponse {
   prompt_logprobs?: Array<number | null> | null;
   /** Per prompt token: list of [token_id, logprob] pairs (or null). */
   topk_prompt_logprobs?: Array<Array<[number, number]> | null> | null;
+  /** float32, the request's `targetPromptLogprobs` shape and layout (sparse stays sparse); 0 at -1 cells. */
+  target_prompt_logprobs?: TensorData | null;
+  prompt_alt_tokens?: PromptAltTokens | null;
 }
 
 export interface LoraConfig {
@@ -103,6 +131,8 @@ export interface GetInfoResponse {
   is_lora?: boolean;
   lora_rank?: number;
   model_name?: string;
+  /** SDK 0.38: the optimizer chosen at create_model (older servers: absent, i.e. AdamW). */
+  optimizer_config?: { type: string; [key: string]: unknown };
 }
 
 export interface WeightsInfo {
@@ -176,7 +206,8 @@ export interface TrainingSession {
    * TypeScript → forward_backward(cross_entropy, weights = −grad). Consumes the ids of both calls.
    */
   forwardBackwardCustom(data: Datum[], lossFn: CustomLossFn, opts: SeqOpts): Promise<CustomLossSubmitted>;
-  optimStep(adam: AdamParams, opts: SeqOpts): Promise<Submitted<OptimStepResponse>>;
+  /** AdamParams for an AdamW model; another family's params (DimuonParams) for a model created with it. */
+  optimStep(params: OptimParams, opts: SeqOpts): Promise<Submitted<OptimStepResponse>>;
   /** The result of a forward_backward (or forward) submitted earlier, by its chunks' request ids. */
   forwardBackwardResult(requestIds: string[]): Promise<ForwardBackwardOutput>;
   /** The result of an optim_step submitted earlier, by its request id. */
@@ -214,14 +245,31 @@ export type CustomLossFn = (data: Datum[], logprobs: number[][]) => CustomLossRe
 
 export interface SamplingSession {
   readonly samplingSessionId: string;
-  sample(prompt: ModelInput, numSamples: number, params: SamplingParams, opts?: { includePromptLogprobs?: boolean; topkPromptLogprobs?: number }): Promise<SampleResponse>;
-  /** Logprob of each prompt token under the sampler's weights (first entry null). */
-  computeLogprobs(prompt: ModelInput): Promise<Array<number | null>>;
+  sample(prompt: ModelInput, numSamples: number, params: SamplingParams, opts?: SampleOpts): Promise<SampleResponse>;
+  /** Logprob of each prompt token under the sampler's weights (first entry null; with
+   *  `lastN`, only the last N are scored and the rest are null). */
+  computeLogprobs(prompt: ModelInput, lastN?: number): Promise<Array<number | null>>;
+}
+
+/** Options of SamplingClient.sample (SDK 0.38 names in comments). */
+export interface SampleOpts {
+  includePromptLogprobs?: boolean; // include_prompt_logprobs
+  topkPromptLogprobs?: number; // topk_prompt_logprobs
+  /** topk_sample_logprobs: top-k logprobs at every sampled position (`SampledSequence.topk_logprobs`). */
+  topkSampleLogprobs?: number;
+  /** target_prompt_logprobs: int64 [len(prompt) - 1, K] token ids (-1 = none), dense or sparse CSR. */
+  targetPromptLogprobs?: TensorData;
+  /** prompt_alt_tokens_k: k draws at the request's temperature at every prompt position after the first. */
+  promptAltTokensK?: number;
+  /** prompt_logprobs_last_n: score only the last N prompt tokens (needs includePromptLogprobs). */
+  promptLogprobsLastN?: number;
 }
 
 export interface CreateModelOpts {
   baseModel: string;
   lora: LoraConfig;
+  /** optimizer_config (SDK 0.38); default AdamW. A server that cannot train the family refuses it. */
+  optimizer?: OptimizerConfig;
   userMetadata?: Record<string, string>;
 }
 

@@ -70,8 +70,21 @@ export function forwardBackwardOutputFromJson(o: z.infer<typeof ForwardBackwardO
 
 export function sampleResponseFromJson(o: z.infer<typeof SampleResponseJson>): SampleResponse {
   return {
-    sequences: o.sequences.map((s) => ({ stop_reason: s.stop_reason, tokens: s.tokens, logprobs: s.logprobs ?? null })),
+    sequences: o.sequences.map((s) => ({
+      stop_reason: s.stop_reason, tokens: s.tokens, logprobs: s.logprobs ?? null,
+      ...(s.topk_logprobs ? { topk_logprobs: s.topk_logprobs } : {}),
+    })),
     prompt_logprobs: o.prompt_logprobs ?? null,
     topk_prompt_logprobs: o.topk_prompt_logprobs ?? null,
+    ...(o.target_prompt_logprobs ? { target_prompt_logprobs: resultTensor(o.target_prompt_logprobs) } : {}),
+    ...(o.prompt_alt_tokens
+      ? { prompt_alt_tokens: { tokens: resultTensor(o.prompt_alt_tokens.tokens), logprobs: resultTensor(o.prompt_alt_tokens.logprobs) } }
+      : {}),
   };
+}
+
+/** A result tensor as sent: a sparse CSR layout stays sparse (as SDK 0.38 returns it). */
+function resultTensor(t: z.infer<typeof ForwardBackwardOutputJson>['loss_fn_outputs'][number][string]): TensorData {
+  if (!t.sparse_crow_indices) return densify(t);
+  return { data: t.data, dtype: t.dtype, shape: t.shape ?? undefined, sparse_crow_indices: t.sparse_crow_indices, sparse_col_indices: t.sparse_col_indices ?? [] };
 }

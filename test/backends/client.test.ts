@@ -201,6 +201,60 @@ it('create_model in a session the server forgot (before any heartbeat noticed) r
   expect(server.requestsTo('/api/v1/create_session')).toHaveLength(3);
 });
 
+describe('SDK 0.38 sampling options', () => {
+  const prompt = { chunks: [{ type: 'encoded_text' as const, tokens: [1, 2, 3, 4] }] };
+
+  it('sends the always-present fields with their defaults, and the optional ones only when set', async () => {
+    const sampler = await backend().createSamplingSession({ baseModel: 'tiny-qwen3' });
+    await sampler.sample(prompt, 1, { max_tokens: 2 });
+    await sampler.sample(prompt, 1, { max_tokens: 2 }, { includePromptLogprobs: true, promptLogprobsLastN: 2 }).catch(() => undefined);
+    const [plain, lastN] = server.requestsTo('/api/v1/asample').map((r) => r.json);
+    expect(plain).toMatchObject({ prompt_logprobs: false, topk_prompt_logprobs: 0, topk_sample_logprobs: 0, prompt_alt_tokens_k: 0, record_stability_info: false });
+    expect(plain).not.toHaveProperty('prompt_logprobs_last_n');
+    expect(plain).not.toHaveProperty('target_prompt_logprobs');
+    expect(lastN).toMatchObject({ prompt_logprobs: true, prompt_logprobs_last_n: 2 });
+  });
+
+  it('a server that ignores an option fails the sample by name instead of passing for an answer', async () => {
+    // The fake server predates SDK 0.38's scoring options: it accepts and ignores them.
+    const sampler = await backend().createSamplingSession({ baseModel: 'tiny-qwen3' });
+    const target = { data: [5, 6, 7], dtype: 'int64' as const, shape: [3, 1] };
+    for (const [opts, name] of [
+      [{ topkSampleLogprobs: 2 }, 'topk_sample_logprobs'],
+      [{ promptAltTokensK: 2 }, 'prompt_alt_tokens_k'],
+      [{ targetPromptLogprobs: target }, 'target_prompt_logprobs'],
+      [{ includePromptLogprobs: true, promptLogprobsLastN: 1 }, 'prompt_logprobs_last_n'],
+    ] as const) {
+      await expect(sampler.sample(prompt, 1, { max_tokens: 2 }, opts)).rejects.toThrow(`${name} was requested but the server ignored it`);
+    }
+  });
+
+  it('checks options before any request, as the SDK does', async () => {
+    const sampler = await backend().createSamplingSession({ baseModel: 'tiny-qwen3' });
+    const before = server.requestsTo('/api/v1/asample').length;
+    for (const opts of [
+      { promptAltTokensK: -1 },
+      { topkSampleLogprobs: 1.5 },
+      { promptLogprobsLastN: 2 },
+      { targetPromptLogprobs: { data: [1, 2], dtype: 'float32' as const, shape: [2, 1] } },
+      { targetPromptLogprobs: { data: [1, 2], dtype: 'int64' as const, shape: [2] } },
+    ]) {
+      await expect(sampler.sample(prompt, 1, { max_tokens: 2 }, opts)).rejects.toMatchObject({ kind: 'bad_request' });
+    }
+    expect(server.requestsTo('/api/v1/asample')).toHaveLength(before);
+  });
+
+  it('create_model names the requested optimizer; Dimuon steps travel as optimizer_params', async () => {
+    const b = backend();
+    const m = await b.createTrainingSession({ baseModel: 'tiny-qwen3', lora: { rank: 4 }, optimizer: { type: 'dimuon', version: 1 } });
+    await (await m.optimStep({ type: 'dimuon', learning_rate: 0.01 }, { seqId: 1 })).result().catch(() => undefined);
+    expect(server.requestsTo('/api/v1/create_model')[0].json.optimizer_config).toEqual({ type: 'dimuon', version: 1 });
+    expect(server.requestsTo('/api/v1/optim_step')[0].json).toEqual({
+      optimizer_params: { type: 'dimuon', learning_rate: 0.01, grad_clip_norm: 0, beta1: 0.9 }, model_id: m.modelId, seq_id: 1, type: 'optim_step',
+    });
+  });
+});
+
 describe('training surface', () => {
   it('create_model is the model’s seq 0; requests carry the caller’s seq ids and Adam defaults', async () => {
     const b = backend();
@@ -300,6 +354,10 @@ describe('sampling surface', () => {
       seq_id: 0,
       prompt_logprobs: true,
       topk_prompt_logprobs: 2,
+      // SDK 0.38 sends these always, with their defaults.
+      topk_sample_logprobs: 0,
+      prompt_alt_tokens_k: 0,
+      record_stability_info: false,
       type: 'sample',
     });
     expect(req.headers['x-tinker-sampling-backpressure']).toBe('1');

@@ -10,6 +10,7 @@ import { TinkerTrainingSession } from '../../src/backends/training-session.js';
 const read = (rel: string) => readFileSync(fileURLToPath(new URL(rel, import.meta.url)), 'utf8');
 const table = read('../../docs/tinker-compat.md');
 const integration = read('./engine.integration.test.ts');
+const conformance = read('../../engine/tests/test_conformance_sdk.py');
 
 interface Row {
   sdk: string;
@@ -62,6 +63,26 @@ describe('docs/tinker-compat.md', () => {
     for (const r of rows) expect(['supported', 'not supported'], r.sdk).toContain(r.status);
     expect(rows.filter((r) => r.status === 'supported').length).toBeGreaterThan(20);
   });
+
+  it('names the SDK versions the engine conformance suite runs, and only those', () => {
+    const covered = /^Versions covered: (.*)$/m.exec(table);
+    expect(covered, 'no "Versions covered:" line').not.toBeNull();
+    const documented = [...covered![1].matchAll(/\*\*(\d+\.\d+\.\d+)\*\*/g)].map((m) => m[1]);
+    const suite = /parametrize\("version", \[([^\]]*)\]\)/.exec(conformance);
+    expect(suite, 'no version parametrization in test_conformance_sdk.py').not.toBeNull();
+    const tested = [...suite![1].matchAll(/"([^"]+)"/g)].map((m) => m[1]);
+    expect(documented.sort()).toEqual(tested.sort());
+  });
+
+  // A row for one option of an SDK method (`Class.method(option=…)`) names, first in parentheses,
+  // the client's spelling of it, which the real-engine suite must use.
+  for (const row of rows.filter((r) => r.status === 'supported' && /\(\w+=/.test(r.sdk))) {
+    it(`${row.sdk}: its client option is exercised against the real engine`, () => {
+      const option = /\(`([^`]+)`/.exec(row.ours);
+      expect(option, `no option in parentheses in "${row.ours}"`).not.toBeNull();
+      expect(integration.includes(option![1]), `${option![1]} is not used by engine.integration.test.ts`).toBe(true);
+    });
+  }
 
   for (const row of rows.filter((r) => r.status === 'supported')) {
     it(`${row.sdk} → ${row.ours.split(' ')[0]} exists and is exercised against the real engine`, () => {

@@ -257,6 +257,78 @@ describe('TinkerBackend against the real engine', () => {
     expect(g.sequences[0].tokens.length).toBeGreaterThan(0);
   });
 
+  it('SDK 0.38 scoring options, in both dialects, agree with the prompt logprobs of a full forward', async () => {
+    const s = await newModel(backend, 31);
+    const seq = await step(s, 1);
+    const { path } = await (await s.saveWeightsForSampler('scoring', { seqId: seq })).result();
+    const tokens = [101, 102, 103, 104, 105, 106, 107];
+    const n = tokens.length;
+    const input = (t: number[]) => ({ chunks: [{ type: 'encoded_text' as const, tokens: t }] });
+    for (const b of [backend, newBackend({ encoding: 'json' })]) {
+      const sampler = await b.createSamplingSession({ modelPath: path });
+      const full = async (t: number[]) =>
+        (await sampler.sample(input(t), 1, { max_tokens: 1, seed: 0 }, { includePromptLogprobs: true, topkPromptLogprobs: 3 }));
+
+      const out = await sampler.sample(input(tokens), 1, { max_tokens: 4, seed: 3, stop: [] }, { topkSampleLogprobs: 3 });
+      const sq = out.sequences[0];
+      expect(sq.topk_logprobs).toHaveLength(4);
+      const whole = await full([...tokens, ...sq.tokens]);
+      sq.topk_logprobs!.forEach((row, t) => {
+        const expected = whole.topk_prompt_logprobs![n + t]!;
+        expect(row!.map(([id]) => id)).toEqual(expected.map(([id]) => id));
+        expect(maxAbsDiff([row!.map(([, v]) => v)], [expected.map(([, v]) => v)])).toBeLessThan(1e-4);
+      });
+
+      // Dense targets: the prompt's own next tokens (column 0) and nothing (-1, column 1).
+      const dense = tokens.slice(1).flatMap((t) => [t, -1]);
+      const target = await sampler.sample(input(tokens), 1, { max_tokens: 1, seed: 0 },
+        { targetPromptLogprobs: { data: dense, dtype: 'int64', shape: [n - 1, 2] } });
+      const own = (await full(tokens)).prompt_logprobs!.slice(1) as number[];
+      const values = target.target_prompt_logprobs!;
+      expect(values).toMatchObject({ dtype: 'float32', shape: [n - 1, 2] });
+      expect(maxAbsDiff([values.data.filter((_, i) => i % 2 === 0)], [own])).toBeLessThan(1e-4);
+      expect(values.data.filter((_, i) => i % 2 === 1).every((v) => v === 0)).toBe(true);
+
+      // Sparse targets keep their layout: row 2 asks for token 640 (scored at prompt position 3).
+      const crow = [0, 0, 0, ...Array(n - 3).fill(1)];
+      const sparse = await sampler.sample(input(tokens), 1, { max_tokens: 1, seed: 0 }, {
+        targetPromptLogprobs: { data: [640], dtype: 'int64', shape: [n - 1, 1], sparse_crow_indices: crow, sparse_col_indices: [0] },
+      });
+      expect(sparse.target_prompt_logprobs).toMatchObject({ shape: [n - 1, 1], sparse_crow_indices: crow, sparse_col_indices: [0] });
+      const swapped = (await full([...tokens.slice(0, 3), 640, ...tokens.slice(4)])).prompt_logprobs![3]!;
+      expect(Math.abs(sparse.target_prompt_logprobs!.data[0] - swapped)).toBeLessThan(1e-4);
+
+      // Alternatives drawn at every prompt position, each with the model's logprob of it.
+      const alt = (await sampler.sample(input(tokens), 1, { max_tokens: 1, seed: 8 }, { promptAltTokensK: 2 })).prompt_alt_tokens!;
+      expect(alt.tokens).toMatchObject({ dtype: 'int64', shape: [n - 1, 2] });
+      const at = 4; // row 4: alternative to prompt[5]
+      const altSwapped = (await full([...tokens.slice(0, at + 1), alt.tokens.data[2 * at], ...tokens.slice(at + 2)])).prompt_logprobs!;
+      expect(Math.abs(alt.logprobs.data[2 * at] - altSwapped[at + 1]!)).toBeLessThan(1e-4);
+
+      const lastN = await sampler.computeLogprobs(input(tokens), 2);
+      expect(lastN.slice(0, n - 2).every((v) => v === null)).toBe(true);
+      expect(maxAbsDiff([lastN.slice(n - 2) as number[]], [own.slice(n - 3)])).toBeLessThan(1e-4);
+      const lastThree = await sampler.sample(input(tokens), 1, { max_tokens: 1, seed: 0 }, { includePromptLogprobs: true, promptLogprobsLastN: 3 });
+      expect(lastThree.prompt_logprobs!.filter((v) => v !== null)).toHaveLength(3);
+    }
+  });
+
+  it('SDK 0.38 optimizers: get_info names adamw; Dimuon (config or params) is refused by name, not trained with Adam', async () => {
+    const s = await newModel();
+    expect((await s.getInfo()).optimizer_config).toEqual({ type: 'adamw' });
+    const err = await backend.createTrainingSession({ baseModel: MODEL, lora: { rank: 4 }, optimizer: { type: 'dimuon', version: 1 } }).catch((e) => e);
+    expect(err).toBeInstanceOf(BackendError);
+    expect(err).toMatchObject({ kind: 'bad_request' });
+    expect(String(err.message)).toMatch(/dimuon.*not served/);
+    const params = await s
+      .optimStep({ type: 'dimuon', learning_rate: 1e-3 }, { seqId: 1 })
+      .then((sub) => sub.result())
+      .catch((e) => e);
+    expect(params).toMatchObject({ kind: 'bad_request' });
+    expect(String(params.message)).toMatch(/optimizer_params of type 'dimuon'/);
+    expect(await step(s, 2)).toBe(4); // the refused step consumed seq id 1; the model trains on
+  });
+
   it('ephemeral sampler from save_weights_and_get_sampling_client', async () => {
     const s = await newModel(backend, 4);
     const seq = await step(s, 1);

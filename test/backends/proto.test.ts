@@ -191,4 +191,32 @@ describe('SampleResponse (server → client)', () => {
     const bare = decodeSampleResponse(encodeSampleResponse({ sequences: [{ stop_reason: 'stop', tokens: [1] }] }));
     expect(bare).toEqual({ sequences: [{ stop_reason: 'stop', tokens: [1], logprobs: null }], prompt_logprobs: null, topk_prompt_logprobs: null });
   });
+
+  it('decodes SDK 0.38 fields: per-token top-k of samples, sparse/dense target logprobs, int32 alternatives', () => {
+    const T = root.lookupType('tinker_public.SampleResponse');
+    const bytes = T.encode(
+      T.fromObject({
+        sequences: [{
+          stop_reason: 1, tokens: packInt32([5, 6]), logprobs: packFloat32([-0.5, -1]),
+          topk_sampled_logprobs: { k: 2, prompt_length: 2, token_ids: packInt32([5, 9, 0, 0]), logprobs: packFloat32([-0.5, -2, -99999, -99999]) },
+        }],
+        target_prompt_logprobs: {
+          sparse_csr: { values: packFloat32([-1.5]), crow_indices: packInt64([0, 0, 1]), col_indices: packInt64([2]) },
+          dtype: DType.FLOAT32, shape: [2, 3],
+        },
+        prompt_alt_tokens: {
+          tokens: { dense: packInt32([7, 8]), dtype: DType.INT32, shape: [2, 1] },
+          logprobs: { dense: packFloat32([-0.25, -3]), dtype: DType.FLOAT32, shape: [2, 1] },
+        },
+      }),
+    ).finish();
+    const r = decodeSampleResponse(bytes);
+    expect(r.sequences[0].topk_logprobs).toEqual([[[5, -0.5], [9, -2]], null]);
+    expect(r.target_prompt_logprobs).toEqual({ data: [-1.5], dtype: 'float32', shape: [2, 3], sparse_crow_indices: [0, 0, 1], sparse_col_indices: [2] });
+    expect(r.prompt_alt_tokens).toEqual({
+      tokens: { data: [7, 8], dtype: 'int64', shape: [2, 1] },
+      logprobs: { data: [-0.25, -3], dtype: 'float32', shape: [2, 1] },
+    });
+    expect(decodeSampleResponse(encodeSampleResponse(r))).toEqual(r);
+  });
 });

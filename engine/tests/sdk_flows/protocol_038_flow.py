@@ -10,6 +10,7 @@ import json
 import sys
 import time
 
+import numpy as np
 import tinker
 from tinker import types
 
@@ -40,6 +41,37 @@ def attempt(call):
         return {"ok": call()}
     except Exception as e:  # noqa: BLE001
         return {"failed": {"type": type(e).__name__, "message": str(e)[:300], "seconds": time.time() - start}}
+
+
+def scoring_options(sampler, tokens):
+    """0.38's scoring options of sample(); the test checks every value against a full forward."""
+    n = len(tokens)
+    prompt = types.ModelInput.from_ints(tokens)
+    one = types.SamplingParams(max_tokens=1, seed=1)
+    out = sampler.sample(prompt, 1, types.SamplingParams(max_tokens=4, seed=5, stop=[]), topk_sample_logprobs=3).result()
+    seq = out.sequences[0]
+    full = sampler.sample(types.ModelInput.from_ints(tokens + seq.tokens), 1, one, include_prompt_logprobs=True,
+                          topk_prompt_logprobs=3).result()
+    report = {"tokens": tokens, "sampled": seq.tokens, "sampled_logprobs": seq.logprobs,
+              "topk_sample": [[list(cell) for cell in row] for row in seq.topk_logprobs],
+              "full_prompt_logprobs": full.prompt_logprobs,
+              "full_topk": [None if row is None else [list(cell) for cell in row] for row in full.topk_prompt_logprobs]}
+
+    alt = sampler.sample(prompt, 1, types.SamplingParams(max_tokens=1, seed=2), prompt_alt_tokens_k=2).result()
+    alt_tokens = alt.prompt_alt_tokens.tokens.to_numpy()
+    report["alt_tokens"], report["alt_logprobs"] = alt_tokens.tolist(), alt.prompt_alt_tokens.logprobs.to_numpy().tolist()
+    # The same alternatives named as targets, densely: the engine must score them alike.
+    dense = types.TensorData(data=np.asarray(alt_tokens, dtype=np.int64), dtype="int64", shape=[n - 1, 2])
+    scored = sampler.sample(prompt, 1, one, target_prompt_logprobs=dense).result().target_prompt_logprobs
+    report["dense_target"] = {"shape": scored.shape, "values": scored.to_numpy().tolist(), "sparse": scored.sparse_crow_indices}
+    # Sparse CSR: row 1 names the prompt's own token (column 2), row n - 2 names alternative 0.
+    crow = [0, 0] + [1] * (n - 3) + [2]
+    sparse = types.TensorData(data=[tokens[2], int(alt_tokens[n - 2][0])], dtype="int64", shape=[n - 1, 3],
+                              sparse_crow_indices=crow, sparse_col_indices=[2, 0])
+    scored = sampler.sample(prompt, 1, one, target_prompt_logprobs=sparse).result().target_prompt_logprobs
+    report["sparse_target"] = {"shape": scored.shape, "values": scored.data, "crow": scored.sparse_crow_indices,
+                               "col": scored.sparse_col_indices, "sent_crow": crow}
+    return report
 
 
 def public_methods():
@@ -91,14 +123,16 @@ def main(base_url):
         report["last_n_prompt_logprobs"] = [None if x is None or x != x else x for x in last_n.prompt_logprobs]
         report["full_prompt_logprobs"] = full.prompt_logprobs
 
+        report["scoring"] = scoring_options(sampler, seqs[0][:8])
+
         # Not served by this engine: each must fail by name, not be ignored.
+        stability = service.create_sampling_client(base_model=BASE_MODEL, record_stability_info=True)
         report["refused"] = {
-            "topk_sample_logprobs": failure(lambda: sampler.sample(prompt, 1, params, topk_sample_logprobs=2).result()),
-            "prompt_alt_tokens_k": failure(lambda: sampler.sample(prompt, 1, params, prompt_alt_tokens_k=2).result()),
+            "record_stability_info": failure(lambda: stability.sample(prompt, 1, params).result()),
             "dimuon": failure(lambda: service.create_lora_training_client(
                 BASE_MODEL, rank=4, optimizer=types.DimuonOptimizerConfig()).result()),
-            "gspo": failure(lambda: training.forward_backward(data, "gspo").result()),
             "stable_reinforce": failure(lambda: training.forward_backward(data, "stable_reinforce").result()),
+            "dimuon_params": failure(lambda: training.optim_step(types.DimuonParams(learning_rate=1e-3)).result()),
         }
         # The model keeps working after refused requests (their seq ids were consumed).
         report["after_refusals"] = training.forward_backward(data, "cross_entropy").result().metrics["loss:sum"]
