@@ -6,6 +6,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startRun } from '../src/cli/train.js';
+import { resolveContinuation } from '../src/cli/continue.js';
 import { progressQuery, stopSignal } from '../src/workflows/shared/messages.js';
 import { saveHistories } from '../test/support/history.js';
 import { startTestStack, testRun, waitUntil, withWorker, type TestStack } from '../test/support/stack.js';
@@ -56,6 +57,25 @@ const recordings: Record<string, (stack: TestStack) => Promise<string>> = {
     return recovered.workflowId;
   },
   'dpo-pipelined': async (stack) => finish(stack, testRun(stack, fixture('dpo_small.json'), ['max_steps=4', 'submit_ahead=1'], 'dpo')),
+  // Three SL points as child workflows, two at a time, continuing as new after two (the parent's runs).
+  sweep: async (stack) => finish(stack, testRun(stack, fixture('sweep_chaos.json'), [], 'sweep')),
+  'sweep-stop': async (stack) => {
+    const stopped = testRun(stack, fixture('sweep_chaos.json'), ['max_concurrent=1'], 'sweep');
+    const h = await startRun(stack.client, stopped, stack.taskQueue);
+    await waitUntil('point 0 at step 1', async () => (await stack.client.workflow.getHandle(`${stopped.workflowId}/000-learning_rate=0.01_lora_rank=4`).query(progressQuery)).step >= 1, 120_000, 50);
+    await h.signal(stopSignal, 'recording');
+    await h.result();
+    return stopped.workflowId;
+  },
+};
+
+// Rolling resume-only checkpoints (saved, the previous deleted) and a run continued from another's final checkpoint.
+recordings['sl-rolling'] = async (stack) => finish(stack, testRun(stack, config, ['num_epochs=1', 'rolling_save_every=1']));
+recordings['sl-continued'] = async (stack) => {
+  const parent = testRun(stack, config, ['num_epochs=1', 'lr_schedule=constant']);
+  await finish(stack, parent);
+  const id = `sl-continued-${Date.now()}`;
+  return finish(stack, resolveContinuation(parent.run.logPath, ['num_epochs=2', `log_path=${join(stack.dir, 'runs', id)}`], { workflowId: id }));
 };
 
 async function finish(stack: TestStack, run: ReturnType<typeof testRun>): Promise<string> {

@@ -3,7 +3,12 @@
 // comes from (run seed, step, evaluator, example), so a retried or replayed eval samples the same.
 import { rendererForModel } from '../cookbook/renderers/for-model.js';
 import { ApplicationFailure } from '@temporalio/activity';
-import type { CustomSamplingEvaluatorConfig } from '../cookbook/eval/custom-sampling.js';
+import type { EvaluatorConfig } from '../cookbook/eval/custom-sampling.js';
+import { benchmarkMetricPrefix, type BenchmarkEvaluatorConfig } from '../cookbook/eval/benchmark-config.js';
+import { loadBenchmark, type BenchmarkData } from '../cookbook/eval/benchmark-data.js';
+import { aggregateResults, exampleSeed, sampleAndGrade } from '../cookbook/eval/benchmark-run.js';
+import type { SamplingSession } from '../backends/types.js';
+import type { Renderer } from '../cookbook/renderers/types.js';
 import { loadEvaluatorExamples, runCustomSamplingEvaluator } from '../cookbook/eval/custom-sampling.js';
 import { deriveSeed } from '../cookbook/rl/seeds.js';
 import type { RunRef } from '../cookbook/run-store.js';
@@ -19,7 +24,7 @@ interface EvaluatedConfig {
   render_date: string | null;
   base_url: string | null;
   seed: number;
-  evaluators: CustomSamplingEvaluatorConfig[];
+  evaluators: EvaluatorConfig[];
 }
 
 /** Keeps custom-eval seeds apart from training and test-set rollout seeds. */
@@ -40,7 +45,7 @@ const evalData = runDataCache<EvaluatedConfig, Awaited<ReturnType<typeof buildEv
 
 async function buildEvalData(cfg: EvaluatedConfig) {
   const { renderer } = await rendererForModel(cfg);
-  const examples = await Promise.all(cfg.evaluators.map((_, i) => loadEvaluatorExamples(cfg.evaluators, i)));
+  const examples = await Promise.all(cfg.evaluators.map((e, i) => (e.kind === 'benchmark' ? loadBenchmarkEvaluator(e, i) : loadEvaluatorExamples(cfg.evaluators as Array<{ file_path: string }>, i))));
   return { renderer, examples };
 }
 
@@ -53,10 +58,34 @@ export function evaluatorActivities(deps: ActivityDeps) {
       const { renderer, examples } = await heartbeating(data);
       const backend = deps.backendFor(cfg.base_url);
       const sampler = await callBackend('create sampling session', 'bad-path', () => backend.createSamplingSession({ modelPath: samplerPath }));
-      const metrics = await callBackend(`custom evaluator ${index} before step ${step}`, 'session-lost', () =>
-        heartbeating(runCustomSamplingEvaluator(evaluator, examples[index], sampler, renderer, (example) => deriveSeed(cfg.seed, CUSTOM_EVAL_SEED_MARKER, step, index, example)), { step, evaluator: index }),
-      );
+      const evaluate = () =>
+        evaluator.kind === 'benchmark'
+          ? runBenchmarkEvaluator(evaluator, examples[index] as BenchmarkData, sampler, renderer, cfg.seed)
+          : runCustomSamplingEvaluator(evaluator, examples[index] as Awaited<ReturnType<typeof loadEvaluatorExamples>>, sampler, renderer, (example) => deriveSeed(cfg.seed, CUSTOM_EVAL_SEED_MARKER, step, index, example));
+      const metrics = await callBackend(`evaluator ${index} before step ${step}`, 'session-lost', () => heartbeating(evaluate(), { step, evaluator: index }));
       return { metrics };
     },
   };
+}
+
+/** A `benchmark` entry's examples; errors are named `evaluators.<index>: …`. */
+async function loadBenchmarkEvaluator(e: BenchmarkEvaluatorConfig, index: number): Promise<BenchmarkData> {
+  try {
+    return await loadBenchmark(e);
+  } catch (err) {
+    throw new Error(`evaluators.${index} (${e.suite}): ${(err as Error).message}`);
+  }
+}
+
+/**
+ * A suite as an in-training evaluator, metrics `eval/<name>/…` as the reference's BenchmarkEvaluator.
+ * Seeds come from (run seed, suite, example) and not the step, so every eval samples its examples
+ * with the same seeds and the curve moves with the weights only (and equals `cookbook eval` of the
+ * same snapshot with the same seed and sampling settings).
+ */
+async function runBenchmarkEvaluator(e: BenchmarkEvaluatorConfig, data: BenchmarkData, sampler: SamplingSession, renderer: Renderer, seed: number): Promise<Record<string, number>> {
+  const examples = data.items.map((item, index) => ({ index, item }));
+  const results = await sampleAndGrade(data.suite, examples, sampler, renderer, e, (index) => exampleSeed(seed, data.suite.name, index));
+  const prefix = benchmarkMetricPrefix(e);
+  return Object.fromEntries(Object.entries(aggregateResults(data.suite, results)).map(([k, v]) => [`${prefix}/${k}`, v]));
 }

@@ -2,14 +2,18 @@
 import type { ActivityDeps } from './context.js';
 import { dpoActivities } from './dpo.js';
 import { evaluatorActivities } from './evaluators.js';
+import { evalActivities } from './eval.js';
 import { rlActivities } from './rl.js';
 import { distillActivities } from './distill.js';
 import { supervisedActivities } from './sl.js';
+import { sweepActivities } from './sweep.js';
 import { trainingActivities } from './training.js';
+import { withTracking } from './tracking.js';
 import type { Activities } from './types.js';
 
 export type { ActivityDeps } from './context.js';
 
 export function createActivities(deps: ActivityDeps): Activities {
-  return { ...trainingActivities(deps), ...supervisedActivities(deps), ...rlActivities(deps), ...dpoActivities(deps), ...distillActivities(deps), ...evaluatorActivities(deps) };
+  // Tracking (W&B) mirrors the run store after the activities that write to it (tracking.ts).
+  return withTracking({ ...trainingActivities(deps), ...supervisedActivities(deps), ...rlActivities(deps), ...dpoActivities(deps), ...distillActivities(deps), ...evaluatorActivities(deps), ...evalActivities(deps), ...sweepActivities() });
 }

@@ -7,18 +7,20 @@ import type { Datum, SamplingSession, TrainingBackend } from '../backends/types.
 import type { RLConfig } from '../cookbook/config/rl.js';
 import { computeAdvantages, removeConstantRewardGroups } from '../cookbook/rl/advantages.js';
 import { tinkerTokenCompleter } from '../cookbook/rl/completers.js';
-import { assembleTrainingData } from '../cookbook/rl/data.js';
+import { assembleTrainingData, streamMinibatchRanges } from '../cookbook/rl/data.js';
 import { buildRLDatasets } from '../cookbook/rl/datasets.js';
 import { alignScoredLogprobs, computeKlSampleTrain, computePostKl, fullSequenceForScoring, incorporateKlPenalty } from '../cookbook/rl/kl.js';
 import { computeTrajectoryMetrics, rolloutSummariesJsonl, rolloutSummaryRows } from '../cookbook/rl/metrics.js';
 import { doGroupRolloutAndFilterConstantReward, resolveRolloutStrategyConfig, strategyFromConfig, type RolloutPolicyFactory } from '../cookbook/rl/rollouts.js';
+import { bindRollout, samplerRolloutContext } from '../cookbook/rl/rollout-context.js';
+import { effectiveTermination } from '../cookbook/rl/rollout-limits.js';
 import { rolloutRecord } from '../cookbook/rl/rollout-record.js';
 import { sequentialSeeds } from '../cookbook/rl/seeds.js';
 import { deserializeTrajectoryGroup, serializeTrajectoryGroup } from '../cookbook/rl/serialize.js';
 import type { TrajectoryGroup } from '../cookbook/rl/types.js';
 import { RunStore, type RunRef } from '../cookbook/run-store.js';
 import { callBackend, heartbeating, rolloutFailure, type ActivityDeps } from './context.js';
-import { trainPolicyStep } from './policy-train.js';
+import { trainPolicyStep, trainPolicySubsteps } from './policy-train.js';
 import { runDataCache } from './run-data.js';
 import { ErrorTypes, type ModelRef, type SeqUse } from './types.js';
 
@@ -29,8 +31,11 @@ const rlData = runDataCache<RLConfig, RLData>(
 );
 
 const pad = (n: number) => String(n).padStart(6, '0');
+const allSame = (xs: readonly number[]) => xs.every((x) => x === xs[0]);
 /** Seeds of eval rollouts live apart from training ones: a fixed marker in the seed path. */
 const EVAL_SEED_MARKER = 1_000_003;
+/** Seeds of side samplers (answerer, opponent, grader) follow a marker no sample index reaches. */
+const SIDE_SAMPLER_SEED_MARKER = 1_000_033;
 
 export interface RolloutGroupInput {
   run: RunRef;
@@ -90,7 +95,17 @@ export function rlActivities(deps: ActivityDeps) {
   async function rolloutGroups(cfg: RLConfig, samplerPath: string, builders: ReturnType<RLData['train']['getBatch']>, seedPrefix: (g: number) => number[]) {
     const session = await callBackend('create sampling session', 'bad-path', () => backendOf(cfg).createSamplingSession({ modelPath: samplerPath }));
     const strategy = strategyFromConfig(resolveRolloutStrategyConfig(cfg.rollout_error_tolerance, cfg.model_name));
-    return Promise.all(builders.map((b, g) => doGroupRolloutAndFilterConstantReward(b, policyFor(session, cfg, seedPrefix(g)), { strategy })));
+    const termination = effectiveTermination(cfg.termination, cfg.model_name);
+    // Side samplers (answerers, opponents, graders, reward models) are seeded from the same position as the policy.
+    const contextFor = (g: number) =>
+      samplerRolloutContext({
+        openSession: (source) => callBackend('create side sampler', 'bad-path', () => backendOf(cfg).createSamplingSession(source)),
+        policyModel: cfg,
+        seeds: (...parts) => sequentialSeeds(cfg.seed, ...seedPrefix(g), SIDE_SAMPLER_SEED_MARKER, ...parts),
+      });
+    return Promise.all(
+      builders.map((b, g) => doGroupRolloutAndFilterConstantReward(bindRollout(b, contextFor(g), cfg.rollout_limits), policyFor(session, cfg, seedPrefix(g)), { strategy, termination })),
+    );
   }
 
   return {
@@ -98,27 +113,37 @@ export function rlActivities(deps: ActivityDeps) {
       const { data } = rlData(run);
       const { train, test } = await heartbeating(data);
       if (train.length === 0) throw ApplicationFailure.nonRetryable('the RL dataset has no batches', ErrorTypes.data);
-      return { nBatches: train.length, groupsPerBatch: train.getBatch(0).length, hasTest: Boolean(test && test.length > 0) };
+      const groupsPerBatch = train.getBatch(0).length;
+      const stream = rlData(run).cfg.stream_minibatch_config;
+      if (stream && stream.groups_per_batch !== groupsPerBatch) {
+        throw ApplicationFailure.nonRetryable(
+          `stream_minibatch_config.groups_per_batch is ${stream.groups_per_batch} but each dataset batch has ${groupsPerBatch} groups; they must be equal`,
+          ErrorTypes.config,
+        );
+      }
+      return { nBatches: train.length, groupsPerBatch, hasTest: Boolean(test && test.length > 0) };
     },
 
     async rlRolloutGroup({ run, step, group, samplerPath, samplingStep, attempt = 0 }: RolloutGroupInput): Promise<RolloutGroupResult> {
       const { cfg, data } = rlData(run);
       const { train } = await heartbeating(data);
-      const builder = train.getBatch(step)[group];
-      if (!builder) throw ApplicationFailure.nonRetryable(`batch ${step} has no group ${group}`, ErrorTypes.data);
+      // Epoch e replays the dataset in order: global step i samples batch i mod len(dataset).
+      const batch = step % train.length;
+      const builder = train.getBatch(batch)[group];
+      if (!builder) throw ApplicationFailure.nonRetryable(`batch ${batch} has no group ${group}`, ErrorTypes.data);
       let result: TrajectoryGroup | null;
       try {
         [result] = await heartbeating(rolloutGroups(cfg, samplerPath, [builder], () => [step, group, attempt]), { step, group });
       } catch (err) {
         throw rolloutFailure(err, `rollout of step ${step} group ${group}`);
       }
-      if (!result) return { ref: null, batch: step, group, samplingStep, errorTypes: [], meanReward: null };
+      if (!result) return { ref: null, batch, group, samplingStep, errorTypes: [], meanReward: null };
       const name = `rollouts/batch_${pad(step)}/group_${String(group).padStart(4, '0')}${attempt ? `_attempt_${attempt}` : ''}.json`;
       const ref = new RunStore(run.logPath).writeBlob(name, serializeTrajectoryGroup(result));
       const totals = result.getTotalRewards();
       return {
         ref,
-        batch: step,
+        batch,
         group,
         samplingStep,
         errorTypes: result.rolloutErrors.map((e) => e.errorType),
@@ -129,6 +154,7 @@ export function rlActivities(deps: ActivityDeps) {
     async rlTrain(input: RLTrainInput): Promise<RLTrainResult> {
       const { run, model, step, learningRate, preStepMetrics, errorMetrics } = input;
       const { cfg, data } = rlData(run);
+      if (cfg.stream_minibatch_config) return streamingTrain(input, cfg, await heartbeating(data));
       const { train } = await heartbeating(data);
       const store = new RunStore(run.logPath);
       const kept = input.groups.filter((g) => g.ref !== null);
@@ -192,6 +218,72 @@ export function rlActivities(deps: ActivityDeps) {
       return { metrics: Object.fromEntries(Object.entries(metrics).map(([k, v]) => [`test/${k}`, v])) };
     },
   };
+
+  /**
+   * A streaming-minibatch step (§2.9): the batch's groups, in group order, make `num_substeps`
+   * substeps of `num_minibatches` minibatches; each minibatch is prepared on its own (constant-reward
+   * groups dropped per group, advantages, KL penalty over the minibatch) and sent as one
+   * forward_backward, with one optim_step per substep. Dropped groups count toward their minibatch.
+   */
+  async function streamingTrain(input: RLTrainInput, cfg: RLConfig, { train }: RLData): Promise<RLTrainResult> {
+    const { run, model, step, learningRate, preStepMetrics, errorMetrics } = input;
+    const stream = cfg.stream_minibatch_config!;
+    const store = new RunStore(run.logPath);
+    const ranges = streamMinibatchRanges(input.groups.length, cfg.num_substeps, stream.num_minibatches);
+    const trained: Array<{ meta: RolloutGroupResult; group: TrajectoryGroup; advantages: number[]; tags: string[] }> = [];
+    const all_D: Datum[] = [];
+    let klMetrics: Record<string, number> = {};
+    const substeps: Datum[][][] = [];
+    for (const minibatchRanges of ranges) {
+      const minibatches: Datum[][] = [];
+      for (const [start, end] of minibatchRanges) {
+        const members = input.groups
+          .slice(start, end)
+          .filter((g) => g.ref !== null)
+          .map((meta) => ({ meta, group: deserializeTrajectoryGroup(store.readBlob(meta.ref!).toString('utf8')) }))
+          .filter(({ group }) => !cfg.remove_constant_reward_groups || !allSame(group.getTotalRewards()));
+        if (members.length === 0) continue;
+        const advantages = computeAdvantages(members.map((m) => m.group));
+        const { data_D } = assembleTrainingData(members.map((m) => m.group), advantages);
+        // As the reference: each minibatch's KL penalty metrics replace the previous ones.
+        if (cfg.kl_penalty_coef > 0) klMetrics = await heartbeating(klPenalty(cfg, data_D));
+        members.forEach((m, i) => trained.push({ ...m, advantages: advantages[i], tags: train.getBatch(m.meta.batch)[m.meta.group]?.loggingTags() ?? [] }));
+        minibatches.push(data_D);
+        all_D.push(...data_D);
+      }
+      substeps.push(minibatches);
+    }
+    const groups = trained.map((t) => t.group);
+    const tags = trained.map((t) => t.tags);
+    if (cfg.rollout_json_export) {
+      const rows = rolloutSummaryRows(groups, tags, { iteration: step, split: 'train', samplingClientStep: trained[0]?.meta.samplingStep ?? null });
+      store.writeIterationFile(step, 'train_rollout_summaries.jsonl', rolloutSummariesJsonl(rows));
+    }
+    const recorded = trained.map((t) => ({ ref: t.meta.ref!, batch: t.meta.batch, group: t.meta.group, samplingStep: t.meta.samplingStep, tags: t.tags, trajectories: t.group }));
+    store.writeRolloutRecord(rolloutRecord(step, recorded, groups, trained.map((t) => t.advantages)));
+
+    const result = await trainPolicySubsteps(backendOf(cfg), model, substeps, cfg, { learningRate, samplerName: `sampler_${pad(step + 1)}`, step });
+    const postKl = cfg.compute_post_kl && all_D.length ? computePostKl(all_D, await heartbeating(scoreAll(await newSampler(cfg, result.samplerPath), all_D))) : {};
+    const samplingSteps = trained.map((t) => t.meta.samplingStep);
+    const metrics: Record<string, number> = {
+      ...preStepMetrics,
+      ...(groups.length ? computeTrajectoryMetrics(groups, tags) : {}),
+      ...klMetrics,
+      ...result.optimMetrics,
+      ...(samplingSteps.length
+        ? {
+            'sampling_client/step_max': Math.max(...samplingSteps),
+            'sampling_client/step_min': Math.min(...samplingSteps),
+            'sampling_client/step_mean': samplingSteps.reduce((a, b) => a + b, 0) / samplingSteps.length,
+          }
+        : {}),
+      ...(all_D.length ? computeKlSampleTrain(all_D, result.trainLogprobs_D) : {}),
+      ...postKl,
+      ...errorMetrics,
+    };
+    store.writeMetrics({ step, ...metrics });
+    return { seqIdsUsed: result.seqIdsUsed, metrics, samplerPath: result.samplerPath };
+  }
 
   async function newSampler(cfg: RLConfig, modelPath: string): Promise<SamplingSession> {
     return callBackend('create sampling session', 'bad-path', () => backendOf(cfg).createSamplingSession({ modelPath }));

@@ -4,7 +4,10 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { BackendError, type TrainingBackend } from '../backends/types.js';
 import { RunDirInUseError, RunStore, type RunRef } from '../cookbook/run-store.js';
 import { runLogger } from '../cookbook/logging.js';
-import { callBackend, heartbeating, type ActivityDeps } from './context.js';
+import { checkpointMetadata, metadataConflicts, type MetadataConfig } from '../cookbook/checkpoint-metadata.js';
+import type { ContinueFrom } from '../cookbook/config/common.js';
+import { parseTinkerPath } from '../backends/tinker-backend.js';
+import { callBackend, heartbeating, toFailure, type ActivityDeps } from './context.js';
 import { ErrorTypes, type CreateModelInput, type LogMetricsInput, type ModelRef, type RestoreModelInput, type SaveCheckpointInput, type SaveCheckpointResult } from './types.js';
 
 /** The config fields model creation needs; every paradigm's config has them. */
@@ -14,6 +17,41 @@ export interface ModelConfig {
   seed: number;
   base_url: string | null;
   load_checkpoint_path: string | null;
+  /** Absent from configs recorded before they existed (false / null / true). */
+  load_checkpoint_with_optimizer?: boolean;
+  continue_from?: ContinueFrom | null;
+  check_checkpoint_metadata?: boolean;
+  renderer_name?: string | null;
+  tokenizer_path?: string | null;
+  dataset?: { renderer_name?: string | null } | null;
+}
+
+/**
+ * What a starting checkpoint was trained with: its weights' base model and LoRA rank from the
+ * backend, the renderer from its training run's metadata (where the backend keeps it, as the
+ * reference reads it), and for a continued run the row its parent recorded.
+ */
+async function startingCheckpointMetadata(backend: TrainingBackend, cfg: ModelConfig): Promise<Record<string, unknown>> {
+  const path = cfg.load_checkpoint_path!;
+  const info = await callBackend('weights_info of load_checkpoint_path', 'bad-path', () => backend.weightsInfo(path));
+  const recorded: Record<string, unknown> = { base_model: info.base_model, lora_rank: info.lora_rank ?? undefined };
+  const withRuns = backend as TrainingBackend & { getTrainingRun?(id: string): Promise<{ user_metadata?: Record<string, string> | null }> };
+  if (withRuns.getTrainingRun) {
+    const run = await withRuns.getTrainingRun(parseTinkerPath(path).trainingRunId).catch(() => undefined);
+    if (run?.user_metadata?.renderer_name) recorded.renderer_name = run.user_metadata.renderer_name;
+  }
+  if (cfg.continue_from) {
+    const row = new RunStore(cfg.continue_from.log_path).readCheckpoints().find((r) => r.name === cfg.continue_from!.name);
+    if (row) Object.assign(recorded, Object.fromEntries(Object.entries(row).filter(([, v]) => v !== undefined && v !== null)));
+  }
+  return recorded;
+}
+
+/** Fails with a config error naming each key that disagrees with the starting checkpoint. */
+export function checkStartingCheckpoint(recorded: Record<string, unknown>, cfg: ModelConfig): void {
+  if (cfg.check_checkpoint_metadata === false) return;
+  const conflicts = metadataConflicts(recorded, cfg as MetadataConfig, `load_checkpoint_path ${cfg.load_checkpoint_path}`);
+  if (conflicts.length) throw ApplicationFailure.nonRetryable(conflicts.join('\n'), ErrorTypes.config);
 }
 
 /** Python float keys of configs: every number that is not a count, size, seed or cadence. */
@@ -54,11 +92,16 @@ export function trainingActivities(deps: ActivityDeps) {
 
     async createModel({ run }: CreateModelInput): Promise<ModelRef> {
       const { backend, cfg } = backendOf(run);
-      const userMetadata = { workflow_id: run.workflowId, kind: run.kind };
+      const meta = checkpointMetadata(cfg as MetadataConfig);
+      // The renderer as the reference records it: in the training run's metadata.
+      const userMetadata = { workflow_id: run.workflowId, kind: run.kind, ...(meta.renderer_name ? { renderer_name: meta.renderer_name } : {}) };
       if (cfg.load_checkpoint_path) {
-        // As the reference: a starting checkpoint brings its weights, not its optimizer state.
+        checkStartingCheckpoint(await startingCheckpointMetadata(backend, cfg), cfg);
+        // As the reference: a starting checkpoint brings its weights, not its optimizer state,
+        // unless asked for (or continuing a run: its resume path).
+        const withOptimizer = cfg.load_checkpoint_with_optimizer === true || !!cfg.continue_from;
         const { session, nextSeqId } = await callBackend('load_checkpoint_path', 'bad-path', () =>
-          heartbeating(backend.createTrainingSessionFromState(cfg.load_checkpoint_path!, { withOptimizer: false, userMetadata })),
+          heartbeating(backend.createTrainingSessionFromState(cfg.load_checkpoint_path!, { withOptimizer, userMetadata })),
         );
         return { modelId: session.modelId, nextSeqId };
       }
@@ -70,9 +113,11 @@ export function trainingActivities(deps: ActivityDeps) {
     },
 
     async restoreModel({ run, statePath, withOptimizer }: RestoreModelInput): Promise<ModelRef> {
-      const { backend } = backendOf(run);
+      const { backend, cfg } = backendOf(run);
+      const renderer = checkpointMetadata(cfg as MetadataConfig).renderer_name;
+      const userMetadata = { workflow_id: run.workflowId, kind: run.kind, ...(renderer ? { renderer_name: renderer } : {}) };
       const { session, nextSeqId } = await callBackend('restore from checkpoint', 'bad-path', () =>
-        heartbeating(backend.createTrainingSessionFromState(statePath, { withOptimizer, userMetadata: { workflow_id: run.workflowId, kind: run.kind } })).catch((err: unknown) => {
+        heartbeating(backend.createTrainingSessionFromState(statePath, { withOptimizer, userMetadata })).catch((err: unknown) => {
           // Its files no longer match what was saved: this checkpoint can never be restored (an older one may).
           if (isDamagedCheckpoint(err)) throw ApplicationFailure.nonRetryable(`restore from checkpoint ${statePath}: ${(err as Error).message}`, ErrorTypes.checkpointDamaged, { statePath });
           throw err;
@@ -83,7 +128,7 @@ export function trainingActivities(deps: ActivityDeps) {
     },
 
     async saveCheckpoint({ run, model, name, kind, ttlSeconds, row, record = true }: SaveCheckpointInput): Promise<SaveCheckpointResult> {
-      const { backend } = backendOf(run);
+      const { backend, cfg } = backendOf(run);
       const session = backend.openTrainingSession(model.modelId);
       let seqId = model.nextSeqId;
       const opts = () => ({ seqId, ttlSeconds, overwrite: true });
@@ -95,8 +140,21 @@ export function trainingActivities(deps: ActivityDeps) {
         heartbeating(Promise.all([state?.result().then((r) => r.path), sampler?.result().then((r) => r.path)])),
       );
       // Recorded only after both saves completed, so a row always names restorable weights.
-      if (record) new RunStore(run.logPath).writeCheckpoint({ name, ...row, state_path: statePath, sampler_path: samplerPath });
+      // With what it was trained with, checked when a run loads it (checkpoint-metadata.ts).
+      if (record) new RunStore(run.logPath).writeCheckpoint({ name, ...row, ...checkpointMetadata(cfg as MetadataConfig), state_path: statePath, sampler_path: samplerPath });
       return { seqIdsUsed: seqId - model.nextSeqId, statePath, samplerPath };
+    },
+
+    async deleteCheckpoint({ run, statePath }: { run: RunRef; statePath: string }): Promise<void> {
+      const { backend } = backendOf(run);
+      const { trainingRunId, kind, name } = parseTinkerPath(statePath);
+      try {
+        await heartbeating(backend.deleteCheckpoint(trainingRunId, `${kind}/${name}`));
+      } catch (err) {
+        // Already deleted by an earlier attempt of this activity.
+        if (!(err instanceof BackendError && err.kind === 'not_found')) throw toFailure(err, `delete checkpoint ${statePath}`, 'bad-path');
+      }
+      runLogger(new RunStore(run.logPath).logFile, { run: run.workflowId }).info({ statePath }, 'rolling checkpoint deleted');
     },
 
     async logMetrics({ run, step, metrics }: LogMetricsInput): Promise<void> {

@@ -103,6 +103,8 @@ export interface Activities {
   createModel(input: CreateModelInput): Promise<ModelRef>;
   restoreModel(input: RestoreModelInput): Promise<ModelRef>;
   saveCheckpoint(input: SaveCheckpointInput): Promise<SaveCheckpointResult>;
+  /** Deletes a checkpoint on the backend (a superseded rolling one); one already gone is fine. */
+  deleteCheckpoint(input: { run: RunRef; statePath: string }): Promise<void>;
   logMetrics(input: LogMetricsInput): Promise<void>;
   /** After a restore: forget metrics rows of steps the restored model no longer contains. */
   rollBackMetrics(input: { run: RunRef; fromStep: number }): Promise<void>;

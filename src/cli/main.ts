@@ -5,12 +5,16 @@ import { pyJsonDumps } from '../cookbook/pyjson.js';
 import { connectClient, CONNECTION_OPTIONS, CONNECTION_USAGE, engineUrl, globalFlags, temporalAddress, type GlobalFlags } from './connect.js';
 import { runWorker, WORKER_OPTIONS, WORKER_USAGE, workerFlags } from '../workers/run.js';
 import { EXPORT_USAGE, exportCheckpoint, formatExport } from './export.js';
+import { EVAL_USAGE, evalCommand } from './eval.js';
 import { formatModel, formatModels } from './models.js';
 import { previewData } from './preview.js';
 import { formatResult, listRuns, logDirOf, runStatus, sendControl, setHot, watchRun } from './runs.js';
 import { startStack, stopDetachedStack } from './stack.js';
+import { SWEEP_USAGE, sweepCommand } from './sweep.js';
 import { reportCommand } from '../report/cli.js';
 import { checkBackend, checkRunData, rendererWarnings, resolveRun, startRun, TRAINABLE_KINDS } from './train.js';
+import { checkParentSettled, CONTINUE_USAGE, parentLogDir, resolveContinuation, TRACK_USAGE } from './continue.js';
+import { syncRun } from '../cookbook/tracking/sync.js';
 
 const USAGE = `usage: cookbook <command> [options]
 
@@ -18,6 +22,8 @@ const USAGE = `usage: cookbook <command> [options]
   dev stop                            stop a detached local stack
   train <kind> <config.json> [k=v …]  start a run (kind: ${Object.keys(TRAINABLE_KINDS).join(', ')}); dotted keys override the config
         [--wait] [--id <workflow id>]       --dry-run: check config and data, show the first datums, start nothing
+${CONTINUE_USAGE}
+${TRACK_USAGE}
   models [<model name>]               served models: renderers, tokenizer, LR hint (one model: details)
   runs                                list runs (kind, model, step, status)
   status <id>                         progress, hot settings, last checkpoint and metrics
@@ -29,6 +35,8 @@ const USAGE = `usage: cookbook <command> [options]
         [--out FILE]                        rollouts; written to <log dir>/report.html unless --out
         [--serve [--port N]]                --serve: live page on 127.0.0.1, re-rendered per request
         [--rollout-iterations N]            rollout iterations shown per run (default 50, evenly spaced)
+${SWEEP_USAGE}
+${EVAL_USAGE}
 ${EXPORT_USAGE}
 ${WORKER_USAGE}
 
@@ -54,6 +62,10 @@ async function main(argv: string[]): Promise<number> {
       'base-dir': { type: 'string' },
       'base-model-id': { type: 'string' },
       dtype: { type: 'string' },
+      limit: { type: 'string' },
+      data: { type: 'string' },
+      set: { type: 'string', multiple: true },
+      list: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -113,6 +125,33 @@ async function main(argv: string[]): Promise<number> {
       if (!values.wait) return 0;
       const result = await watchRun(client, resolved.workflowId);
       console.log(formatResult(result).join('\n'));
+      return 0;
+    }
+    case 'sweep':
+      return sweepCommand([...rest, ...(values.set ?? [])], { detach: values.detach, workflowId: values.id, engineUrl: engineUrl(flags), taskQueue: flags.taskQueue, connect: () => connectClient(flags) });
+    case 'continue': {
+      const [parent, ...overrides] = rest;
+      if (!parent) throw new ConfigError('continue: usage `cookbook continue <workflow id or log dir> [key=value …]`');
+      const client = await connectClient(flags);
+      const resolved = resolveContinuation(await parentLogDir(parent, (id) => logDirOf(client, id)), overrides, { workflowId: values.id });
+      await checkParentSettled(client, resolved.config.continue_from.workflow_id);
+      await checkBackend(resolved.config.base_url ?? engineUrl(flags), resolved.config.model_name);
+      await checkRunData(resolved);
+      console.log(pyJsonDumps(resolved.config, { indent: 2 }));
+      await startRun(client, resolved, flags.taskQueue);
+      console.log(`started ${resolved.workflowId} (continues ${resolved.config.continue_from.workflow_id} from checkpoint ${resolved.config.continue_from.name}, step ${resolved.config.continue_from.next_step})`);
+      console.log(`log dir  ${resolved.run.logPath}`);
+      if (!values.wait) return 0;
+      console.log(formatResult(await watchRun(client, resolved.workflowId)).join('\n'));
+      return 0;
+    }
+    case 'eval':
+      return evalCommand(rest, { limit: values.limit, data: values.data, set: values.set, list: values.list, detach: values.detach, workflowId: values.id, engineUrl: engineUrl(flags), taskQueue: flags.taskQueue, connect: () => connectClient(flags) });
+    case 'track': {
+      // A log dir needs no Temporal server (e.g. uploading an offline-tracked run from another machine).
+      const dir = await parentLogDir(needId(), async (id) => logDirOf(await connectClient(flags), id));
+      const sink = await syncRun(dir);
+      console.log(sink ? `${dir}: mirrored to ${sink.location}` : `${dir}: not tracked (set wandb_project in its config; WANDB_MODE=disabled turns tracking off)`);
       return 0;
     }
     case 'worker':

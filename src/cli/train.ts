@@ -10,7 +10,9 @@ import { DistillConfigSchema } from '../cookbook/config/distill.js';
 import { DPOConfigSchema } from '../cookbook/config/dpo.js';
 import { FROM_PREVIOUS_STAGE, PipelineConfigSchema, resolvePipelineStages } from '../cookbook/config/pipeline.js';
 import { PIPELINE_STAGE_KINDS } from '../cookbook/config/pipeline-kinds.js';
-import { loadEvaluatorExamples } from '../cookbook/eval/custom-sampling.js';
+import { resolveSweep, SweepConfigSchema } from '../cookbook/config/sweep.js';
+import { expandPoints, withParams } from '../cookbook/config/sweep-points.js';
+import { checkEvaluatorData, type EvaluatorConfig } from '../cookbook/eval/custom-sampling.js';
 import { isLocalPath } from '../cookbook/hf/source.js';
 import { buildPreferenceDatasets } from '../cookbook/preference/dataset.js';
 import { RLConfigSchema } from '../cookbook/config/rl.js';
@@ -93,6 +95,21 @@ export const TRAINABLE_KINDS: Record<string, TrainableKind> = {
     },
     describe: (cfg) => `pipeline of ${cfg.model_name}: ${cfg.stages.map((s: any) => s.kind).join(' → ')}`,
   },
+  sweep: {
+    schema: SweepConfigSchema,
+    workflowType: 'sweepWorkflow',
+    resolve: (cfg, baseDir, source) => {
+      resolveSweep(cfg, baseDir, { schemaOf: (kind) => TRAINABLE_KINDS[kind].schema, readConfigFile, resolvePaths }, source);
+      if (cfg.base.render_date === null) cfg.base.render_date = localIsoDate(); // one date for every point
+    },
+    // The base's data; a point that sweeps a dataset key reads it with its own values.
+    checkData: async (cfg) => {
+      const check = TRAINABLE_KINDS[cfg.kind].checkData;
+      await check?.(cfg.base);
+      for (const p of expandPoints(cfg)) if (Object.keys(p.params).some((k) => k.startsWith('dataset.') || k === 'dataset')) await check?.(withParams(cfg.base, p.params));
+    },
+    describe: (cfg) => `sweep of ${cfg.kind} on ${cfg.model_name}: ${[...Object.keys(cfg.grid ?? {}), ...Object.keys(cfg.random?.space ?? {})].join(', ')} by ${cfg.metric} (${cfg.mode})`,
+  },
 };
 
 /** What a dataset config reads, for the run's description. */
@@ -101,10 +118,10 @@ function datasetLabel(dataset: { file_path?: string; builtin?: string; hf?: { pa
   return dataset.file_path ?? dataset.builtin ?? 'no dataset';
 }
 
-async function checkEvaluators(cfg: { evaluators?: Array<{ file_path: string }> }): Promise<void> {
+async function checkEvaluators(cfg: { evaluators?: EvaluatorConfig[] }): Promise<void> {
   const evaluators = cfg.evaluators ?? [];
   for (let i = 0; i < evaluators.length; i++) {
-    await loadEvaluatorExamples(evaluators, i).catch((err: Error) => {
+    await checkEvaluatorData(evaluators, i).catch((err: Error) => {
       throw new ConfigError(err.message); // names the config path itself, unlike dataset errors
     });
   }
@@ -147,8 +164,12 @@ function resolvePaths(cfg: Record<string, any>, baseDir: string): void {
     mustExist(dc.dataset.file_path, `dataset_configs.${i}.dataset.file_path`);
   }
   for (const [i, e] of (Array.isArray(cfg.evaluators) ? cfg.evaluators : []).entries()) {
-    e.file_path = abs(e.file_path);
-    mustExist(e.file_path, `evaluators.${i}.file_path`);
+    // A custom evaluator's file_path; a benchmark entry's data_path (null: the shipped sample).
+    for (const key of ['file_path', 'data_path']) {
+      if (typeof e[key] !== 'string') continue;
+      e[key] = abs(e[key]);
+      mustExist(e[key], `evaluators.${i}.${key}`);
+    }
   }
   if (typeof cfg.tokenizer_path === 'string') {
     cfg.tokenizer_path = abs(cfg.tokenizer_path);

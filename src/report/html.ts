@@ -17,6 +17,8 @@ export interface ReportModel {
   live?: { refreshSeconds: number };
   /** Shown above everything (e.g. a served run that has no metrics yet). */
   notice?: string;
+  /** The results tables of the sweeps among the targets (report/sweep.ts), rendered. */
+  sweepSection?: string;
 }
 
 export const esc = (s: unknown) =>
@@ -175,6 +177,7 @@ export function renderHtml(m: ReportModel): string {
   const title = `cookbook report: ${m.runs.map((r) => r.label).join(', ') || 'no runs'}`;
   const hasRollouts = m.rollouts.some(Boolean);
   const nav = [
+    ...(m.sweepSection ? ['<a href="#sweep">sweep results</a>'] : []),
     ...m.groups.map((g) => `<a href="#metrics-${slug(g.name)}">${esc(g.name)}</a>`),
     '<a href="#config">config</a>',
     '<a href="#checkpoints">checkpoints</a>',
@@ -183,7 +186,7 @@ export function renderHtml(m: ReportModel): string {
   const status = `<div id="status" class="muted">generated ${esc(m.generatedAt.toISOString().replace('T', ' ').slice(0, 19))} UTC${m.live ? ` · live, refreshing every ${m.live.refreshSeconds}s` : ''}</div>`;
   const notice = m.notice ? `<div class="notice">${esc(m.notice)}</div>` : '';
   const content = m.runs.length
-    ? `<div id="content">${notice}${runsTable(m.runs)}${metricsSection(m)}${configSection(m.runs)}${checkpointsSection(m.runs)}${rolloutsSection(m)}</div>`
+    ? `<div id="content">${notice}${m.sweepSection ?? ''}${runsTable(m.runs)}${metricsSection(m)}${configSection(m.runs)}${checkpointsSection(m.runs)}${rolloutsSection(m)}</div>`
     : `<div id="content">${notice}</div>`;
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">

@@ -3,6 +3,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { RunStore, type CheckpointRow, type RunKind, type RunRecord } from '../cookbook/run-store.js';
+import { sweepPointDirs } from './sweep.js';
 
 /** A problem the user can fix (wrong id or path, a run with nothing to show): no stack trace. */
 export class ReportError extends Error {
@@ -85,6 +86,11 @@ export function loadRun(logDir: string, label?: string): RunData {
 export function loadRuns(logDir: string): RunData[] {
   const dir = checkLogDir(logDir);
   const top = loadRun(dir);
+  if (top.kind === 'sweep' && top.config) {
+    // A sweep: its points that have logged something, each under its own workflow id.
+    const points = sweepPointDirs(top).map((p) => loadRun(p)).filter((p) => p.metrics.length > 0);
+    return points.length > 0 ? points : [top];
+  }
   const stages = pipelineStages(dir);
   // A pipeline that has not started a stage yet is reported as itself (no metrics yet).
   if (stages.length === 0 || (top.kind !== 'pipeline' && top.metrics.length > 0)) return [top];

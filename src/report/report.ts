@@ -1,11 +1,12 @@
 // `cookbook report`: runs in, one HTML page out (load → charts → rollouts → html).
-import { join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { writeFileAtomic } from '../cookbook/run-store.js';
-import { metricGroups, renderCharts } from './charts.js';
+import { metricGroups, renderCharts, runColor } from './charts.js';
 import { renderHtml } from './html.js';
-import { loadRuns, ReportError, requireMetrics, type RunData } from './load.js';
+import { loadRun, loadRuns, ReportError, requireMetrics, type RunData } from './load.js';
 import { resolveTarget, type LogDirLookup } from './resolve.js';
 import { DEFAULT_MAX_ITERATIONS, loadRollouts } from './rollouts.js';
+import { isSweepRun, loadSweepTable, renderSweepSection } from './sweep.js';
 
 export interface ReportOptions {
   /** Looks up workflow ids that name no directory (the CLI asks Temporal). */
@@ -23,6 +24,11 @@ export async function resolveTargets(targets: readonly string[], lookup?: LogDir
   const dirs: string[] = [];
   for (const t of targets) dirs.push(await resolveTarget(t, lookup));
   return dirs;
+}
+
+/** The results table of each target that is a sweep's log dir. */
+function loadSweepTables(logDirs: readonly string[]) {
+  return logDirs.map((dir) => loadRun(dir)).filter(isSweepRun).map(loadSweepTable);
 }
 
 function loadAll(logDirs: readonly string[]): RunData[] {
@@ -54,7 +60,11 @@ export async function buildReportHtml(logDirs: readonly string[], opts: ReportOp
   const charts = await renderCharts(runs, groups);
   const rollouts = [];
   for (const run of runs) rollouts.push(await loadRollouts(run, opts.rolloutIterations ?? DEFAULT_MAX_ITERATIONS));
-  return renderHtml({ runs, groups, charts, rollouts, generatedAt: new Date(), live: opts.live, notice });
+  const sweepSection = renderSweepSection(loadSweepTables(logDirs), (name) => {
+    const i = runs.findIndex((r) => basename(r.logDir) === name);
+    return i === -1 ? undefined : runColor(i);
+  });
+  return renderHtml({ runs, groups, charts, rollouts, generatedAt: new Date(), live: opts.live, notice, sweepSection: sweepSection || undefined });
 }
 
 /** Writes the report (by default `report.html` in the first run's log dir) and returns its path. */

@@ -4,3 +4,5 @@ export { rlWorkflow } from './rl.js';
 export { dpoWorkflow } from './dpo.js';
 export { distillWorkflow, teacherSamplingWorkflow } from './distill.js';
 export { pipelineWorkflow } from './pipeline.js';
+export { sweepWorkflow } from './sweep.js';
+export { evalWorkflow } from './eval.js';

@@ -1,8 +1,10 @@
-// A staged pipeline (SFT → DPO, SFT → RL, …): each stage is a child workflow with its own
-// durability, started from the previous stage's final checkpoint (weights only, fresh optimizer,
-// as the reference's load_checkpoint_path). The parent records finished stages, so after any crash
-// the chain goes on where it stopped; `stop` is forwarded to the running stage and no later stage
-// starts. Child ids are `<parent id>/<index>-<kind>`, their log dirs `<log_path>/<index>-<kind>`.
+// A staged pipeline (SFT → DPO, SFT → RL, SFT → reward model → RL, …): each stage is a child
+// workflow with its own durability, started from the previous stage's final checkpoint (weights
+// only, fresh optimizer, as the reference's load_checkpoint_path) — or from the base model or an
+// earlier stage (`init_from`), with "@stage:<i>/sampler" references filled in (pipeline-refs.ts).
+// The parent records finished stages, so after any crash the chain goes on where it stopped; `stop`
+// is forwarded to the running stage and no later stage starts. Child ids are
+// `<parent id>/<index>-<kind>`, their log dirs `<log_path>/<index>-<kind>`.
 import {
   allHandlersFinished,
   ApplicationFailure,
@@ -18,6 +20,7 @@ import type { Activities } from '../activities/types.js';
 import { NON_RETRYABLE_ERROR_TYPES } from '../activities/types.js';
 import type { PipelineConfig, ResolvedStage } from '../cookbook/config/pipeline.js';
 import type { PipelineStageKind } from '../cookbook/config/pipeline-kinds.js';
+import { initSource, substituteStageRefs, type StageRef } from '../cookbook/config/pipeline-refs.js';
 import type { RunKind, RunRef } from '../cookbook/run-store.js';
 import { distillWorkflow } from './distill.js';
 import { dpoWorkflow } from './dpo.js';
@@ -65,16 +68,25 @@ const acts = proxyActivities<Pick<Activities, 'initRun'>>({
 });
 
 /**
- * What a stage takes from the one before it: the final checkpoint's weights, or — after a teacher
- * sampling stage, which trains nothing — the conversations file it wrote, as the SFT dataset.
+ * What a stage takes from the stage it starts from (`init_from`: the previous one by default): the
+ * final checkpoint's weights, or — after a teacher sampling stage, which trains nothing — the
+ * conversations file it wrote, as the SFT dataset. A stage from the base model takes nothing.
  */
-function startingPoint(index: number, previous: (RunResult & { outputPath?: string }) | undefined, stageConfig: Record<string, any>): Record<string, unknown> {
-  if (index === 0 || !previous) return {};
-  if (previous.outputPath) return { dataset: { ...stageConfig.dataset, builtin: undefined, hf: undefined, file_path: previous.outputPath } };
-  if (!previous.finalCheckpoint) {
-    throw ApplicationFailure.nonRetryable(`stage ${index - 1} ended without a final checkpoint; stage ${index} has nothing to start from`, 'ConfigError');
+function startingPoint(index: number, source: number | null, from: (RunResult & { outputPath?: string }) | undefined, stageConfig: Record<string, any>): Record<string, unknown> {
+  if (source === null || !from) return {};
+  if (from.outputPath) return { dataset: { ...stageConfig.dataset, builtin: undefined, hf: undefined, file_path: from.outputPath } };
+  if (!from.finalCheckpoint) {
+    throw ApplicationFailure.nonRetryable(`stage ${source} ended without a final checkpoint; stage ${index} has nothing to start from`, 'ConfigError');
   }
-  return { load_checkpoint_path: previous.finalCheckpoint.statePath };
+  return { load_checkpoint_path: from.finalCheckpoint.statePath };
+}
+
+/** The weights path an "@stage:<i>/sampler|state" reference of stage `index` names. */
+function stageRefPath(index: number, ref: StageRef, done: StageResult[]): string {
+  const checkpoint = done[ref.stage]?.result.finalCheckpoint;
+  const path = ref.what === 'sampler' ? checkpoint?.samplerPath : checkpoint?.statePath;
+  if (!path) throw ApplicationFailure.nonRetryable(`stage ${index} refers to "@stage:${ref.stage}/${ref.what}" but stage ${ref.stage} left no final ${ref.what} weights`, 'ConfigError');
+  return path;
 }
 
 export async function pipelineWorkflow(input: PipelineInput): Promise<PipelineResult> {
@@ -149,11 +161,13 @@ export async function pipelineWorkflow(input: PipelineInput): Promise<PipelineRe
       if (stopRequested) break;
       setStatus('running');
     }
-    const { kind, config: stageConfig } = stages[i];
+    const { kind, config: stageConfig, init_from } = stages[i];
     const workflow = STAGE_WORKFLOWS[kind as PipelineStageKind];
     if (!workflow) throw ApplicationFailure.nonRetryable(`stages.${i}.kind: this worker has no workflow for stage kind "${kind}"`, 'ConfigError');
     const logPath = `${run.logPath}/${i}-${kind}`;
-    const childConfig: Record<string, unknown> = { ...stageConfig, log_path: logPath, ...startingPoint(i, done[i - 1]?.result, stageConfig) };
+    const source = initSource(i, init_from);
+    const linked = substituteStageRefs(stageConfig, (ref) => stageRefPath(i, ref, done));
+    const childConfig: Record<string, unknown> = { ...linked, log_path: logPath, ...startingPoint(i, source, source === null ? undefined : done[source]?.result, stageConfig) };
     const workflowId = stageId(i);
     const handle = await startChild(workflow, {
       workflowId,

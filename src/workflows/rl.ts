@@ -29,7 +29,8 @@ export async function rlWorkflow(input: RLInput): Promise<RunResult> {
   if (!input.plan) await acts.initRun({ run: input.run, config: cfg });
   const plan = input.plan ?? (await acts.rlPrepare({ run: input.run }));
   input.plan = plan;
-  const totalBuilders = plan.nBatches * plan.groupsPerBatch;
+  // num_epochs passes over the dataset (configs recorded before the field existed ran one).
+  const totalBuilders = plan.nBatches * plan.groupsPerBatch * (cfg.num_epochs ?? 1);
   const groupsPerStep = async ? async.groups_per_batch : plan.groupsPerBatch;
   const totalSteps = Math.min(Math.floor(totalBuilders / groupsPerStep), cfg.max_steps ?? Infinity);
   const initialState: RLState = { errors: { counts: [], groupsSkipped: 0 }, ...(async ? { offPolicy: emptyOffPolicyState() } : {}) };
@@ -110,9 +111,10 @@ export async function rlWorkflow(input: RLInput): Promise<RunResult> {
         run.state.custom = { ...state(), errors: errors.toJSON(), sampler: { path: samplerPath, step: step + 1 } } satisfies RLState;
         return;
       }
+      // Streaming minibatches are cut by group position, so dropped groups keep their places.
       const result = await run.train(
         acts.rlTrain,
-        { run: input.run, step, groups: trainable, learningRate: lr, preStepMetrics, errorMetrics: errors.getMetrics() },
+        { run: input.run, step, groups: cfg.stream_minibatch_config ? groups : trainable, learningRate: lr, preStepMetrics, errorMetrics: errors.getMetrics() },
         `train step ${step} on ${trainable.length} groups`,
       );
       run.state.custom = { ...state(), errors: errors.toJSON(), sampler: { path: result.samplerPath, step: step + 1 } } satisfies RLState;

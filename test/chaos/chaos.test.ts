@@ -2,11 +2,13 @@
 // engine, Temporal server), each killing its target twice at seeded moments (pipelined steps, the
 // default), one unpipelined trial compared with the same pipelined baseline, plus a stop sent while
 // the run recovers from an engine crash; for RL an engine kill (restore from a checkpoint with its
-// rollout state) and a Temporal server kill; for DPO and distillation an engine kill; for a
-// pipeline (SFT → DPO child workflows) two kills drawn from worker and engine. The long variant is
-// `npm run chaos -- --trials 20 [--kind sl|rl|dpo|distill|pipeline]`.
+// rollout state) and a Temporal server kill; for DPO and distillation an engine kill; for
+// multi-turn RL (twenty questions) two kills drawn from engine and worker mid-episode; for a
+// pipeline (SFT → DPO child workflows) two kills drawn from worker and engine; for a sweep (three SL
+// points as child workflows, two at a time) three kills drawn from worker, engine and Temporal server. The long variant is
+// `npm run chaos -- --trials 20 [--kind sl|rl|multiturn|dpo|distill|pipeline|sweep]`.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ChaosLab, DISTILL_CHAOS, DPO_CHAOS, PIPELINE_CHAOS, RL_CHAOS, type Baseline, type Target } from './harness.js';
+import { ChaosLab, DISTILL_CHAOS, DPO_CHAOS, MULTITURN_CHAOS, PIPELINE_CHAOS, RL_CHAOS, SWEEP_CHAOS, type Baseline, type Target } from './harness.js';
 
 describe('chaos (quick)', () => {
   let lab: ChaosLab;
@@ -47,20 +49,28 @@ describe('chaos (quick)', () => {
   });
 });
 
-for (const subject of [RL_CHAOS, DPO_CHAOS, DISTILL_CHAOS, PIPELINE_CHAOS]) {
-  describe(`chaos (quick, ${subject.kind})`, { timeout: 900_000 }, () => {
+for (const subject of [RL_CHAOS, MULTITURN_CHAOS, DPO_CHAOS, DISTILL_CHAOS, PIPELINE_CHAOS, SWEEP_CHAOS]) {
+  describe(`chaos (quick, ${subject.name ?? subject.kind})`, { timeout: 900_000 }, () => {
     let lab: ChaosLab;
     let baseline: Baseline;
     beforeAll(async () => {
       lab = await ChaosLab.start(subject);
       baseline = await lab.baseline();
-    });
+    }, 900_000); // a baseline of several child runs (pipeline, sweep) on a loaded machine takes minutes
     afterAll(async () => {
       await lab?.stop();
     });
 
     const trials: Array<[Target[], number]> =
-      subject === RL_CHAOS ? [[['engine'], 21], [['temporal'], 22]] : subject === PIPELINE_CHAOS ? [[['worker', 'engine'], 41]] : [[['engine'], 31]];
+      subject === RL_CHAOS
+        ? [[['engine'], 21], [['temporal'], 22]]
+        : subject === PIPELINE_CHAOS
+          ? [[['worker', 'engine'], 41]]
+          : subject === SWEEP_CHAOS
+            ? [[['worker', 'engine', 'temporal'], 51]]
+            : subject === MULTITURN_CHAOS
+              ? [[['engine', 'worker'], 61]]
+              : [[['engine'], 31]];
     for (const [targets, seed] of trials) {
       it(`${targets.length === 1 ? 'killing' : `${targets.length} kills of`} the ${targets.join(' or ')} leave${targets.length === 1 ? 's' : ''} the result of an uninterrupted ${subject.kind} run`, async () => {
         const kills = targets.length;

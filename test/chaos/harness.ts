@@ -6,6 +6,7 @@ import type { Service } from '../../src/cli/services.js';
 import { startRun, type ResolvedRun } from '../../src/cli/train.js';
 import { stopSignal } from '../../src/workflows/shared/messages.js';
 import type { PipelineResult } from '../../src/workflows/pipeline.js';
+import type { SweepResult } from '../../src/workflows/sweep.js';
 import type { RunResult } from '../../src/workflows/shared/training-run.js';
 import { rng } from '../support/rng.js';
 import { checkpointsOf, metricsOf, weightsFingerprint } from '../support/runs.js';
@@ -34,13 +35,19 @@ export const CHAOS_CONFIG = join(import.meta.dirname, '..', 'fixtures', 'sl_chao
 export interface ChaosRun {
   kind: string;
   config: string;
+  /** How the chaos command and suite name it, when not by its kind. */
+  name?: string;
 }
 export const SL_CHAOS: ChaosRun = { kind: 'sl', config: CHAOS_CONFIG };
 export const RL_CHAOS: ChaosRun = { kind: 'rl', config: join(import.meta.dirname, '..', 'fixtures', 'rl_small.json') };
+/** Multi-turn RL: twenty questions with the policy's base weights answering, episodes cut by rollout_limits. */
+export const MULTITURN_CHAOS: ChaosRun = { kind: 'rl', name: 'multiturn', config: join(import.meta.dirname, '..', 'fixtures', 'rl_twenty_questions_small.json') };
 export const DPO_CHAOS: ChaosRun = { kind: 'dpo', config: join(import.meta.dirname, '..', 'fixtures', 'dpo_small.json') };
 export const DISTILL_CHAOS: ChaosRun = { kind: 'distill', config: join(import.meta.dirname, '..', 'fixtures', 'distill_small.json') };
 /** SFT then DPO from its final checkpoint, as child workflows of one pipeline. */
 export const PIPELINE_CHAOS: ChaosRun = { kind: 'pipeline', config: join(import.meta.dirname, '..', 'fixtures', 'pipeline_small.json') };
+/** Three SL points, two at a time, as child workflows of one sweep that continues as new after two points. */
+export const SWEEP_CHAOS: ChaosRun = { kind: 'sweep', config: join(import.meta.dirname, '..', 'fixtures', 'sweep_chaos.json') };
 
 export class ChaosLab {
   private worker?: Service;
@@ -147,6 +154,7 @@ export class ChaosLab {
   }
 
   async observe(run: ResolvedRun, result: RunResult): Promise<Baseline> {
+    if ((result as SweepResult).points) return this.observeSweep(result as SweepResult);
     // A pipeline's files are its stages' files, each stage in its own log dir.
     const stages = (result as PipelineResult).stages;
     const logPaths = stages ? stages.map((s) => s.logPath) : [run.run.logPath];
@@ -155,6 +163,23 @@ export class ChaosLab {
       metrics: logPaths.flatMap((p, i) => tagged(metricsOf(p), i)),
       checkpoints: logPaths.flatMap((p, i) => tagged(checkpointsOf(p), i)),
       fingerprint: await weightsFingerprint(this.stack.engine.baseUrl, result.finalCheckpoint!.samplerPath!),
+      steps: result.steps,
+    };
+  }
+
+  /** A sweep's files are its points' files; its weights, every point's final weights; plus its results table. */
+  private async observeSweep(result: SweepResult): Promise<Baseline> {
+    const dirs = result.points.map((p) => join(result.logPath, p.name));
+    const fingerprints: string[] = [];
+    for (const p of result.points) {
+      const child = (await this.stack.client.workflow.getHandle(p.workflowId).result()) as RunResult;
+      fingerprints.push(await weightsFingerprint(this.stack.engine.baseUrl, child.finalCheckpoint!.samplerPath!));
+    }
+    const table = result.points.map((p) => ({ point: p.name, status: p.status, steps: p.steps, value: p.value, best: p.index === result.best }));
+    return {
+      metrics: [...table, ...dirs.flatMap((d, i) => metricsOf(d).map((r) => ({ point: i, ...r })))],
+      checkpoints: dirs.flatMap((d, i) => checkpointsOf(d).map((r) => ({ point: i, ...r }))),
+      fingerprint: fingerprints.join(':'),
       steps: result.steps,
     };
   }

@@ -1,14 +1,14 @@
-// The long chaos command: `npm run chaos -- --trials 20 [--kind sl|rl|dpo|distill|pipeline] [--kills 4] [--seed 1]
+// The long chaos command: `npm run chaos -- --trials 20 [--kind sl|rl|multiturn|dpo|distill|pipeline|sweep] [--kills 4] [--seed 1]
 // [--set submit_ahead=0]`. Every trial kills random targets (worker, engine, Temporal server) several times;
 // prints `trials equal / trials run`. `--set` overrides config fields of the trials (not of the baseline).
 import { parseArgs } from 'node:util';
-import { ChaosLab, DISTILL_CHAOS, DPO_CHAOS, PIPELINE_CHAOS, RL_CHAOS, SL_CHAOS } from './harness.js';
+import { ChaosLab, DISTILL_CHAOS, DPO_CHAOS, MULTITURN_CHAOS, PIPELINE_CHAOS, RL_CHAOS, SL_CHAOS, SWEEP_CHAOS } from './harness.js';
 
 const { values } = parseArgs({
   options: { trials: { type: 'string', default: '20' }, kills: { type: 'string', default: '4' }, seed: { type: 'string', default: '1' }, kind: { type: 'string', default: 'sl' }, set: { type: 'string', multiple: true, default: [] } },
 });
 const trials = Number(values.trials);
-const subjects = { sl: SL_CHAOS, rl: RL_CHAOS, dpo: DPO_CHAOS, distill: DISTILL_CHAOS, pipeline: PIPELINE_CHAOS };
+const subjects = { sl: SL_CHAOS, rl: RL_CHAOS, multiturn: MULTITURN_CHAOS, dpo: DPO_CHAOS, distill: DISTILL_CHAOS, pipeline: PIPELINE_CHAOS, sweep: SWEEP_CHAOS };
 const subject = subjects[values.kind as keyof typeof subjects];
 if (!subject) throw new Error(`--kind: one of ${Object.keys(subjects).join(', ')}`);
 const lab = await ChaosLab.start(subject);

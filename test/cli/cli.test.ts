@@ -1,27 +1,12 @@
 // The `cookbook` CLI end to end, as a user runs it (no TTY), against the real stack.
-import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Service } from '../../src/cli/services.js';
+import { cookbookOn as cookbook } from '../support/cli.js';
 import { startTestStack, waitUntil, workerProcess, type TestStack } from '../support/stack.js';
 
 const root = join(import.meta.dirname, '..', '..');
 const config = join(root, 'test', 'fixtures', 'sl_small.json');
-
-function cookbook(stack: TestStack, args: string[]): Promise<{ code: number; out: string; err: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [join(root, 'bin', 'cookbook.mjs'), ...args, '--address', stack.temporalAddress, '--engine-url', stack.engine.baseUrl, '--task-queue', stack.taskQueue], {
-      cwd: stack.dir,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, TINKER_API_KEY: 'tml-test' },
-    });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (err += d));
-    child.on('exit', (code) => resolve({ code: code ?? 1, out, err }));
-  });
-}
 
 describe('cookbook CLI', () => {
   let stack: TestStack;

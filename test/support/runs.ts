@@ -1,6 +1,7 @@
 // Reading what a run left behind, for comparisons between an interrupted and a clean run.
 import { createHash } from 'node:crypto';
 import { RunStore } from '../../src/cookbook/run-store.js';
+import { CHECKPOINT_METADATA_KEYS } from '../../src/cookbook/checkpoint-metadata.js';
 import { createTinkerBackend } from '../../src/backends/index.js';
 
 /**
@@ -12,9 +13,15 @@ export function metricsOf(logPath: string): Array<Record<string, unknown>> {
   return new RunStore(logPath).readMetrics().map((row) => Object.fromEntries(Object.entries(row).filter(([k]) => !differsPerRun(k))));
 }
 
-/** checkpoints.jsonl rows without the paths, which name the server-side model of each run. */
+/**
+ * checkpoints.jsonl rows without the paths, which name the server-side model of each run, and
+ * without what every row records for loading it (checkpoint-metadata.ts, next_step).
+ */
 export function checkpointsOf(logPath: string): Array<Record<string, unknown>> {
-  return new RunStore(logPath).readCheckpoints().map(({ state_path: _s, sampler_path: _p, ...rest }) => rest);
+  const recordedForLoading = new Set<string>([...CHECKPOINT_METADATA_KEYS, 'next_step']);
+  return new RunStore(logPath)
+    .readCheckpoints()
+    .map(({ state_path: _s, sampler_path: _p, ...rest }) => Object.fromEntries(Object.entries(rest).filter(([k]) => !recordedForLoading.has(k))));
 }
 
 const PROBE_TOKENS = [785, 6722, 315, 9625, 374, 12095, 13, 576, 6722, 315, 9856, 374, 19846, 13, 151645, 198, 151644, 77091, 198];

@@ -28,6 +28,35 @@ export const RunNameSchema = z
  */
 export const SubmitAheadSchema = z.int().nonnegative().default(1);
 
+/**
+ * Starting from another run's checkpoint. `load_checkpoint_path` alone loads weights with a fresh
+ * optimizer (the reference); with `load_checkpoint_with_optimizer` the Adam moments come too (the
+ * reference's resume, `create_training_client_from_state_with_optimizer`). `continue_from`, set
+ * by `cookbook continue`, also carries the position reached, so a run picks up where its parent
+ * stopped.
+ */
+export const ContinueFromSchema = z.strictObject({
+  /** The parent run's directory and its checkpoint row (checkpoints.jsonl `name`). */
+  log_path: z.string().min(1),
+  workflow_id: z.string().nullable().default(null),
+  name: z.string().min(1),
+  /** Steps the checkpoint contains: the continued run's first step. */
+  next_step: z.int().nonnegative(),
+  elapsed_tokens: z.int().nonnegative().default(0),
+});
+
+export type ContinueFrom = z.output<typeof ContinueFromSchema>;
+
+export const CheckpointLoadingFields = {
+  load_checkpoint_with_optimizer: z.boolean().default(false),
+  continue_from: ContinueFromSchema.nullable().default(null),
+  /**
+   * The renderer, base model, tokenizer and LoRA rank recorded with a loaded checkpoint must equal
+   * this run's (an error names the key that differs); false: load anyway.
+   */
+  check_checkpoint_metadata: z.boolean().default(true),
+};
+
 export const CommonTrainingFields = {
   /** Run directory for config.json, metrics.jsonl, checkpoints.jsonl (default runs/<workflow id>). */
   log_path: z.string().min(1).optional(),
@@ -56,5 +85,16 @@ export const CommonTrainingFields = {
   adam_beta2: z.number().min(0).lt(1).default(0.95),
   adam_eps: z.number().positive().default(1e-8),
   max_steps: z.int().positive().nullable().default(null),
+  /**
+   * Resume-only checkpoints (state with optimizer, no sampler weights) every N steps, as the
+   * reference's CheckpointManager: skipped where a periodic save falls, the previous one deleted
+   * once the next is saved, and the last one once the final checkpoint is.
+   */
+  rolling_save_every: z.int().nonnegative().default(0),
+  rolling_ttl_seconds: z.int().positive().nullable().default(7200),
+  /** Weights & Biases: mirrored when set (online with WANDB_API_KEY, else WANDB_MODE=offline). */
+  wandb_project: z.string().min(1).nullable().default(null),
+  wandb_name: z.string().min(1).nullable().default(null),
+  ...CheckpointLoadingFields,
   durability: DurabilitySchema,
 };

@@ -6,6 +6,7 @@ import { dirname, isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
 import { RunNameSchema } from './common.js';
 import { applyOverrides, ConfigError, formatZodError } from './overrides.js';
+import { findStageRefs, initSource, type InitFrom } from './pipeline-refs.js';
 
 export const PipelineStageSchema = z
   .strictObject({
@@ -16,6 +17,8 @@ export const PipelineStageSchema = z
     config_file: z.string().min(1).optional(),
     /** `key=value` overrides applied to the stage's config before validation. */
     overrides: z.array(z.string()).default([]),
+    /** Whose final weights the stage starts from: the previous stage (default), the base model, or stage <index>. */
+    init_from: z.union([z.enum(['previous', 'base']), z.int().nonnegative()]).default('previous'),
   })
   .superRefine((stage, ctx) => {
     if ((stage.config === undefined) === (stage.config_file === undefined)) {
@@ -36,6 +39,8 @@ export type PipelineConfig = z.output<typeof PipelineConfigSchema>;
 export interface ResolvedStage {
   kind: string;
   config: Record<string, unknown>;
+  /** Absent in pipelines resolved before stages could start elsewhere: "previous". */
+  init_from?: InitFrom;
 }
 
 export interface StageResolver {
@@ -71,7 +76,14 @@ export function resolvePipelineStages(cfg: PipelineConfig, baseDir: string, r: S
     for (const key of SET_BY_PIPELINE) {
       if (raw[key] !== undefined) throw new ConfigError(`${where}${at}.config.${key}: set by the pipeline (<pipeline log_path>/<index>-<kind>); remove it`);
     }
-    if (i > 0 && raw.load_checkpoint_path != null) {
+    if (typeof stage.init_from === 'number' && stage.init_from >= i) {
+      throw new ConfigError(`${where}${at}.init_from: ${stage.init_from} is not an earlier stage (stage ${i} can start from stages 0–${i - 1}, "previous" or "base")`);
+    }
+    const startsFrom = initSource(i, stage.init_from);
+    if (startsFrom !== null && startsFrom !== i - 1 && writesConversations(resolved[startsFrom])) {
+      throw new ConfigError(`${where}${at}.init_from: stage ${startsFrom} samples teacher conversations and trains no weights to start from`);
+    }
+    if (i > 0 && stage.init_from !== 'base' && raw.load_checkpoint_path != null) {
       throw new ConfigError(`${where}${at}.config.load_checkpoint_path: set by the pipeline (the previous stage's final checkpoint); remove it`);
     }
     const parsed = schema.safeParse(raw);
@@ -88,8 +100,14 @@ export function resolvePipelineStages(cfg: PipelineConfig, baseDir: string, r: S
           : `${where}${at}.config.dataset.file_path: stage ${i - 1} writes teacher conversations; set "${FROM_PREVIOUS_STAGE}" to train on them`,
       );
     }
+    for (const found of findStageRefs(config)) {
+      const loc = `${where}${at}.config.${found.path.join('.')}`;
+      if (!found.ref) throw new ConfigError(`${loc}: "${found.text}" is not a stage reference; write "@stage:<index>/sampler" or "@stage:<index>/state"`);
+      if (found.ref.stage >= i) throw new ConfigError(`${loc}: "${found.text}" refers to stage ${found.ref.stage}, which does not finish before stage ${i}`);
+      if (writesConversations(resolved[found.ref.stage])) throw new ConfigError(`${loc}: stage ${found.ref.stage} samples teacher conversations and saves no weights`);
+    }
     r.resolvePaths(config, file ? dirname(file) : baseDir);
-    resolved.push({ kind: stage.kind, config });
+    resolved.push({ kind: stage.kind, config, init_from: stage.init_from });
   });
   const model = resolved[0].config.model_name;
   resolved.forEach((stage, i) => {
@@ -100,5 +118,5 @@ export function resolvePipelineStages(cfg: PipelineConfig, baseDir: string, r: S
   });
   if (cfg.model_name !== undefined && cfg.model_name !== model) throw new ConfigError(`${where}model_name: ${cfg.model_name} differs from the stages' ${String(model)}`);
   cfg.model_name = model as string;
-  cfg.stages = resolved.map((s) => ({ ...s, overrides: [] }));
+  cfg.stages = resolved.map((s) => ({ ...s, overrides: [], init_from: s.init_from ?? 'previous' }));
 }

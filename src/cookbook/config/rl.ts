@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import { EvaluatorsSchema } from '../eval/custom-sampling.js';
 import { RLDatasetConfigSchema } from '../rl/datasets.js';
+import { RolloutLimitsSchema, TerminationRewardPolicySchema } from '../rl/rollout-limits.js';
 import { CommonTrainingFields } from './common.js';
 
 const StrategySchema = z.union([
@@ -23,6 +24,20 @@ export const AsyncConfigSchema = z.strictObject({
   groups_per_batch: z.int().positive(),
 });
 
+/** Train on minibatches of a batch's groups (§2.9 streaming): `num_minibatches` forward_backward per optimizer substep. */
+export const StreamMinibatchConfigSchema = z.strictObject({
+  groups_per_batch: z.int().positive(),
+  num_minibatches: z.int().positive(),
+});
+
+/**
+ * The Tinker service's policy losses. `stable_reinforce` (the reference's default for async RL and
+ * math_rl) is named so that it gets a clear error: it trains on stability information the server
+ * records at sampling time, referenced by provenance on every datum, which this cookbook does not
+ * send yet and whose objective is not published (so the local engine cannot serve it).
+ */
+export const RLLossSchema = z.enum(['importance_sampling', 'ppo', 'cispo', 'dro', 'gspo', 'stable_reinforce']);
+
 export const RLConfigSchema = z
   .strictObject({
     ...CommonTrainingFields,
@@ -33,7 +48,7 @@ export const RLConfigSchema = z
     eval_every: z.int().nonnegative().default(20),
     /** Custom sampling evaluators (§7.5), run with the test set every `eval_every` steps. */
     evaluators: EvaluatorsSchema,
-    loss_fn: z.enum(['importance_sampling', 'ppo', 'cispo', 'dro']).default('importance_sampling'),
+    loss_fn: RLLossSchema.default('importance_sampling'),
     loss_fn_config: z.record(z.string(), z.number()).nullable().default(null),
     num_substeps: z.int().positive().default(1),
     kl_penalty_coef: z.number().nonnegative().default(0.0),
@@ -45,10 +60,38 @@ export const RLConfigSchema = z
     num_groups_to_log: z.int().nonnegative().default(4),
     rollout_json_export: z.boolean().default(true),
     async_config: AsyncConfigSchema.nullable().default(null),
+    /** Budgets of every rollout (rl/rollout_limits.py RolloutLimits); null: the env's own, else unlimited. */
+    rollout_limits: RolloutLimitsSchema.nullable().default(null),
+    /** Grade-then-clamp for limit-stopped rollouts; null: the model's default (agentic for Inkling). */
+    termination: TerminationRewardPolicySchema.nullable().default(null),
+    stream_minibatch_config: StreamMinibatchConfigSchema.nullable().default(null),
+    /** Passes over the dataset: step i trains on batch i mod len(dataset) (the reference's EpochCycledRLDataset). */
+    num_epochs: z.int().positive().default(1),
   })
   .superRefine((cfg, ctx) => {
     if (cfg.kl_penalty_coef > 0 && !cfg.kl_reference_config) {
       ctx.addIssue({ code: 'custom', path: ['kl_reference_config'], message: 'required when kl_penalty_coef > 0' });
+    }
+    if (cfg.loss_fn === 'stable_reinforce') {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['loss_fn'],
+        message: "'stable_reinforce' needs sampling-time stability records and datum provenance, which this cookbook does not send yet; use 'gspo', 'ppo', 'cispo', 'dro' or 'importance_sampling'",
+      });
+    }
+    const stream = cfg.stream_minibatch_config;
+    if (stream) {
+      if (cfg.async_config) {
+        ctx.addIssue({ code: 'custom', path: ['stream_minibatch_config'], message: 'streaming minibatches are not supported together with async_config yet' });
+      } else if (stream.groups_per_batch % cfg.num_substeps !== 0) {
+        ctx.addIssue({ code: 'custom', path: ['stream_minibatch_config', 'groups_per_batch'], message: `must be divisible by num_substeps (${cfg.num_substeps})` });
+      } else if ((stream.groups_per_batch / cfg.num_substeps) % stream.num_minibatches !== 0) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['stream_minibatch_config', 'num_minibatches'],
+          message: `must divide groups_per_batch / num_substeps (${stream.groups_per_batch / cfg.num_substeps})`,
+        });
+      }
     }
   });
 

@@ -9,6 +9,8 @@ import { parseJsonlRows, readTextFile } from '../jsonl.js';
 import { getTextContent } from '../renderers/content.js';
 import type { Renderer } from '../renderers/types.js';
 import { extractBoxed, safeGrade } from '../rl/grading.js';
+import { BenchmarkEvaluatorSchema, benchmarkMetricPrefix } from './benchmark-config.js';
+import { loadBenchmark } from './benchmark-data.js';
 
 export const GRADERS = {
   /** The reference's example grader: the target appears in the response, ignoring case. */
@@ -46,15 +48,22 @@ export const CustomSamplingEvaluatorSchema = z.strictObject({
 
 export type CustomSamplingEvaluatorConfig = z.output<typeof CustomSamplingEvaluatorSchema>;
 
+/** An evaluator entry: a custom sampling evaluator, or a benchmark suite (benchmark-config.ts). */
+export const EvaluatorSchema = z.discriminatedUnion('kind', [CustomSamplingEvaluatorSchema, BenchmarkEvaluatorSchema]);
+export type EvaluatorConfig = z.output<typeof EvaluatorSchema>;
+
+/** The metric key an entry's accuracy is reported under (distinct entries must not share one). */
+const reportedKey = (e: EvaluatorConfig) => (e.kind === 'benchmark' ? `${benchmarkMetricPrefix(e)}/score` : metricKey(e));
+
 export const EvaluatorsSchema = z
-  .array(CustomSamplingEvaluatorSchema)
+  .array(EvaluatorSchema)
   .default([])
   .superRefine((evaluators, ctx) => {
     const seen = new Map<string, number>();
     evaluators.forEach((e, i) => {
-      const key = e.name ?? '';
+      const key = reportedKey(e);
       if (seen.has(key)) {
-        ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `evaluators ${seen.get(key)} and ${i} would both report ${metricKey(e)}; give them distinct names` });
+        ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `evaluators ${seen.get(key)} and ${i} would both report ${key}; give them distinct names` });
       }
       seen.set(key, i);
     });
@@ -90,6 +99,20 @@ export async function loadEvaluatorExamples(evaluators: Array<{ file_path: strin
     return await loadEvalExamples(evaluators[index].file_path);
   } catch (err) {
     throw new DataFormatError(`evaluators.${index}.file_path: ${(err as Error).message}`);
+  }
+}
+
+/** Loads an entry's data as its first eval will (a custom file, or a benchmark suite's rows); errors name `evaluators.<index>`. */
+export async function checkEvaluatorData(evaluators: EvaluatorConfig[], index: number): Promise<void> {
+  const e = evaluators[index];
+  if (e.kind !== 'benchmark') {
+    await loadEvaluatorExamples(evaluators as CustomSamplingEvaluatorConfig[], index);
+    return;
+  }
+  try {
+    await loadBenchmark(e);
+  } catch (err) {
+    throw new DataFormatError(`evaluators.${index} (benchmark ${e.suite}): ${(err as Error).message}`);
   }
 }
 

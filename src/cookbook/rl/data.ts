@@ -156,3 +156,35 @@ export function removeMask(datum: Datum): Datum {
   const { mask: _mask, ...rest } = datum.loss_fn_inputs;
   return { model_input: datum.model_input, loss_fn_inputs: rest };
 }
+
+/**
+ * The datum as sent for `lossFn`. gspo takes its sequence ratio over the tokens
+ * `sequence_ratio_mask` marks: the sampled action tokens, i.e. the client-side mask (as the
+ * reference's rl_loop recipe builds it).
+ */
+export function datumForLoss(datum: Datum, lossFn: string): Datum {
+  const sent = removeMask(datum);
+  if (lossFn !== 'gspo') return sent;
+  const mask = datum.loss_fn_inputs.mask;
+  if (!mask) throw new RangeError('gspo needs the action mask of every datum to build sequence_ratio_mask');
+  return { ...sent, loss_fn_inputs: { ...sent.loss_fn_inputs, sequence_ratio_mask: mask } };
+}
+
+/**
+ * Streaming minibatches (spec §2.9): the groups of a batch, in order, split into `numSubsteps`
+ * optimizer substeps of `numMinibatches` minibatches each; every entry is a [start, end) range of
+ * group positions. The reference fills minibatches in rollout completion order; here positions are
+ * taken in group order so that a replayed step trains on the same minibatches.
+ */
+export function streamMinibatchRanges(groupsPerBatch: number, numSubsteps: number, numMinibatches: number): Array<Array<[number, number]>> {
+  if (groupsPerBatch % numSubsteps !== 0) throw new RangeError(`groups_per_batch ${groupsPerBatch} must be divisible by num_substeps ${numSubsteps}`);
+  const perSubstep = groupsPerBatch / numSubsteps;
+  if (perSubstep % numMinibatches !== 0) throw new RangeError(`${perSubstep} groups per substep must be divisible by num_minibatches ${numMinibatches}`);
+  const perMinibatch = perSubstep / numMinibatches;
+  return Array.from({ length: numSubsteps }, (_, s) =>
+    Array.from({ length: numMinibatches }, (_, m): [number, number] => {
+      const start = s * perSubstep + m * perMinibatch;
+      return [start, start + perMinibatch];
+    }),
+  );
+}

@@ -15,6 +15,8 @@ import type { Tokenizer } from '../tokenizer.js';
 import { ArithmeticDataset } from './envs/arithmetic.js';
 import { Gsm8kDataset } from './envs/gsm8k.js';
 import { loadGsm8kJsonl, standardFewshotPrefix, type Gsm8kProblem } from './envs/math.js';
+import { PairwisePreferenceDatasetConfigSchema } from './preference-env.js';
+import { buildPairwisePreferenceDataset } from './preference-rl-dataset.js';
 import { registeredRLDataset, registeredRLDatasetNames, type CustomRLDatasetContext, type CustomRLDatasets } from './registry.js';
 import type { RLDataset } from './types.js';
 
@@ -63,7 +65,12 @@ export const CustomDatasetConfigSchema = z.strictObject({
   args: z.record(z.string(), z.unknown()).default({}),
 });
 
-export const RLDatasetConfigSchema = z.discriminatedUnion('kind', [ArithmeticDatasetConfigSchema, Gsm8kDatasetConfigSchema, CustomDatasetConfigSchema]);
+export const RLDatasetConfigSchema = z.discriminatedUnion('kind', [
+  ArithmeticDatasetConfigSchema,
+  Gsm8kDatasetConfigSchema,
+  CustomDatasetConfigSchema,
+  PairwisePreferenceDatasetConfigSchema,
+]);
 export type RLDatasetConfig = z.output<typeof RLDatasetConfigSchema>;
 export type RLDatasetConfigInput = z.input<typeof RLDatasetConfigSchema>;
 
@@ -109,6 +116,10 @@ export async function buildRLDatasets(
     return { train, renderer, tokenizer };
   }
   const resolve = (p: string) => path.resolve(opts.baseDir ?? process.cwd(), p);
+  if (cfg.kind === 'pairwise_preference') {
+    const train = await buildPairwisePreferenceDataset(cfg, { renderer, model }, resolve);
+    return { train, renderer, tokenizer };
+  }
   if (cfg.kind === 'custom') return { ...(await buildCustomDatasets(cfg, { renderer, tokenizer, modelName }, resolve)), renderer, tokenizer };
   const convoPrefix = cfg.convo_prefix === 'standard' ? standardFewshotPrefix() : null;
   const common = { batchSize: cfg.batch_size, groupSize: cfg.group_size, convoPrefix, seed: cfg.seed };

@@ -2,51 +2,21 @@
 // for int64 output: 32-bit draws masked to the smallest all-ones mask ≥ range, rejecting values
 // past the range (spec §3.2, §9.3). Goldens from real numpy: test/fixtures/rl_arithmetic_numpy.json.
 
-const N = 624;
-const M = 397;
+import { MersenneTwister } from '../mersenne-twister.js';
 
 export class LegacyRandomState {
-  private readonly mt = new Uint32Array(N);
-  private mti = N + 1;
+  private readonly mt: MersenneTwister;
 
   constructor(seed: number) {
     if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff) {
       throw new RangeError(`RandomState seed must be an integer in [0, 2**32), got ${seed}`);
     }
-    this.mt[0] = seed >>> 0;
-    for (let i = 1; i < N; i++) {
-      const prev = this.mt[i - 1] ^ (this.mt[i - 1] >>> 30);
-      this.mt[i] = (Math.imul(1812433253, prev) + i) >>> 0;
-    }
-    this.mti = N;
-  }
-
-  private generate(): void {
-    const mt = this.mt;
-    const mix = (a: number, b: number) => (a & 0x80000000) | (b & 0x7fffffff);
-    let kk = 0;
-    for (; kk < N - M; kk++) {
-      const y = mix(mt[kk], mt[kk + 1]);
-      mt[kk] = mt[kk + M] ^ (y >>> 1) ^ (y & 1 ? 0x9908b0df : 0);
-    }
-    for (; kk < N - 1; kk++) {
-      const y = mix(mt[kk], mt[kk + 1]);
-      mt[kk] = mt[kk + (M - N)] ^ (y >>> 1) ^ (y & 1 ? 0x9908b0df : 0);
-    }
-    const y = mix(mt[N - 1], mt[0]);
-    mt[N - 1] = mt[M - 1] ^ (y >>> 1) ^ (y & 1 ? 0x9908b0df : 0);
-    this.mti = 0;
+    this.mt = MersenneTwister.fromSeed(seed);
   }
 
   /** genrand_int32 */
   nextUint32(): number {
-    if (this.mti >= N) this.generate();
-    let y = this.mt[this.mti++];
-    y ^= y >>> 11;
-    y ^= (y << 7) & 0x9d2c5680;
-    y ^= (y << 15) & 0xefc60000;
-    y ^= y >>> 18;
-    return y >>> 0;
+    return this.mt.nextUint32();
   }
 
   /** `randint(low, high)`: an integer in [low, high), for ranges that fit in 32 bits. */

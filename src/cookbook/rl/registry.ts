@@ -4,6 +4,7 @@
 // carries only that name and JSON arguments.
 import type { Renderer } from '../renderers/types.js';
 import type { Tokenizer } from '../tokenizer.js';
+import { BUILTIN_RL_DATASETS } from './envs/builtin.js';
 import type { RLDataset } from './types.js';
 
 export interface CustomRLDatasetContext {
@@ -21,7 +22,8 @@ export interface CustomRLDatasets {
 
 export type CustomRLDatasetBuilder = (ctx: CustomRLDatasetContext) => CustomRLDatasets | Promise<CustomRLDatasets>;
 
-const builders = new Map<string, CustomRLDatasetBuilder>();
+// The shipped environments are registered up front; a user's registration of the same name wins.
+const builders = new Map<string, CustomRLDatasetBuilder>(Object.entries(BUILTIN_RL_DATASETS));
 
 /** Register (or replace) the builder of the RL datasets a `custom` config names `name`. */
 export function registerRLDataset(name: string, builder: CustomRLDatasetBuilder): void {

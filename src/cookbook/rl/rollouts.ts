@@ -10,20 +10,18 @@
 // its slot and attempt number so callers can seed it from the logical position.
 
 import { BackendError } from '../../backends/types.js';
-import { modelInputFromInts } from '../model-input.js';
 import type { TokenCompleter } from './completers.js';
+import { applyZeroRewardOnLimit, GraderTimeoutError, shouldSkipGroupGrading, withinSeconds, type TerminationRewardPolicy } from './rollout-limits.js';
+import { runRollout } from './rollout-runner.js';
 import {
   AllTrajectoriesFailedError,
-  InitialObservationOverflow,
   RolloutTimeoutError,
-  STOP_METRIC_PREFIX,
   TrajectoryGroup,
   type Env,
   type EnvGroupBuilder,
   type Metrics,
   type RolloutError,
   type Trajectory,
-  type Transition,
 } from './types.js';
 
 /** Which rollout of a group a policy serves: env slot and attempt (0 = first try). */
@@ -43,47 +41,16 @@ function policyFor(source: PolicySource, slot: RolloutSlot): TokenCompleter {
   return typeof source === 'function' ? source : source.forRollout(slot);
 }
 
-function stopReasonFromMetrics(metrics: Metrics): string | null {
-  for (const k of Object.keys(metrics)) {
-    if (k.startsWith(STOP_METRIC_PREFIX)) return k.slice(STOP_METRIC_PREFIX.length);
-  }
-  return null;
-}
-
-const EMPTY_OB = () => modelInputFromInts([]);
-
-/** Run one env to completion with the policy (the reference's unconfigured `run_rollout`). */
+/**
+ * Run one env to completion with the policy (the reference's `run_rollout` with the env's limits).
+ * A failed rollout abandons its env, so envs that share state (the players of one game) stop waiting.
+ */
 export async function doSingleRollout(policy: TokenCompleter, env: Env): Promise<Trajectory> {
-  const init = await env.initialObservation();
-  if (init instanceof InitialObservationOverflow) {
-    const metrics = { ...init.metrics };
-    return {
-      transitions: [
-        {
-          ob: EMPTY_OB(),
-          ac: { tokens: [], maybeLogprobs: [], stopReason: 'stop' },
-          reward: init.reward,
-          episodeDone: true,
-          metrics,
-          logs: { ...init.logs },
-        },
-      ],
-      finalOb: EMPTY_OB(),
-      stopReason: stopReasonFromMetrics(metrics),
-    };
-  }
-  let { ob, stopCondition } = init;
-  const transitions: Transition[] = [];
-  for (;;) {
-    const ac = await policy(ob, stopCondition);
-    const step = await env.step(ac.tokens, { extra: { stop_reason: ac.stopReason } });
-    const metrics = step.metrics ?? {};
-    transitions.push({ ob, ac, reward: step.reward, episodeDone: step.episodeDone, metrics, logs: step.logs ?? {} });
-    ob = step.nextObservation;
-    stopCondition = step.nextStopCondition;
-    if (step.episodeDone) {
-      return { transitions, finalOb: ob, stopReason: stopReasonFromMetrics(metrics) };
-    }
+  try {
+    return await runRollout(policy, env);
+  } catch (e) {
+    env.abandon?.();
+    throw e;
   }
 }
 
@@ -106,19 +73,6 @@ function toRolloutError(e: unknown): RolloutError {
   // Python records type(e).__name__; the constructor name is the closest JS equivalent.
   if (e instanceof Error) return { errorType: e.constructor?.name || e.name, errorMessage: e.message };
   return { errorType: typeof e, errorMessage: String(e) };
-}
-
-async function withTimeout<T>(p: Promise<T>, seconds: number | null | undefined): Promise<T> {
-  if (!seconds || seconds <= 0) return p;
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new RolloutTimeoutError(`rollout exceeded ${seconds}s`)), seconds * 1000);
-  });
-  try {
-    return await Promise.race([p, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 export interface StrategyResult {
@@ -172,7 +126,11 @@ async function runInRounds(
   while (pending.length > 0) {
     const settled = await Promise.allSettled(
       pending.map((i) =>
-        withTimeout(doSingleRollout(policyFor(policy, { sampleIndex: i, attempt: slots[i].attempt }), slots[i].env), timeoutSeconds),
+        withinSeconds(
+          doSingleRollout(policyFor(policy, { sampleIndex: i, attempt: slots[i].attempt }), slots[i].env),
+          timeoutSeconds && timeoutSeconds > 0 ? timeoutSeconds : null, // 0 = no per-rollout timeout
+          () => new RolloutTimeoutError(`rollout exceeded ${timeoutSeconds}s`),
+        ),
       ),
     );
     const failed: Array<{ i: number; reason: unknown }> = [];
@@ -313,24 +271,30 @@ export function resolveRolloutStrategyConfig(
   return tolerance;
 }
 
-/** Roll out a group with the strategy, grade it, and always clean up the builder. */
+/**
+ * Roll out a group with the strategy, grade it (bounded by the termination policy's grader timeout,
+ * skipped when every rollout timed out and would be clamped anyway), clamp limit-stopped rewards,
+ * and always clean up the builder.
+ */
 export async function doGroupRollout(
   builder: EnvGroupBuilder,
   policy: PolicySource,
   strategy: RolloutStrategy = failFast(),
+  termination: TerminationRewardPolicy | null = null,
 ): Promise<TrajectoryGroup> {
   try {
     const result = await strategy.execute(builder, policy);
-    const rewards = await builder.computeGroupRewards(result.trajectories, result.envs);
+    const seconds = termination?.grader_timeout_seconds ?? null;
+    const rewards = shouldSkipGroupGrading(termination, result.trajectories)
+      ? result.trajectories.map((): [number, Metrics] => [0, {}])
+      : await withinSeconds(builder.computeGroupRewards(result.trajectories, result.envs), seconds, () => new GraderTimeoutError(`compute_group_rewards exceeded grader_timeout_seconds=${seconds}`));
     if (rewards.length !== result.trajectories.length) {
       throw new RangeError(`computeGroupRewards returned ${rewards.length} rewards for ${result.trajectories.length} trajectories`);
     }
-    return new TrajectoryGroup(
-      result.trajectories,
-      rewards.map((r) => r[0]),
-      rewards.map((r) => r[1]),
-      result.errors,
-    );
+    const rewardsG = rewards.map((r) => r[0]);
+    const metricsG = rewards.map((r) => r[1]);
+    if (termination) applyZeroRewardOnLimit(termination, result.trajectories, rewardsG, metricsG);
+    return new TrajectoryGroup(result.trajectories, rewardsG, metricsG, result.errors);
   } finally {
     await builder.cleanup();
   }
@@ -338,6 +302,7 @@ export async function doGroupRollout(
 
 export interface GroupRolloutOptions {
   strategy?: RolloutStrategy;
+  termination?: TerminationRewardPolicy | null;
   doRemoveConstantRewardGroups?: boolean;
   /** Called with a warning line when a group is dropped. */
   onWarning?: (message: string) => void;
@@ -356,7 +321,7 @@ export async function doGroupRolloutAndFilterConstantReward(
   const strategy = opts.strategy ?? failFast();
   let group: TrajectoryGroup;
   try {
-    group = await doGroupRollout(builder, policy, strategy);
+    group = await doGroupRollout(builder, policy, strategy, opts.termination ?? null);
   } catch (e) {
     if (passesThrough(e)) throw e;
     if (e instanceof AllTrajectoriesFailedError || strategy.catchesGroupErrors) {

@@ -4,6 +4,7 @@
 
 import type { ModelInput } from '../../backends/types.js';
 import { CookbookError } from '../errors.js';
+import type { RolloutLimits } from './rollout-limits.js';
 
 export type Action = number[];
 export type Observation = ModelInput;
@@ -87,6 +88,10 @@ export interface InitialObservation {
 export interface Env {
   initialObservation(): Promise<InitialObservation | InitialObservationOverflow>;
   step(action: Action, opts?: { extra?: ActionExtra }): Promise<StepResult>;
+  /** Budgets the rollout runner enforces when it is given none of its own (the reference's fallback). */
+  rolloutLimits?: RolloutLimits | null;
+  /** Called when this env's rollout failed: release anything other envs of the group wait on. */
+  abandon?(): void;
 }
 
 export interface Transition {

@@ -18,6 +18,8 @@ import { numpyPermutation } from '../shuffle.js';
 import type { Tokenizer } from '../tokenizer.js';
 import { checkHasTrainableMessage, conversationDatumBuilder, ConversationDataset, type SupervisedDataset } from './conversation-dataset.js';
 import { loadConversationsJsonl, type ConversationRow } from './jsonl.js';
+import { buildRewardModelChatDatasets, checkComparisonsSource, ComparisonsSourceSchema } from './reward-model-source.js';
+import type { RewardModelDataSettings } from '../preference/reward-model-dataset.js';
 
 export { checkHasTrainableMessage, conversationDatumBuilder, ConversationDataset, type SupervisedDataset } from './conversation-dataset.js';
 
@@ -41,8 +43,14 @@ export const ChatDatasetConfigSchema = z
     max_length: z.int().positive().nullable().default(null),
     renderer_name: z.string().min(1).optional(),
     train_on_what: z.enum(TRAIN_ON_WHAT_VALUES).optional(),
+    /**
+     * The rows are labeled comparisons (preference/comparisons.ts) rendered for a reward model, as
+     * the reference's ChatDatasetBuilderFromComparisons: `swap` trains both orders of each.
+     */
+    comparisons: ComparisonsSourceSchema.optional(),
   })
   .superRefine((cfg, ctx) => {
+    if (cfg.comparisons !== undefined) checkComparisonsSource(cfg, ctx);
     const set = (['file_path', 'builtin', 'hf'] as const).filter((k) => cfg[k] !== undefined);
     if (set.length !== 1) {
       ctx.addIssue({ code: 'custom', path: [set[1] ?? 'file_path'], message: 'set exactly one of file_path, builtin and hf' });
@@ -86,6 +94,7 @@ export async function buildChatDatasets(
   opts: { baseDir?: string } = {},
 ): Promise<ChatDatasets> {
   const cfg = ChatDatasetConfigSchema.parse(cfgInput);
+  if (cfg.comparisons !== undefined) return buildRewardModelChatDatasets(cfg as ChatDatasetConfig & RewardModelDataSettings, model, opts);
   if (cfg.hf !== undefined) {
     const { renderer, tokenizer } = await rendererForModel(model, cfg.renderer_name);
     return { ...(await buildHfChatDatasets(cfg, cfg.hf, renderer, opts)), renderer, tokenizer };

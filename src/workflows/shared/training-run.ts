@@ -50,6 +50,12 @@ export interface RunConfig {
   durability: DurabilityConfig;
   /** Custom sampling evaluators (absent from configs recorded before they existed). */
   evaluators?: Array<{ name: string | null }>;
+  /** Resume-only checkpoints (absent from configs recorded before they existed: none). */
+  rolling_save_every?: number;
+  rolling_ttl_seconds?: number | null;
+  /** `cookbook continue`: the parent's checkpoint (its state is `load_checkpoint_path`) and the position it reached. */
+  continue_from?: { name: string; next_step: number; elapsed_tokens: number } | null;
+  load_checkpoint_path?: string | null;
 }
 
 /** Everything a workflow carries across continue-as-new. Small by construction. */
@@ -69,6 +75,8 @@ export interface RunState {
   lastMetrics: Record<string, number>;
   /** Paradigm state (e.g. RL's rollout error counts); rolled back with the model on recovery. */
   custom?: unknown;
+  /** State path of the newest rolling checkpoint: deleted once the next one (or the final) is saved. */
+  rollingStatePath?: string;
 }
 
 export interface RunInput<C, P> {
@@ -169,9 +177,14 @@ export class TrainingRun<C extends RunConfig, P> {
     readonly input: RunInput<C, P>,
   ) {
     this.acts = activitiesFor(input.config.durability);
+    const from = input.config.continue_from ?? undefined;
     this.state = input.state ?? {
-      step: 0,
-      elapsedTokens: 0,
+      step: from?.next_step ?? 0,
+      elapsedTokens: from?.elapsed_tokens ?? 0,
+      // A continued run falls back to its parent's checkpoint until it commits one of its own.
+      lastCheckpoint: from && input.config.load_checkpoint_path
+        ? { name: from.name, step: from.next_step - 1, statePath: input.config.load_checkpoint_path, elapsedTokens: from.elapsed_tokens }
+        : undefined,
       hot: { lr_multiplier: 1, eval_every: input.config.eval_every, save_every: input.config.save_every },
       status: 'starting',
       paused: false,
@@ -299,6 +312,7 @@ export class TrainingRun<C extends RunConfig, P> {
       !this.state.stopRequested &&
       !this.state.paused &&
       !(every > 0 && spec.periodicCheckpoint(next - 1, every)) &&
+      !this.rollingDue(next - 1, spec) &&
       !p.needsResultsBefore(next) &&
       this.stepsThisWorkflowRun + this.inFlight.length < this.input.config.durability.steps_per_workflow_run &&
       !workflowInfo().continueAsNewSuggested
@@ -377,8 +391,8 @@ export class TrainingRun<C extends RunConfig, P> {
       this.state.custom = ckpt.custom === undefined ? undefined : JSON.parse(JSON.stringify(ckpt.custom));
     } else {
       this.state.model = await spec.createInitialModel();
-      this.state.step = 0;
-      this.state.elapsedTokens = 0;
+      this.state.step = this.input.config.continue_from?.next_step ?? 0;
+      this.state.elapsedTokens = this.input.config.continue_from?.elapsed_tokens ?? 0;
       this.state.custom = spec.initialCustom === undefined ? undefined : JSON.parse(JSON.stringify(spec.initialCustom));
     }
     await this.acts.rollBackMetrics({ run: this.input.run, fromStep: this.state.step });
@@ -417,6 +431,31 @@ export class TrainingRun<C extends RunConfig, P> {
     const every = this.state.hot.save_every;
     const due = every > 0 ? spec.periodicCheckpoint(step, every) : undefined;
     if (due) await this.save(due.name, step, 'both', this.input.config.ttl_seconds, due.row);
+    else if (this.rollingDue(step, spec)) await this.saveRolling(step);
+  }
+
+  /**
+   * A rolling checkpoint after `step` (the reference's cadence on steps completed), unless a
+   * periodic one is saved there: resume-only state, its row marked `rolling`.
+   */
+  private rollingDue(step: number, spec: LoopSpec): boolean {
+    const every = this.input.config.rolling_save_every ?? 0;
+    const periodic = this.state.hot.save_every;
+    return every > 0 && (step + 1) % every === 0 && !(periodic > 0 && spec.periodicCheckpoint(step, periodic));
+  }
+
+  private async saveRolling(step: number): Promise<void> {
+    await this.save(`rolling_${String(step + 1).padStart(6, '0')}`, step, 'state', this.input.config.rolling_ttl_seconds ?? null, { rolling: true });
+    const previous = this.state.rollingStatePath;
+    this.state.rollingStatePath = this.state.lastCheckpoint?.statePath;
+    if (previous) await this.deleteRolling(previous);
+  }
+
+  /** Deleted on the backend, and never again a recovery target. */
+  private async deleteRolling(statePath: string): Promise<void> {
+    await this.acts.deleteCheckpoint({ run: this.input.run, statePath });
+    this.state.olderCheckpoints = this.state.olderCheckpoints?.filter((c) => c.statePath !== statePath);
+    if (this.state.rollingStatePath === statePath) this.state.rollingStatePath = undefined;
   }
 
   /** Sampler weights of the current model under `name` (not a checkpoint row): what rollouts sample from. */
@@ -433,12 +472,14 @@ export class TrainingRun<C extends RunConfig, P> {
     this.setStatus('stopping');
     const row = { ...spec.finalRow(), ...(this.state.stopRequested ? { stopped_early: true } : {}) };
     await this.save('final', this.state.step - 1, 'both', null, row);
+    if (this.state.rollingStatePath) await this.deleteRolling(this.state.rollingStatePath);
   }
 
   private async save(name: string, step: number, kind: SaveKind, ttlSeconds: number | null, row: Record<string, unknown>): Promise<void> {
     const result = await this.train(
       this.acts.saveCheckpoint,
-      { run: this.input.run, name, kind, ttlSeconds, row },
+      // next_step: where a run continued from this checkpoint starts (`cookbook continue`).
+      { run: this.input.run, name, kind, ttlSeconds, row: { ...row, next_step: step + 1 } },
       `save ${name}`,
     );
     if (!result.statePath) return;

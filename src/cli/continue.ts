@@ -1,0 +1,98 @@
+// `cookbook continue <run> [key=value …]`: a new run that picks up a finished, stopped or failed
+// run from its last state checkpoint, optimizer included (the reference's resume path), with the
+// parent's config plus overrides such as num_epochs, max_steps or learning_rate. It starts at the
+// step the checkpoint contains, so step numbers, the LR schedule (recomputed over the new total,
+// as the reference does on resume) and the data order go on as one longer run's would. Its own
+// run directory's config.json points at the parent (`continue_from`).
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { Client } from '@temporalio/client';
+import { metadataConflicts, type MetadataConfig } from '../cookbook/checkpoint-metadata.js';
+import { applyOverrides, ConfigError, parseConfig } from '../cookbook/config/overrides.js';
+import { RunStore, type CheckpointRow, type RunKind } from '../cookbook/run-store.js';
+import { TRAINABLE_KINDS, type ResolvedRun } from './train.js';
+
+/**
+ * Kinds whose workflows start at `continue_from.next_step` with nothing but the model to restore.
+ * Not yet DPO (its `initial` reference model is a snapshot in workflow state, which a continued
+ * run would retake from the continued weights), RL and distillation (paradigm state in the workflow).
+ */
+export const CONTINUABLE_KINDS: readonly RunKind[] = ['sl'];
+
+/** Keys `cookbook continue` sets itself from the parent's checkpoint. */
+const SET_BY_CONTINUE = ['continue_from', 'load_checkpoint_path', 'load_checkpoint_with_optimizer'];
+
+export const CONTINUE_USAGE = `  continue <id or log dir> [k=v …]     a new run from a finished or stopped run's last state checkpoint,
+        [--wait] [--id <workflow id>]       optimizer included; k=v overrides (num_epochs, max_steps, learning_rate, …)`;
+
+/** The reference's get_last_checkpoint: the last row with a state path. */
+export function lastStateCheckpoint(logPath: string): CheckpointRow | undefined {
+  return new RunStore(logPath).readCheckpoints().filter((r) => typeof r.state_path === 'string').at(-1);
+}
+
+function timestamp(d = new Date()): string {
+  const p = (n: number) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}${p(d.getMonth() + 1)}${p(d.getDate())}-${p(d.getHours())}${p(d.getMinutes())}${p(d.getSeconds())}`;
+}
+
+/** A log dir given directly, or the log dir of a workflow id. */
+export async function parentLogDir(idOrDir: string, logDirOf: (id: string) => Promise<string>): Promise<string> {
+  const dir = resolve(idOrDir);
+  if (existsSync(join(dir, '.cookbook', 'run.json'))) return dir;
+  return logDirOf(idOrDir);
+}
+
+/**
+ * The continued run: the parent's resolved config with the overrides, starting from the parent's
+ * last state checkpoint. Errors name the config key or file at fault; nothing is created.
+ */
+export function resolveContinuation(parentLogPath: string, overrides: string[], opts: { runsDir?: string; workflowId?: string } = {}): ResolvedRun {
+  const parent = new RunStore(parentLogPath).read<Record<string, unknown>>();
+  const kind = parent.kind;
+  if (!CONTINUABLE_KINDS.includes(kind)) throw new ConfigError(`continue: ${kind} runs cannot be continued yet (supported: ${CONTINUABLE_KINDS.join(', ')})`);
+  for (const o of overrides) {
+    const key = o.slice(0, Math.max(0, o.indexOf('='))).split('.')[0];
+    if (SET_BY_CONTINUE.includes(key)) throw new ConfigError(`${key}: set by \`cookbook continue\` from the parent's checkpoint; remove the override`);
+  }
+  const row = lastStateCheckpoint(parentLogPath);
+  if (!row) throw new ConfigError(`continue: ${join(parentLogPath, 'checkpoints.jsonl')} has no checkpoint with a state_path to continue from`);
+  if (typeof row.next_step !== 'number') {
+    throw new ConfigError(`continue: checkpoint "${row.name}" in ${join(parentLogPath, 'checkpoints.jsonl')} has no next_step (written before runs recorded it); start a new run with load_checkpoint_path=${row.state_path} load_checkpoint_with_optimizer=true instead`);
+  }
+  // The parent's own identity and start point are not inherited.
+  const { log_path: _l, run_name: parentName, continue_from: _c, ...inherited } = parent.config;
+  const raw = applyOverrides({ ...inherited, load_checkpoint_path: row.state_path, load_checkpoint_with_optimizer: true }, overrides);
+  const source = join(parentLogPath, 'config.json');
+  const config = parseConfig(TRAINABLE_KINDS[kind].schema, raw, `${source} + overrides`) as Record<string, any>;
+  config.continue_from = {
+    log_path: parentLogPath,
+    workflow_id: parent.workflowId,
+    name: row.name,
+    next_step: row.next_step,
+    elapsed_tokens: typeof row.elapsed_tokens === 'number' ? row.elapsed_tokens : 0,
+  };
+  if (config.check_checkpoint_metadata) {
+    const conflicts = metadataConflicts(row, config as MetadataConfig, `checkpoint "${row.name}" of ${parentLogPath}`);
+    if (conflicts.length) throw new ConfigError(conflicts.join('\n'));
+  }
+  const name = config.run_name ?? `${typeof parentName === 'string' ? parentName : 'run'}-continued`;
+  const workflowId = opts.workflowId ?? `${kind}-${name}-${timestamp()}`;
+  const logPath = resolve(config.log_path ?? resolve(opts.runsDir ?? 'runs', workflowId));
+  if (logPath === resolve(parentLogPath)) throw new ConfigError(`log_path: ${logPath} is the parent run's directory; a continued run writes its own`);
+  if (existsSync(join(logPath, '.cookbook', 'run.json'))) throw new ConfigError(`log_path: ${logPath} already holds another run; choose another log_path or run_name`);
+  config.log_path = logPath;
+  return { kind, workflowId, config, run: { workflowId, kind, logPath } };
+}
+
+/** A parent still running would keep training the weights its checkpoint was taken from. */
+export async function checkParentSettled(client: Client, workflowId: string): Promise<void> {
+  let status: string;
+  try {
+    status = (await client.workflow.getHandle(workflowId).describe()).status.name;
+  } catch {
+    return; // unknown to this Temporal server (another server, or history gone): its files decide
+  }
+  if (status === 'RUNNING') throw new ConfigError(`continue: run ${workflowId} is still running; stop it first (\`cookbook stop ${workflowId}\`)`);
+}
+
+export const TRACK_USAGE = `  track <id or log dir>               mirror a run to W&B now (WANDB_API_KEY: online; else an offline run dir)`;

@@ -1,0 +1,56 @@
+// Config of a benchmark evaluation (`cookbook eval`) and of the `benchmark` evaluator entry of
+// training configs. Sampling defaults are the reference's BenchmarkConfig (max_tokens 32768,
+// temperature 0.6): set max_tokens lower for small models.
+import { z } from 'zod';
+import { DurabilitySchema, RunNameSchema } from '../config/common.js';
+import { SUITE_NAMES } from './suites/index.js';
+
+const dataFields = {
+  suite: z.enum(SUITE_NAMES),
+  /** The full set: a local folder or file in the public dataset's layout; null: the shipped sample. */
+  data_path: z.string().min(1).nullable().default(null),
+  /** Dataset config (openai/gsm8k "main", cais/mmlu "all" or a subject); null: the suite's. */
+  data_name: z.string().min(1).nullable().default(null),
+  data_split: z.string().min(1).nullable().default(null),
+  /** The first N examples in file order; null: all (the reference's max_examples). */
+  limit: z.int().positive().nullable().default(null),
+  system_prompt: z.string().nullable().default(null),
+  max_tokens: z.int().positive().default(32768),
+  temperature: z.number().nonnegative().default(0.6),
+};
+
+export const EvalConfigSchema = z.strictObject({
+  /** A base model name (or local HF checkpoint folder) or a `tinker://…` checkpoint path. */
+  model: z.string().min(1),
+  ...dataFields,
+  /** Mixed into every example's sampling seed with (suite, example index). */
+  seed: z.int().nonnegative().default(0),
+  /** Examples per activity: a crash redoes at most one chunk per running activity. */
+  chunk_size: z.int().positive().default(16),
+  /** Chunks sampled at the same time. */
+  concurrency: z.int().positive().default(4),
+  renderer_name: z.string().nullable().default(null),
+  tokenizer_path: z.string().min(1).nullable().default(null),
+  base_url: z.string().nullable().default(null),
+  log_path: z.string().min(1).optional(),
+  run_name: RunNameSchema,
+  durability: DurabilitySchema,
+});
+export type EvalConfig = z.output<typeof EvalConfigSchema>;
+
+/** A suite as an in-training evaluator: metrics `eval/<name>/score`, … (the reference's BenchmarkEvaluator). */
+export const BenchmarkEvaluatorSchema = z.strictObject({
+  kind: z.literal('benchmark'),
+  ...dataFields,
+  /** Metric prefix `eval/<name>/`; null: the suite's name. */
+  name: z
+    .string()
+    .regex(/^[A-Za-z0-9_.-]+$/, 'use letters, digits, "_", "." and "-"')
+    .nullable()
+    .default(null),
+  /** The reference's BenchmarkEvaluator default. */
+  limit: z.int().positive().nullable().default(100),
+});
+export type BenchmarkEvaluatorConfig = z.output<typeof BenchmarkEvaluatorSchema>;
+
+export const benchmarkMetricPrefix = (e: { name: string | null; suite: string }) => `eval/${e.name ?? e.suite}`;

@@ -1,0 +1,11 @@
+// The benchmark suites `cookbook eval` and the `benchmark` evaluator entry know by name.
+import { gsm8k } from './gsm8k.js';
+import { ifeval } from './ifeval.js';
+import { math500 } from './math500.js';
+import { mmlu } from './mmlu.js';
+import type { Suite } from './types.js';
+
+export const SUITES: Record<string, Suite> = { gsm8k, math500, ifeval, mmlu };
+export const SUITE_NAMES = Object.keys(SUITES) as [string, ...string[]];
+
+export type { EvalItem, ExampleResult, Grade, Suite } from './types.js';

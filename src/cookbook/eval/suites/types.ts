@@ -1,0 +1,56 @@
+// A benchmark suite as data plus a grader: where its public dataset lives (and the layout of the
+// sample shipped under data/eval/), how a row becomes a prompt and a target, how a response is
+// graded, and which metrics beyond accuracy it reports.
+import type { Message } from '../../renderers/types.js';
+
+/** One example, ready to sample: the prompt's messages and what grading needs (plain JSON). */
+export interface EvalItem {
+  /** Stable id (the reference's example_id). */
+  id: string;
+  messages: Message[];
+  target: unknown;
+  /** A breakdown key (MMLU's subject), for per-group accuracy. */
+  group?: string;
+}
+
+export interface Grade {
+  correct: boolean;
+  /** What the grader read from the response ("" when nothing was found). */
+  extracted: string;
+  /** Per-example numbers the suite aggregates (e.g. IFEval's instruction counts). */
+  metrics?: Record<string, number>;
+}
+
+/** A graded example as results.json stores it. */
+export interface ExampleResult {
+  index: number;
+  id: string;
+  group?: string;
+  prompt: string;
+  response: string;
+  expected: string;
+  extracted: string;
+  correct: boolean;
+  metrics?: Record<string, number>;
+}
+
+export interface Suite {
+  name: string;
+  description: string;
+  /** The public dataset whose layout the loader reads: Hub id, config, split. */
+  dataset: { hubId: string; name: string | null; split: string };
+  /** The shipped sample (relative to data/eval/). */
+  sample: string;
+  /** A row of the dataset → an example; a string is the reason the row cannot be used (its errors name `at`). */
+  parseRow(row: Record<string, unknown>, at: string, systemPrompt: string | null): EvalItem;
+  grade(response: string, item: EvalItem): Grade;
+  /** The expected answer as results show it. */
+  expected(item: EvalItem): string;
+  /** Metrics beyond score / num_correct / num_examples. */
+  aggregate?(results: readonly ExampleResult[]): Record<string, number>;
+}
+
+/** The reference's build_messages: an optional system prompt, then the user's content. */
+export function buildMessages(user: string, systemPrompt: string | null): Message[] {
+  return [...(systemPrompt ? [{ role: 'system' as const, content: systemPrompt }] : []), { role: 'user', content: user }];
+}

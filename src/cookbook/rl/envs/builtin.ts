@@ -1,0 +1,25 @@
+// The multi-turn, multiplayer and model-graded environments that ship with the cookbook, by the
+// name a `{"kind": "custom", "name": …}` dataset config gives them (registry.ts preloads these).
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { CustomRLDatasetBuilder } from '../registry.js';
+import { buildGuessNumberDatasets } from './guess-number.js';
+import { buildRubricDatasets } from './rubric.js';
+import { buildTicTacToeDatasets } from './tictactoe.js';
+import { buildTwentyQuestionsDatasets, TWENTY_QUESTIONS_WORDS_PATH } from './twenty-questions.js';
+
+/** Relative data paths: the working directory when the file is there, else the repository root. */
+function dataRoot(): string {
+  if (existsSync(path.resolve(TWENTY_QUESTIONS_WORDS_PATH))) return process.cwd();
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 8 && !existsSync(path.join(dir, TWENTY_QUESTIONS_WORDS_PATH)); i++) dir = path.dirname(dir);
+  return dir;
+}
+
+export const BUILTIN_RL_DATASETS: Record<string, CustomRLDatasetBuilder> = {
+  guess_number: ({ args, renderer }) => buildGuessNumberDatasets(args, renderer),
+  twenty_questions: ({ args, renderer }) => buildTwentyQuestionsDatasets(args, renderer, dataRoot()),
+  tictactoe: ({ args, renderer }) => buildTicTacToeDatasets(args, renderer),
+  rubric: ({ args, renderer }) => buildRubricDatasets(args, renderer, dataRoot()),
+};

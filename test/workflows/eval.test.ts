@@ -1,0 +1,89 @@
+// `cookbook eval`'s workflow on the real stack (Temporal dev server, the engine over HTTP, the
+// real tokenizer): every sample suite on a base model, and a tinker:// checkpoint whose base model
+// comes from weights_info. results.json holds every example, its verdict is the suite's grade of
+// the stored response, and the aggregate is the suite's aggregate of those verdicts.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Worker } from '@temporalio/worker';
+import { createTinkerBackend } from '../../src/backends/index.js';
+import { workflowBundle } from '../../src/workers/worker.js';
+import { resolveEval, startEval } from '../../src/cli/eval.js';
+import { loadBenchmark } from '../../src/cookbook/eval/benchmark-data.js';
+import { aggregateResults } from '../../src/cookbook/eval/benchmark-run.js';
+import type { EvalResultsFile } from '../../src/cookbook/eval/results.js';
+import { SUITES } from '../../src/cookbook/eval/suites/index.js';
+import type { EvalWorkflowResult } from '../../src/workflows/eval.js';
+import { startTestStack, withWorker, type TestStack } from '../support/stack.js';
+
+const MODEL = 'tiny-qwen3';
+let stack: TestStack;
+let counter = 0;
+/** The workflow id of each suite's latest eval. */
+const lastId: Record<string, string> = {};
+
+async function evaluate(model: string, suite: string, set: string[] = []): Promise<{ result: EvalWorkflowResult; file: EvalResultsFile }> {
+  const r = resolveEval(model, suite, { set: ['max_tokens=12', 'chunk_size=2', ...set] }, { runsDir: join(stack.dir, 'runs'), workflowId: `eval-test-${suite}-${++counter}` });
+  lastId[suite] = r.workflowId;
+  const result = (await (await startEval(stack.client, r, stack.taskQueue)).result()) as EvalWorkflowResult;
+  return { result, file: JSON.parse(readFileSync(result.resultsPath, 'utf8')) as EvalResultsFile };
+}
+
+describe('eval workflow', () => {
+  beforeAll(async () => {
+    stack = await startTestStack();
+  });
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  it('evaluates a base model on every sample suite: every example graded, aggregate = the suite aggregate of the stored verdicts', async () => {
+    await withWorker(stack, async () => {
+      for (const [name, suite] of Object.entries(SUITES)) {
+        const { items } = await loadBenchmark({ suite: name, data_path: null, data_name: null, data_split: null, limit: null, system_prompt: null });
+        const { result, file } = await evaluate(MODEL, name);
+        expect(result.status).toBe('completed');
+        expect(file.examples.map((e) => e.index)).toEqual(items.map((_, i) => i));
+        expect(file.examples.map((e) => e.id)).toEqual(items.map((i) => i.id));
+        for (const [i, e] of file.examples.entries()) {
+          expect(e.response.length).toBeGreaterThan(0);
+          expect(suite.grade(e.response, items[i]).correct).toBe(e.correct);
+        }
+        expect(result.metrics).toEqual(aggregateResults(suite, file.examples));
+        expect(file.metrics.num_examples).toBe(items.length);
+        expect(file.base_model).toBe(MODEL);
+        expect(readFileSync(join(result.logPath, 'results.md'), 'utf8')).toContain(`| score`);
+      }
+      // The workflow is deterministic: its history (chunks interleaved across lanes) replays.
+      const id = lastId.ifeval;
+      await Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, await stack.client.workflow.getHandle(id).fetchHistory(), id);
+    });
+  });
+
+  it('seeds come from (seed, suite, example): the same eval samples the same responses, another seed other ones', async () => {
+    await withWorker(stack, async () => {
+      const a = await evaluate(MODEL, 'gsm8k', ['temperature=1.0']);
+      const b = await evaluate(MODEL, 'gsm8k', ['temperature=1.0', 'chunk_size=3', 'concurrency=1']);
+      const c = await evaluate(MODEL, 'gsm8k', ['temperature=1.0', 'seed=5']);
+      expect(b.file.examples).toEqual(a.file.examples);
+      expect(c.file.examples.map((e) => e.response)).not.toEqual(a.file.examples.map((e) => e.response));
+    });
+  });
+
+  it('evaluates a tinker:// checkpoint: its base model from weights_info, sampled from its own weights', async () => {
+    const backend = createTinkerBackend({ baseUrl: stack.engine.baseUrl, apiKey: 'tml-test', env: {} });
+    try {
+      const s = await backend.createTrainingSession({ baseModel: MODEL, lora: { rank: 4, seed: 3 } });
+      const checkpoint = (await (await s.saveWeightsForSampler('eval-me', { seqId: 1 })).result()).path;
+      await withWorker(stack, async () => {
+        const { result, file } = await evaluate(checkpoint, 'mmlu', ['limit=3']);
+        expect(result.numExamples).toBe(3);
+        expect(file.model).toBe(checkpoint);
+        expect(file.base_model).toBe(MODEL);
+        expect(file.examples).toHaveLength(3);
+      });
+    } finally {
+      await backend.close();
+    }
+  });
+});
