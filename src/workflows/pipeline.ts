@@ -22,21 +22,11 @@ import type { PipelineConfig, ResolvedStage } from '../cookbook/config/pipeline.
 import type { PipelineStageKind } from '../cookbook/config/pipeline-kinds.js';
 import { initSource, substituteStageRefs, type StageRef } from '../cookbook/config/pipeline-refs.js';
 import type { RunKind, RunRef } from '../cookbook/run-store.js';
-import { distillWorkflow } from './distill.js';
-import { dpoWorkflow } from './dpo.js';
-import { rlWorkflow } from './rl.js';
 import { pauseSignal, progressQuery, resumeSignal, stopSignal, type Progress, type RunStatus } from './shared/messages.js';
+import { RUN_WORKFLOWS, type RunWorkflow } from './shared/run-workflows.js';
 import { KindKey, ModelKey, StatusKey, StepKey } from './shared/search-attributes.js';
-import type { RunInput, RunResult } from './shared/training-run.js';
-import { supervisedWorkflow } from './sl.js';
+import type { RunResult } from './shared/training-run.js';
 
-/** The workflow of each stage kind (add the kind to PIPELINE_STAGE_KINDS and one line here). */
-const STAGE_WORKFLOWS: Record<PipelineStageKind, (input: RunInput<any, any>) => Promise<RunResult>> = {
-  sl: supervisedWorkflow,
-  rl: rlWorkflow,
-  dpo: dpoWorkflow,
-  distill: distillWorkflow,
-};
 
 export interface PipelineInput {
   run: RunRef;
@@ -98,7 +88,7 @@ export async function pipelineWorkflow(input: PipelineInput): Promise<PipelineRe
   let stopRequested = false;
   let stopReason: string | undefined;
   let paused = false;
-  let running: { index: number; handle: ChildWorkflowHandle<(input: RunInput<any, any>) => Promise<RunResult>> } | undefined;
+  let running: { index: number; handle: ChildWorkflowHandle<RunWorkflow> } | undefined;
 
   const setStatus = (s: RunStatus) => {
     status = s;
@@ -162,7 +152,7 @@ export async function pipelineWorkflow(input: PipelineInput): Promise<PipelineRe
       setStatus('running');
     }
     const { kind, config: stageConfig, init_from } = stages[i];
-    const workflow = STAGE_WORKFLOWS[kind as PipelineStageKind];
+    const workflow = RUN_WORKFLOWS[kind as PipelineStageKind];
     if (!workflow) throw ApplicationFailure.nonRetryable(`stages.${i}.kind: this worker has no workflow for stage kind "${kind}"`, 'ConfigError');
     const logPath = `${run.logPath}/${i}-${kind}`;
     const source = initSource(i, init_from);

@@ -22,20 +22,14 @@ import {
 import type { PointStatus, SweepActivities } from '../activities/sweep.js';
 import type { Activities } from '../activities/types.js';
 import { NON_RETRYABLE_ERROR_TYPES } from '../activities/types.js';
-import type { PipelineStageKind } from '../cookbook/config/pipeline-kinds.js';
 import type { ResolvedSweepConfig } from '../cookbook/config/sweep.js';
 import { bestIndex, expandPoints, withParams, type SweepPoint } from '../cookbook/config/sweep-points.js';
 import type { RunRef } from '../cookbook/run-store.js';
-import { distillWorkflow } from './distill.js';
-import { dpoWorkflow } from './dpo.js';
-import { rlWorkflow } from './rl.js';
 import { pauseSignal, progressQuery, resumeSignal, stopSignal, type Progress, type RunStatus } from './shared/messages.js';
+import { RUN_WORKFLOWS, type RunWorkflow } from './shared/run-workflows.js';
 import { KindKey, ModelKey, StatusKey, StepKey } from './shared/search-attributes.js';
-import type { RunInput, RunResult } from './shared/training-run.js';
-import { supervisedWorkflow } from './sl.js';
+import type { RunResult } from './shared/training-run.js';
 
-type PointWorkflow = (input: RunInput<any, any>) => Promise<RunResult>;
-const POINT_WORKFLOWS: Record<PipelineStageKind, PointWorkflow> = { sl: supervisedWorkflow, rl: rlWorkflow, dpo: dpoWorkflow, distill: distillWorkflow };
 
 /** A finished point, as the parent keeps it (small: the table of a large sweep crosses continue-as-new). */
 export interface PointOutcome {
@@ -106,7 +100,7 @@ export async function sweepWorkflow(input: SweepInput): Promise<SweepResult> {
   const state: SweepState = input.state ?? { done: [], next: 0, paused: false, stopRequested: false };
   const pointId = (p: SweepPoint) => `${run.workflowId}/${p.name}`;
   const pointLogPath = (p: SweepPoint) => `${run.logPath}/${p.name}`;
-  const running = new Map<number, ChildWorkflowHandle<PointWorkflow>>();
+  const running = new Map<number, ChildWorkflowHandle<RunWorkflow>>();
   /** Points whose child has ended, waiting for the parent to record them. */
   const ended: Array<Omit<PointOutcome, 'value'>> = [];
   let startedThisRun = 0;
@@ -145,7 +139,7 @@ export async function sweepWorkflow(input: SweepInput): Promise<SweepResult> {
   };
 
   // Forwarded to every running point; one that has just ended needs nothing (and refuses signals).
-  const forward = async (send: (h: ChildWorkflowHandle<PointWorkflow>) => Promise<void>) => {
+  const forward = async (send: (h: ChildWorkflowHandle<RunWorkflow>) => Promise<void>) => {
     await Promise.all([...running.values()].map((h) => send(h).catch(() => undefined)));
   };
   setHandler(stopSignal, async (reason) => {
@@ -177,7 +171,7 @@ export async function sweepWorkflow(input: SweepInput): Promise<SweepResult> {
   }));
 
   async function startPoint(p: SweepPoint): Promise<void> {
-    const workflow = POINT_WORKFLOWS[config.kind];
+    const workflow = RUN_WORKFLOWS[config.kind];
     if (!workflow) throw ApplicationFailure.nonRetryable(`kind: this worker has no workflow for run kind "${config.kind}"`, 'ConfigError');
     const workflowId = pointId(p);
     const logPath = pointLogPath(p);
