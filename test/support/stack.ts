@@ -26,12 +26,31 @@ export interface TestStack {
 
 let counter = 0;
 
+/**
+ * Starts a server on a port free a moment ago. Another process can take that port before the
+ * server binds it (an outgoing connection's ephemeral port, another test's server): the server
+ * then exits before it is ready, and is started again on another port.
+ */
+async function onFreePort<O extends { port: number }, S extends Service>(opts: Omit<O, 'port'>, start: (opts: O) => Promise<S>): Promise<{ opts: O; service: S }> {
+  for (let attempt = 1; ; attempt++) {
+    const withPort = { ...opts, port: await freePort() } as O;
+    try {
+      return { opts: withPort, service: await start(withPort) };
+    } catch (err) {
+      if (attempt >= 3 || !/exited \(.*\) before it was ready/.test(String(err))) throw err;
+    }
+  }
+}
+
 export async function startTestStack(opts: { persist?: boolean; engineArgs?: string[] } = {}): Promise<TestStack> {
   const dir = mkdtempSync(join(tmpdir(), 'cookbook-test-'));
-  const port = await freePort();
-  const temporalOpts = { port, dbFile: opts.persist ? join(dir, 'temporal.sqlite') : undefined, logFile: join(dir, 'temporal.log') };
-  const engineOpts = { port: await freePort(), dataDir: join(dir, 'engine'), extraArgs: opts.engineArgs };
-  const [temporal, engine] = await Promise.all([startTemporalServer(temporalOpts), startEngine(engineOpts)]);
+  const [t, e] = await Promise.all([
+    onFreePort({ dbFile: opts.persist ? join(dir, 'temporal.sqlite') : undefined, logFile: join(dir, 'temporal.log') }, startTemporalServer),
+    onFreePort({ dataDir: join(dir, 'engine'), extraArgs: opts.engineArgs }, startEngine),
+  ]);
+  const { opts: temporalOpts, service: temporal } = t;
+  const { opts: engineOpts, service: engine } = e;
+  const port = temporalOpts.port;
   const temporalAddress = `127.0.0.1:${port}`;
   // A loaded machine can take a while to answer gRPC after the port opens.
   const connection = await Connection.connect({ address: temporalAddress, connectTimeout: '60s' });
