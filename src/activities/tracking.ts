@@ -19,10 +19,17 @@ const runOf = (input: unknown): RunRef | undefined => {
   return run && typeof run.logPath === 'string' ? run : undefined;
 };
 
+/**
+ * Runs found untracked (no `wandb_project`, or W&B disabled): a run's config and the worker's
+ * environment do not change, so their step activities skip re-reading the run record.
+ */
+const untracked = new Set<string>();
+
 export async function syncTracking(run: RunRef, env: TrackingEnv = process.env): Promise<void> {
-  if (!existsSync(join(run.logPath, '.cookbook', 'run.json'))) return;
+  const key = `${run.workflowId}\u0000${run.logPath}`;
+  if (untracked.has(key) || !existsSync(join(run.logPath, '.cookbook', 'run.json'))) return;
   try {
-    await syncRun(run.logPath, env);
+    if (!(await syncRun(run.logPath, env))) untracked.add(key);
   } catch (err) {
     runLogger(join(run.logPath, 'logs.log'), { run: run.workflowId }).warn({ err: (err as Error).message }, 'experiment tracking sync failed; the next activity retries it');
   }
