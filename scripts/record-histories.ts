@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startRun } from '../src/cli/train.js';
 import { resolveContinuation } from '../src/cli/continue.js';
-import { progressQuery, stopSignal } from '../src/workflows/shared/messages.js';
+import { resolveEval, startEval } from '../src/cli/eval.js';
+import { pauseSignal, progressQuery, resumeSignal, setUpdate, stopSignal } from '../src/workflows/shared/messages.js';
 import { saveHistories } from '../test/support/history.js';
 import { startTestStack, testRun, waitUntil, withWorker, type TestStack } from '../test/support/stack.js';
 
@@ -45,7 +46,10 @@ const recordings: Record<string, (stack: TestStack) => Promise<string>> = {
   'distill-on-policy': async (stack) => finish(stack, testRun(stack, fixture('distill_small.json'), ['max_steps=2'], 'distill')),
   'distill-off-policy-sample': async (stack) => finish(stack, testRun(stack, fixture('distill_small.json'), ['mode=off_policy_sample'], 'distill')),
   dpo: async (stack) => finish(stack, testRun(stack, fixture('dpo_small.json'), ['max_steps=3'], 'dpo')),
+  prompt_distill: async (stack) => finish(stack, testRun(stack, fixture('prompt_distill_small.json'), [], 'prompt_distill')),
   pipeline: async (stack) => finish(stack, testRun(stack, fixture('pipeline_small.json'), [], 'pipeline')),
+  // Streaming minibatches, 2 substeps per step (rl-stream-single: recorded before the substeps became their own activities).
+  'rl-stream': async (stack) => finish(stack, testRun(stack, fixture('rl_parity.json'), ['num_epochs=1'], 'rl')),
   // Pipelined steps (submit_ahead 1; the recordings above predate it and replay unpipelined).
   'sl-pipelined': async (stack) => finish(stack, testRun(stack, config, ['num_epochs=1', 'submit_ahead=1', 'durability.steps_per_workflow_run=3'])),
   'sl-pipelined-recovery': async (stack) => {
@@ -69,6 +73,23 @@ const recordings: Record<string, (stack: TestStack) => Promise<string>> = {
   },
 };
 
+// A sweep whose point is a pipeline, paused and `set` while the point's DPO stage runs: the sweep
+// forwards the set to the point, the point to its stage (recorded too, as pipeline-set).
+recordings['sweep-pipeline-set'] = async (stack) => {
+  const run = testRun(stack, fixture('sweep_pipeline.json'), ['max_runs=1'], 'sweep');
+  const h = await startRun(stack.client, run, stack.taskQueue);
+  const point = `${run.workflowId}/000-stages.1.learning_rate=0.01`;
+  const stage = `${point}/1-dpo`;
+  await waitUntil('the DPO stage at step 1', async () => (await stack.client.workflow.getHandle(stage).query(progressQuery)).step >= 1, 300_000, 50);
+  await h.signal(pauseSignal);
+  await waitUntil('the DPO stage paused', async () => (await stack.client.workflow.getHandle(stage).query(progressQuery)).status === 'paused', 60_000, 100);
+  await h.executeUpdate(setUpdate, { args: [{ lr_multiplier: 0.5, save_every: 3 }] });
+  await h.signal(resumeSignal);
+  await h.result();
+  await saveHistories(stack.client, point, join(out, 'pipeline-set'));
+  return run.workflowId;
+};
+
 // Rolling resume-only checkpoints (saved, the previous deleted) and a run continued from another's final checkpoint.
 recordings['sl-rolling'] = async (stack) => finish(stack, testRun(stack, config, ['num_epochs=1', 'rolling_save_every=1']));
 recordings['sl-continued'] = async (stack) => {
@@ -76,6 +97,13 @@ recordings['sl-continued'] = async (stack) => {
   await finish(stack, parent);
   const id = `sl-continued-${Date.now()}`;
   return finish(stack, resolveContinuation(parent.run.logPath, ['num_epochs=2', `log_path=${join(stack.dir, 'runs', id)}`], { workflowId: id }));
+};
+
+// `cookbook eval`: four chunks two at a time, two samples per example (pass@k).
+recordings.eval = async (stack) => {
+  const r = resolveEval('tiny-qwen3', 'gsm8k', { set: ['limit=4', 'chunk_size=1', 'concurrency=2', 'max_tokens=16', 'temperature=1.0', 'num_samples=2'] }, { runsDir: join(stack.dir, 'runs'), workflowId: `eval-${Date.now()}` });
+  await (await startEval(stack.client, r, stack.taskQueue)).result();
+  return r.workflowId;
 };
 
 async function finish(stack: TestStack, run: ReturnType<typeof testRun>): Promise<string> {

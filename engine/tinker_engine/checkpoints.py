@@ -10,6 +10,14 @@ Damage on disk is detected: `checkpoint.json` records the size and sha256 of eve
 files no longer match is refused with a 422 naming the file, never loaded; checkpoints written
 before checksums existed (no `files`) are loaded as they are. A full disk fails the save with a
 message naming ENOSPC and leaves every committed checkpoint as it was.
+
+Checkpoints saved with a TTL expire as on the hosted service: once `expires_at` has passed, a
+checkpoint is no longer listed, loading it is refused with a 404 naming the path and when it
+expired, and its files are deleted (by the sweep at startup, the periodic sweep of the server, or
+on first access, whichever comes first). A small tombstone (`<kind>/.expired-<name>.json`) keeps
+"expired" distinguishable from "never existed" after the files are gone; saving under the same
+name again clears it. The store's clock (`now`) is injectable, so tests move time instead of
+sleeping.
 """
 
 import datetime as dt
@@ -35,6 +43,7 @@ METADATA_FILE = "checkpoint.json"
 MARKER_FILE = "checkpoint_complete"
 CHECKSUM_KEY = "checksum"
 MAX_TTL_SECONDS = 100 * 365 * 24 * 3600
+DEFAULT_SWEEP_SECONDS = 60.0
 _HASH_CHUNK = 1 << 20
 
 
@@ -44,6 +53,17 @@ class CheckpointDamaged(EngineError):
     def __init__(self, what: str, file: Path, reason: str):
         super().__init__(422, f"{what} is damaged: {file}: {reason}; it was not loaded")
         self.file = file
+
+
+class CheckpointExpired(EngineError):
+    """A checkpoint whose TTL ran out: 404 (as an unknown path: nothing of it is left to load), saying
+    so. Not 410, which clients read as an expired *future* that may be resubmitted."""
+
+    def __init__(self, path: str, expired_at: str | None):
+        when = f" at {expired_at}" if expired_at else ""
+        super().__init__(404, f"checkpoint {path} expired{when} (its ttl_seconds ran out) and was deleted; "
+                              "save a new one, or extend a live checkpoint's TTL with PUT .../ttl before it expires")
+        self.path = path
 
 
 class StorageError(RequestFailed):
@@ -107,8 +127,28 @@ def file_digest(file: Path) -> tuple:
     return size, h.hexdigest()
 
 
+def utc_now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+def iso(when: dt.datetime) -> str:
+    return when.astimezone(dt.timezone.utc).isoformat().replace("+00:00", "Z")
+
+
 def now_iso() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat().replace("+00:00", "Z")
+    return iso(utc_now())
+
+
+def parse_iso(text) -> dt.datetime | None:
+    """An `expires_at` as written by this store (or by hand: any ISO 8601 with a zone); None if absent
+    or unreadable (an unreadable expiry never deletes anything)."""
+    if not isinstance(text, str):
+        return None
+    try:
+        when = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else when.replace(tzinfo=dt.timezone.utc)
 
 
 def check_name(name: str, what: str = "checkpoint name") -> str:
@@ -173,14 +213,30 @@ def _write_json_atomic(path: Path, data: dict) -> None:
 
 
 class CheckpointStore:
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, now=utc_now, sweep_seconds: float = DEFAULT_SWEEP_SECONDS):
         self.root = Path(root)
         self.runs = self.root / "runs"
         self.runs.mkdir(parents=True, exist_ok=True)
+        self.now = now  # () -> aware datetime: the clock TTLs are measured on
+        self.sweep_seconds = sweep_seconds  # the server's periodic sweep of expired checkpoints (0: off)
         # Files whose sha256 matched, by (path, inode, size, mtime): verified again only when changed.
         self._verified: dict = {}
         self._verified_lock = threading.Lock()
+        # Expiry's re-check-and-delete and a save's commit of the same name never interleave (the
+        # sweep runs on its own thread): a checkpoint saved again is never deleted as its expired predecessor.
+        self._commit_lock = threading.RLock()
         self.recover()
+        self.sweep_expired()
+
+    def expires_at(self, ttl_seconds):
+        """`expires_at` of a checkpoint saved now with `ttl_seconds` (None: never)."""
+        if ttl_seconds is None:
+            return None
+        return iso(self.now() + dt.timedelta(seconds=int(ttl_seconds)))
+
+    def is_expired(self, meta: dict) -> bool:
+        when = parse_iso(meta.get("expires_at"))
+        return when is not None and when <= self.now()
 
     # ---------------------------------------------------------------------------- runs
 
@@ -227,6 +283,7 @@ class CheckpointStore:
         final = self.checkpoint_dir(run_id, kind, name)
         path = tinker_path(run_id, kind, name)
         tmp = final.parent / f".tmp-{name}-{uuid.uuid4().hex}"
+        locked = False
         try:
             final.parent.mkdir(parents=True, exist_ok=True)
             tmp.mkdir()
@@ -242,7 +299,7 @@ class CheckpointStore:
                 "checkpoint_type": KINDS[kind],
                 "tinker_path": path,
                 "training_run_id": run_id,
-                "time": now_iso(),
+                "time": iso(self.now()),
                 "size_bytes": sum(f["size"] for f in files.values()),
                 "public": False,
                 "files": files,
@@ -251,6 +308,8 @@ class CheckpointStore:
             # An empty marker, as in the hosted service's checkpoint archives.
             (tmp / MARKER_FILE).write_text("")
             _fsync_tree(tmp)
+            self._commit_lock.acquire()
+            locked = True
             if final.exists():
                 if not overwrite:
                     raise FileExistsError(path)
@@ -261,6 +320,7 @@ class CheckpointStore:
             else:
                 os.rename(tmp, final)
             _fsync_dir(final.parent)
+            self._tombstone(run_id, kind, name).unlink(missing_ok=True)  # the name holds a live checkpoint again
         except FileExistsError:
             raise
         except Exception as e:
@@ -270,6 +330,8 @@ class CheckpointStore:
             log.warning("%s", error.message)
             raise error from None
         finally:
+            if locked:
+                self._commit_lock.release()
             if tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)
         for file_name, record in files.items():  # just hashed: no need to read them again to load
@@ -281,8 +343,14 @@ class CheckpointStore:
         run_id, kind, name = parse_tinker_path(path)
         meta_file = self.checkpoint_dir(run_id, kind, name) / METADATA_FILE
         if not meta_file.is_file():
+            self._raise_if_expired(run_id, kind, name)
             raise not_found(f"checkpoint {path!r} not found")
         meta = read_record(meta_file, f"checkpoint {path}")
+        if self.is_expired(meta):
+            self._expire(run_id, kind, name, meta.get("expires_at"))
+            if not meta_file.is_file():
+                raise CheckpointExpired(path, meta.get("expires_at"))
+            return self.metadata(path)  # saved again under its name meanwhile: the new one
         for key in ("base_model", "checkpoint_type", "lora"):
             if key not in meta:
                 raise CheckpointDamaged(f"checkpoint {path}", meta_file, f"its metadata has no {key!r}")
@@ -318,6 +386,7 @@ class CheckpointStore:
             try:
                 data = file.read_bytes()
             except FileNotFoundError:
+                self._raise_if_expired(*parse_tinker_path(path))  # swept while being read
                 if record is not None:
                     raise CheckpointDamaged(f"checkpoint {path}", file, "the file is missing") from None
                 return None
@@ -375,6 +444,8 @@ class CheckpointStore:
                 if not d.name.startswith(".") and (d / METADATA_FILE).is_file():
                     try:
                         out.append(public_checkpoint(self.metadata(tinker_path(run_id, kind, d.name))))
+                    except CheckpointExpired:  # deleted just now: as on the hosted service, no longer listed
+                        continue
                     except EngineError as e:  # damaged: not offered to anyone, reported in the log
                         log.warning("skipping checkpoint %s: %s", d, e.detail)
         return sorted(out, key=lambda c: c["time"])
@@ -403,14 +474,82 @@ class CheckpointStore:
             raise bad_request(f"invalid checkpoint id {checkpoint_id!r}")
         meta_file = self.checkpoint_dir(run_id, kind, name) / METADATA_FILE
         if not meta_file.is_file():
+            self._raise_if_expired(run_id, kind, name)
             raise not_found(f"checkpoint {checkpoint_id!r} of run {run_id!r} not found")
         meta = read_record(meta_file, f"checkpoint {tinker_path(run_id, kind, name)}")
-        meta["expires_at"] = expires_at(check_ttl(ttl_seconds))
+        if self.is_expired(meta):  # too late to extend: as gone as if the sweep had run
+            self._expire(run_id, kind, name, meta.get("expires_at"))
+            if not meta_file.is_file():
+                raise CheckpointExpired(tinker_path(run_id, kind, name), meta.get("expires_at"))
+            return self.set_ttl(run_id, checkpoint_id, ttl_seconds)  # saved again meanwhile: extend the new one
+        meta["expires_at"] = self.expires_at(check_ttl(ttl_seconds))
         try:
             _write_json_atomic(meta_file, with_checksum(meta) if CHECKSUM_KEY in meta else meta)
         except OSError as e:
             error = storage_error(f"the ttl of checkpoint {tinker_path(run_id, kind, name)}", self.root, e)
             raise EngineError(507 if error.out_of_space else 500, error.message) from None
+
+    # -------------------------------------------------------------------------- expiry
+
+    def _tombstone(self, run_id: str, kind: str, name: str) -> Path:
+        return self.run_dir(run_id) / kind / f".expired-{name}.json"
+
+    def _raise_if_expired(self, run_id: str, kind: str, name: str) -> None:
+        tomb = self._tombstone(run_id, kind, name)
+        if tomb.is_file():
+            try:
+                expired_at = json.loads(tomb.read_text()).get("expires_at")
+            except (OSError, ValueError, AttributeError):
+                expired_at = None
+            raise CheckpointExpired(tinker_path(run_id, kind, name), expired_at)
+
+    def _expire(self, run_id: str, kind: str, name: str, expired_at) -> bool:
+        """Deletes an expired checkpoint, leaving its tombstone; False if it was already gone."""
+        with self._commit_lock:
+            return self._expire_locked(run_id, kind, name, expired_at)
+
+    def _expire_locked(self, run_id: str, kind: str, name: str, expired_at) -> bool:
+        d = self.checkpoint_dir(run_id, kind, name)
+        path = tinker_path(run_id, kind, name)
+        try:  # what the caller read may have been replaced since by a save under the same name
+            if not self.is_expired(read_record(d / METADATA_FILE, f"checkpoint {path}")):
+                return False
+        except (EngineError, OSError):
+            return False
+        try:
+            # The tombstone first: a reader that finds the files gone then finds why.
+            _write_json_atomic(self._tombstone(run_id, kind, name),
+                               {"tinker_path": path, "expires_at": expired_at, "deleted_at": iso(self.now())})
+        except OSError as e:  # a full disk must not keep expired weights alive: delete without it
+            log.warning("could not write the tombstone of expired checkpoint %s: %s", path, e)
+        trash = d.parent / f".trash-deleted-{uuid.uuid4().hex}"
+        try:
+            os.rename(d, trash)
+        except FileNotFoundError:
+            return False
+        shutil.rmtree(trash, ignore_errors=True)
+        log.info("checkpoint %s expired at %s: deleted", path, expired_at)
+        return True
+
+    def sweep_expired(self) -> list:
+        """Deletes every checkpoint whose TTL has run out; returns their tinker paths."""
+        removed = []
+        for kind_dir in sorted(self.runs.glob("*/*")):
+            if not kind_dir.is_dir() or kind_dir.name not in KINDS or kind_dir.parent.name.startswith("."):
+                continue
+            for d in sorted(kind_dir.iterdir()):
+                meta_file = d / METADATA_FILE
+                if d.name.startswith(".") or not meta_file.is_file():
+                    continue
+                try:
+                    meta = read_record(meta_file, f"checkpoint {d}")
+                except (EngineError, OSError):  # damaged: refused on load, never deleted on a guess
+                    continue
+                if self.is_expired(meta):
+                    run_id = kind_dir.parent.name
+                    if self._expire(run_id, kind_dir.name, d.name, meta.get("expires_at")):
+                        removed.append(tinker_path(run_id, kind_dir.name, d.name))
+        return removed
 
     def recover(self) -> None:
         """Removes leftovers of interrupted writes; restores a checkpoint whose overwrite was cut."""
@@ -435,10 +574,10 @@ def check_ttl(ttl_seconds):
 
 
 def expires_at(ttl_seconds):
+    """`expires_at` on the wall clock (CheckpointStore.expires_at uses the store's own clock)."""
     if ttl_seconds is None:
         return None
-    when = dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=int(ttl_seconds))
-    return when.isoformat().replace("+00:00", "Z")
+    return iso(utc_now() + dt.timedelta(seconds=int(ttl_seconds)))
 
 
 def public_checkpoint(meta: dict) -> dict:

@@ -55,8 +55,14 @@ def parse_args(argv=None):
                    default=os.environ.get("TINKER_ENGINE_CUSTOM_LOSS_SERVER_SIDE", "") == "1",
                    help="serve SDK 0.38's create_custom_loss: losses uploaded as torch.fx graphs, rebuilt from "
                         "an allow-list of torch operations (off: SDK clients run custom losses client-side)")
+    p.add_argument("--checkpoint-sweep-seconds", type=float,
+                   default=float(os.environ.get("TINKER_ENGINE_CHECKPOINT_SWEEP_SECONDS", "60")),
+                   help="how often checkpoints whose ttl_seconds ran out are deleted (also at startup and when "
+                        "one is accessed); 0: only then")
     p.add_argument("--log-level", default=os.environ.get("TINKER_ENGINE_LOG_LEVEL", "info"))
     args = p.parse_args(argv)
+    if not 0 <= args.checkpoint_sweep_seconds < float("inf"):
+        p.error("--checkpoint-sweep-seconds must be a finite number >= 0")
     if not 0 <= args.clock_cycle_ms < float("inf"):
         p.error("--clock-cycle-ms must be a finite number >= 0")
     if args.api_key is not None and not args.api_key.startswith("tml-"):
@@ -122,6 +128,7 @@ def main(argv=None):
         clock_cycle_ms=args.clock_cycle_ms,
         custom_loss_server_side=args.custom_loss_server_side,
     )
+    engine.store.sweep_seconds = args.checkpoint_sweep_seconds
     app = create_app(engine, api_key=args.api_key, max_body_bytes=int(args.max_body_mb * (1 << 20)))
     if sampler == "fast":
         sampling = f"fast sampler beside training, {kv_cache_bytes / (1 << 30):.1f} GB KV cache"

@@ -607,7 +607,7 @@ class Engine:
             "is_lora": True,
             "lora_rank": handle.lora.rank,
             "lora": handle.lora.to_json(),
-            "expires_at": ckpt.expires_at(ttl_seconds),
+            "expires_at": self.store.expires_at(ttl_seconds),
         }
 
     def _save(self, handle: ModelHandle, trainer: TrainingModel, kind: str, name: str, ttl, overwrite) -> dict:

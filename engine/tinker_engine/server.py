@@ -196,11 +196,24 @@ async def verify_off_loop(engine: Engine, path) -> None:
             await asyncio.to_thread(engine.store.verify, path)
 
 
+async def sweep_expired_checkpoints(engine: Engine) -> None:
+    """Deletes checkpoints whose TTL ran out every `store.sweep_seconds` (the store sweeps once at
+    startup; a load in between finds an expired one itself), off the loop thread."""
+    while engine.store.sweep_seconds > 0:
+        await asyncio.sleep(engine.store.sweep_seconds)
+        try:
+            await asyncio.to_thread(engine.store.sweep_expired)
+        except Exception:  # a bug guard: keep sweeping later, keep serving now
+            log.exception("sweeping expired checkpoints failed")
+
+
 def create_app(engine: Engine, api_key: str | None = None, max_body_bytes: int = 64 << 20) -> FastAPI:
     @contextlib.asynccontextmanager
     async def lifespan(_app):
         engine.bind_loop(asyncio.get_running_loop())
+        sweeper = asyncio.get_running_loop().create_task(sweep_expired_checkpoints(engine))
         yield
+        sweeper.cancel()
         engine.shutdown()
 
     app = FastAPI(

@@ -6,7 +6,8 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/activity';
-import { aggregateResults, exampleSeed, sampleAndGrade } from '../cookbook/eval/benchmark-run.js';
+import { aggregateResults, benchmarkSeeds, sampleAndGrade } from '../cookbook/eval/benchmark-run.js';
+import { passAtKsOf } from '../cookbook/eval/pass-at-k.js';
 import { loadBenchmark, suiteNamed, type BenchmarkData } from '../cookbook/eval/benchmark-data.js';
 import type { EvalConfig } from '../cookbook/eval/benchmark-config.js';
 import { chunkBlobPath, resultsTable, type ChunkBlob, type EvalResultsFile } from '../cookbook/eval/results.js';
@@ -69,12 +70,13 @@ function benchmarkData(run: RunRef, cfg: EvalConfig): Promise<BenchmarkData> {
 }
 
 /** A chunk's blob if a finished attempt wrote it whole; undefined otherwise (never written, or damaged). */
-function finishedChunk(store: RunStore, chunk: number, expected: number, suite: string): ChunkBlob | undefined {
+function finishedChunk(store: RunStore, chunk: number, expected: number, numSamples: number, suite: string): ChunkBlob | undefined {
   const ref = chunkBlobPath(chunk);
   if (!existsSync(join(store.logPath, '.cookbook', 'store', ref))) return undefined;
   try {
     const blob = JSON.parse(store.readBlob(ref).toString('utf8')) as ChunkBlob;
-    return blob.format === 'eval_chunk/v1' && blob.suite === suite && blob.chunk === chunk && blob.results.length === expected ? blob : undefined;
+    const whole = blob.results.length === expected && blob.results.every((r) => (r.samples?.length ?? 1) === numSamples);
+    return blob.format === 'eval_chunk/v1' && blob.suite === suite && blob.chunk === chunk && whole ? blob : undefined;
   } catch {
     return undefined;
   }
@@ -111,14 +113,14 @@ export function evalActivities(deps: ActivityDeps): EvalActivities {
       if (examples.length === 0) throw ApplicationFailure.nonRetryable(`chunk ${chunk} is past the last example`, ErrorTypes.config);
       const summary = (results: ExampleResult[]) => ({ ref: chunkBlobPath(chunk), examples: results.length, correct: results.filter((r) => r.correct).length });
 
-      const done = finishedChunk(store, chunk, examples.length, suite.name);
+      const done = finishedChunk(store, chunk, examples.length, cfg.num_samples, suite.name);
       if (done) return summary(done.results);
 
       const { renderer } = await heartbeating(rendererForModel({ model_name: baseModel, renderer_name: cfg.renderer_name, tokenizer_path: cfg.tokenizer_path }));
       const backend = deps.backendFor(cfg.base_url);
       const sampler = await callBackend('create sampling session', 'bad-path', () => backend.createSamplingSession(modelPath ? { modelPath } : { baseModel }));
       const results = await callBackend(`${suite.name} chunk ${chunk}`, 'session-lost', () =>
-        heartbeating(sampleAndGrade(suite, examples, sampler, renderer, cfg, (index) => exampleSeed(cfg.seed, suite.name, index)), { chunk }),
+        heartbeating(sampleAndGrade(suite, examples, sampler, renderer, cfg, benchmarkSeeds(cfg.seed, suite.name)), { chunk }),
       );
       store.writeBlob(chunkBlobPath(chunk), JSON.stringify({ format: 'eval_chunk/v1', suite: suite.name, chunk, results } satisfies ChunkBlob));
       return summary(results);
@@ -136,8 +138,8 @@ export function evalActivities(deps: ActivityDeps): EvalActivities {
         model: cfg.model,
         base_model: baseModel,
         data: source,
-        sampling: { max_tokens: cfg.max_tokens, temperature: cfg.temperature, seed: cfg.seed },
-        metrics: aggregateResults(suite, examples),
+        sampling: { max_tokens: cfg.max_tokens, temperature: cfg.temperature, seed: cfg.seed, num_samples: cfg.num_samples },
+        metrics: aggregateResults(suite, examples, passAtKsOf(cfg)),
         examples,
       };
       const resultsPath = join(run.logPath, 'results.json');

@@ -6,7 +6,8 @@ import { ApplicationFailure } from '@temporalio/activity';
 import type { EvaluatorConfig } from '../cookbook/eval/custom-sampling.js';
 import { benchmarkMetricPrefix, type BenchmarkEvaluatorConfig } from '../cookbook/eval/benchmark-config.js';
 import { loadBenchmark, type BenchmarkData } from '../cookbook/eval/benchmark-data.js';
-import { aggregateResults, exampleSeed, sampleAndGrade } from '../cookbook/eval/benchmark-run.js';
+import { aggregateResults, benchmarkSeeds, sampleAndGrade } from '../cookbook/eval/benchmark-run.js';
+import { passAtKsOf } from '../cookbook/eval/pass-at-k.js';
 import type { SamplingSession } from '../backends/types.js';
 import type { Renderer } from '../cookbook/renderers/types.js';
 import { loadEvaluatorExamples, runCustomSamplingEvaluator } from '../cookbook/eval/custom-sampling.js';
@@ -85,7 +86,7 @@ async function loadBenchmarkEvaluator(e: BenchmarkEvaluatorConfig, index: number
  */
 async function runBenchmarkEvaluator(e: BenchmarkEvaluatorConfig, data: BenchmarkData, sampler: SamplingSession, renderer: Renderer, seed: number): Promise<Record<string, number>> {
   const examples = data.items.map((item, index) => ({ index, item }));
-  const results = await sampleAndGrade(data.suite, examples, sampler, renderer, e, (index) => exampleSeed(seed, data.suite.name, index));
+  const results = await sampleAndGrade(data.suite, examples, sampler, renderer, e, benchmarkSeeds(seed, data.suite.name));
   const prefix = benchmarkMetricPrefix(e);
-  return Object.fromEntries(Object.entries(aggregateResults(data.suite, results)).map(([k, v]) => [`${prefix}/${k}`, v]));
+  return Object.fromEntries(Object.entries(aggregateResults(data.suite, results, passAtKsOf(e))).map(([k, v]) => [`${prefix}/${k}`, v]));
 }

@@ -5,8 +5,10 @@ import { evaluatorActivities } from './evaluators.js';
 import { evalActivities } from './eval.js';
 import { rlActivities } from './rl.js';
 import { distillActivities } from './distill.js';
+import { promptDistillationActivities } from './prompt-distillation.js';
 import { supervisedActivities } from './sl.js';
 import { sweepActivities } from './sweep.js';
+import { hotForwardActivities } from './hot-forward.js';
 import { trainingActivities } from './training.js';
 import { withTracking } from './tracking.js';
 import type { Activities } from './types.js';
@@ -15,5 +17,5 @@ export type { ActivityDeps } from './context.js';
 
 export function createActivities(deps: ActivityDeps): Activities {
   // Tracking (W&B) mirrors the run store after the activities that write to it (tracking.ts).
-  return withTracking({ ...trainingActivities(deps), ...supervisedActivities(deps), ...rlActivities(deps), ...dpoActivities(deps), ...distillActivities(deps), ...evaluatorActivities(deps), ...evalActivities(deps), ...sweepActivities() });
+  return withTracking({ ...trainingActivities(deps), ...supervisedActivities(deps), ...rlActivities(deps), ...dpoActivities(deps), ...distillActivities(deps), ...promptDistillationActivities(deps), ...evaluatorActivities(deps), ...evalActivities(deps), ...sweepActivities(), ...hotForwardActivities() });
 }

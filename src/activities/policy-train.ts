@@ -51,9 +51,65 @@ export async function trainPolicySubsteps(
   opts: { learningRate: number; samplerName: string; step: number },
 ): Promise<PolicyStepResult> {
   const session = backend.openTrainingSession(model.modelId);
-  const adam = { learning_rate: opts.learningRate, beta1: cfg.adam_beta1, beta2: cfg.adam_beta2, eps: cfg.adam_eps };
-  let seqId = model.nextSeqId;
-  const submitted: Array<{ fbs: Array<Submitted<ForwardBackwardOutput>>; optim: Submitted<OptimStepResponse> }> = [];
+  const { submitted, seqId } = await submitSubsteps(session, model.nextSeqId, substeps, cfg, opts.learningRate);
+  const sampler = await submitSamplerSave(session, seqId, opts.samplerName, cfg.ttl_seconds);
+  const [trainOuts, samplerPath] = await callBackend('train step', 'model-lost', () =>
+    heartbeating(Promise.all([collectSubsteps(submitted), sampler.result()] as const), { step: opts.step }),
+  );
+  return {
+    seqIdsUsed: sampler.nextSeqId - model.nextSeqId,
+    trainLogprobs_D: trainOuts.trainLogprobs_D,
+    optimMetrics: trainOuts.optimMetrics ?? {},
+    samplerPath,
+  };
+}
+
+export interface PolicySubstepResult {
+  seqIdsUsed: number;
+  /** Training logprobs per datum (minibatch, then datum order). */
+  trainLogprobs_D: number[][];
+  /** The optim_step's metrics; null when every minibatch was empty (no optimizer step). */
+  optimMetrics: Record<string, number> | null;
+}
+
+/**
+ * One optimizer substep on its own (streaming minibatches trained while the step still samples):
+ * a forward_backward per non-empty minibatch, then one optim_step; its sequence ids run from the
+ * model's cursor, so a retried activity resends exactly the same ids.
+ */
+export async function trainPolicySubstep(
+  backend: TrainingBackend,
+  model: ModelRef,
+  minibatches: Datum[][],
+  cfg: PolicyStepConfig,
+  opts: { learningRate: number; step: number; substep: number },
+): Promise<PolicySubstepResult> {
+  const session = backend.openTrainingSession(model.modelId);
+  const { submitted, seqId } = await submitSubsteps(session, model.nextSeqId, [minibatches], cfg, opts.learningRate);
+  const outs = await callBackend('train substep', 'model-lost', () => heartbeating(collectSubsteps(submitted), { step: opts.step, substep: opts.substep }));
+  return { seqIdsUsed: seqId - model.nextSeqId, trainLogprobs_D: outs.trainLogprobs_D, optimMetrics: outs.optimMetrics };
+}
+
+/** Sampler weights of the model as it stands (after a step's substeps): what the next step samples from. */
+export async function savePolicySampler(
+  backend: TrainingBackend,
+  model: ModelRef,
+  opts: { samplerName: string; ttlSeconds: number | null; step: number },
+): Promise<{ seqIdsUsed: number; samplerPath: string }> {
+  const session = backend.openTrainingSession(model.modelId);
+  const sampler = await submitSamplerSave(session, model.nextSeqId, opts.samplerName, opts.ttlSeconds);
+  const samplerPath = await callBackend('save_weights_for_sampler', 'model-lost', () => heartbeating(sampler.result(), { step: opts.step }));
+  return { seqIdsUsed: sampler.nextSeqId - model.nextSeqId, samplerPath };
+}
+
+type TrainingSession = ReturnType<TrainingBackend['openTrainingSession']>;
+type SubmittedSubstep = { fbs: Array<Submitted<ForwardBackwardOutput>>; optim: Submitted<OptimStepResponse> };
+
+/** Submits the substeps back to back (the server pipelines them); returns the cursor after them. */
+async function submitSubsteps(session: TrainingSession, firstSeqId: number, substeps: Datum[][][], cfg: PolicyStepConfig, learningRate: number) {
+  const adam = { learning_rate: learningRate, beta1: cfg.adam_beta1, beta2: cfg.adam_beta2, eps: cfg.adam_eps };
+  let seqId = firstSeqId;
+  const submitted: SubmittedSubstep[] = [];
   for (const minibatches of substeps) {
     const fbs: Array<Submitted<ForwardBackwardOutput>> = [];
     for (const minibatch of minibatches.filter((m) => m.length > 0)) {
@@ -68,18 +124,19 @@ export async function trainPolicySubsteps(
     seqId += optim.seqIds;
     submitted.push({ fbs, optim });
   }
-  const sampler = await callBackend('save_weights_for_sampler', 'model-lost', () => session.saveWeightsForSampler(opts.samplerName, { seqId, ttlSeconds: cfg.ttl_seconds }));
-  seqId += sampler.seqIds;
-  const [trainOuts, saved] = await callBackend('train step', 'model-lost', () =>
-    heartbeating(
-      Promise.all([Promise.all(submitted.map(({ fbs, optim }) => Promise.all([Promise.all(fbs.map((fb) => fb.result())), optim.result()] as const))), sampler.result()] as const),
-      { step: opts.step },
-    ),
-  );
+  return { submitted, seqId };
+}
+
+/** Training logprobs of every datum in submission order, and the last optim_step's metrics (the reference merges the last). */
+async function collectSubsteps(submitted: SubmittedSubstep[]): Promise<{ trainLogprobs_D: number[][]; optimMetrics: Record<string, number> | null }> {
+  const outs = await Promise.all(submitted.map(({ fbs, optim }) => Promise.all([Promise.all(fbs.map((fb) => fb.result())), optim.result()] as const)));
   return {
-    seqIdsUsed: seqId - model.nextSeqId,
-    trainLogprobs_D: trainOuts.flatMap(([fbOuts]) => fbOuts.flatMap((out) => out.loss_fn_outputs.map((o) => o.logprobs.data))),
-    optimMetrics: trainOuts[trainOuts.length - 1]?.[1].metrics ?? {},
-    samplerPath: (saved as { path: string }).path,
+    trainLogprobs_D: outs.flatMap(([fbOuts]) => fbOuts.flatMap((out) => out.loss_fn_outputs.map((o) => o.logprobs.data))),
+    optimMetrics: outs.length ? (outs[outs.length - 1][1].metrics ?? {}) : null,
   };
+}
+
+async function submitSamplerSave(session: TrainingSession, seqId: number, name: string, ttlSeconds: number | null) {
+  const sampler = await callBackend('save_weights_for_sampler', 'model-lost', () => session.saveWeightsForSampler(name, { seqId, ttlSeconds }));
+  return { nextSeqId: seqId + sampler.seqIds, result: async () => ((await sampler.result()) as { path: string }).path };
 }

@@ -1,7 +1,9 @@
 // RL activities (cookbook-spec §2.9): one activity per group rollout (all groups of a batch run in
-// parallel), one activity per training step. Trajectories go to the run store and travel as
-// references; sampling seeds come from (run seed, step, group, sample, attempt), so a retried or
-// replayed rollout samples exactly what the first attempt sampled.
+// parallel), one activity per training step — with streaming minibatches, one per optimizer
+// substep, trained while the step's later groups still sample, and one that finishes the step.
+// Trajectories go to the run store and travel as references; sampling seeds come from (run seed,
+// step, group, sample, attempt), so a retried or replayed rollout samples exactly what the first
+// attempt sampled.
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Datum, SamplingSession, TrainingBackend } from '../backends/types.js';
 import type { RLConfig } from '../cookbook/config/rl.js';
@@ -16,11 +18,12 @@ import { bindRollout, samplerRolloutContext } from '../cookbook/rl/rollout-conte
 import { effectiveTermination } from '../cookbook/rl/rollout-limits.js';
 import { rolloutRecord } from '../cookbook/rl/rollout-record.js';
 import { sequentialSeeds } from '../cookbook/rl/seeds.js';
+import { deserializeStreamedSubstep, mergeStreamedSubsteps, serializeStreamedSubstep, type StreamedGroup, type StreamedSubstep } from '../cookbook/rl/streamed-substep.js';
 import { deserializeTrajectoryGroup, serializeTrajectoryGroup } from '../cookbook/rl/serialize.js';
 import type { TrajectoryGroup } from '../cookbook/rl/types.js';
 import { RunStore, type RunRef } from '../cookbook/run-store.js';
 import { callBackend, heartbeating, rolloutFailure, type ActivityDeps } from './context.js';
-import { trainPolicyStep, trainPolicySubsteps } from './policy-train.js';
+import { savePolicySampler, trainPolicyStep, trainPolicySubstep, trainPolicySubsteps } from './policy-train.js';
 import { runDataCache } from './run-data.js';
 import { ErrorTypes, type ModelRef, type SeqUse } from './types.js';
 
@@ -81,6 +84,31 @@ export interface RLTrainResult extends SeqUse {
   samplerPath: string;
 }
 
+/** One optimizer substep of a streaming step, trained as soon as its groups are sampled. */
+export interface RLStreamSubstepInput {
+  run: RunRef;
+  model: ModelRef;
+  step: number;
+  substep: number;
+  /** The substep's groups, in group order (dropped ones keep their places in their minibatch). */
+  groups: RolloutGroupResult[];
+  learningRate: number;
+}
+export interface RLStreamSubstepResult extends SeqUse {
+  /** Run-store blob of what the substep trained (StreamedSubstep): the step's finish reads it. */
+  ref: string;
+}
+/** The end of a streaming step: the sampler save, the step's metrics row over all its substeps. */
+export interface RLStreamFinishInput {
+  run: RunRef;
+  model: ModelRef;
+  step: number;
+  /** Blobs of the substeps trained, in order. */
+  substeps: string[];
+  preStepMetrics: Record<string, number>;
+  errorMetrics: Record<string, number>;
+}
+
 function policyFor(session: SamplingSession, cfg: RLConfig, seedPrefix: number[]): RolloutPolicyFactory {
   return {
     forRollout: ({ sampleIndex, attempt }) =>
@@ -104,7 +132,7 @@ export function rlActivities(deps: ActivityDeps) {
         seeds: (...parts) => sequentialSeeds(cfg.seed, ...seedPrefix(g), SIDE_SAMPLER_SEED_MARKER, ...parts),
       });
     return Promise.all(
-      builders.map((b, g) => doGroupRolloutAndFilterConstantReward(bindRollout(b, contextFor(g), cfg.rollout_limits), policyFor(session, cfg, seedPrefix(g)), { strategy, termination })),
+      builders.map((b, g) => doGroupRolloutAndFilterConstantReward(bindRollout(b, contextFor(g), cfg.rollout_limits, { parseErrors: cfg.parse_errors, hooks: cfg.rollout_hooks }), policyFor(session, cfg, seedPrefix(g)), { strategy, termination })),
     );
   }
 
@@ -189,6 +217,44 @@ export function rlActivities(deps: ActivityDeps) {
       return { seqIdsUsed: trained.seqIdsUsed, metrics, samplerPath };
     },
 
+    /**
+     * Streaming minibatches trained while the step still samples: substep `substep` of the step, on
+     * its groups as soon as they are in the run store; what it trained goes to the run store.
+     */
+    async rlStreamSubstep({ run, model, step, substep, groups, learningRate }: RLStreamSubstepInput): Promise<RLStreamSubstepResult> {
+      const { cfg, data } = rlData(run);
+      const stream = cfg.stream_minibatch_config;
+      if (!stream) throw ApplicationFailure.nonRetryable(`rlStreamSubstep: run ${run.logPath} has no stream_minibatch_config`, ErrorTypes.config);
+      const ranges = streamMinibatchRanges(stream.groups_per_batch, cfg.num_substeps, stream.num_minibatches)[substep];
+      const base = ranges?.[0][0] ?? 0;
+      if (!ranges || ranges[ranges.length - 1][1] - base !== groups.length) {
+        throw ApplicationFailure.nonRetryable(`rlStreamSubstep: step ${step} substep ${substep} got ${groups.length} groups, which is not one substep of stream_minibatch_config`, ErrorTypes.config);
+      }
+      const store = new RunStore(run.logPath);
+      const local = ranges.map(([start, end]): [number, number] => [start - base, end - base]);
+      const prepared = await prepareStreamSubstep(cfg, store, await heartbeating(data), groups, local);
+      const trained = await trainPolicySubstep(backendOf(cfg), model, prepared.minibatches, cfg, { learningRate, step, substep });
+      const record: StreamedSubstep = {
+        groups: prepared.groups,
+        data_D: prepared.minibatches.flat(),
+        trainLogprobs_D: trained.trainLogprobs_D,
+        klMetrics: prepared.klMetrics,
+        optimMetrics: trained.optimMetrics,
+      };
+      const ref = store.writeBlob(`streaming/step_${pad(step)}/substep_${String(substep).padStart(4, '0')}.json`, serializeStreamedSubstep(record));
+      return { seqIdsUsed: trained.seqIdsUsed, ref };
+    },
+
+    /** The end of a streaming step: the next sampler, then the step's metrics row over every substep. */
+    async rlStreamFinish({ run, model, step, substeps, preStepMetrics, errorMetrics }: RLStreamFinishInput): Promise<RLTrainResult> {
+      const { cfg } = rlData(run);
+      const store = new RunStore(run.logPath);
+      const trained = mergeStreamedSubsteps(substeps.map((ref) => deserializeStreamedSubstep(store.readBlob(ref).toString('utf8'), ref)));
+      const saved = await savePolicySampler(backendOf(cfg), model, { samplerName: `sampler_${pad(step + 1)}`, ttlSeconds: cfg.ttl_seconds, step });
+      const metrics = await finishStreamingStep(cfg, store, { step, trained, samplerPath: saved.samplerPath, preStepMetrics, errorMetrics });
+      return { seqIdsUsed: saved.seqIdsUsed, metrics, samplerPath: saved.samplerPath };
+    },
+
     /** The RL test-set evaluator (§2.11) on the pre-update sampler: every test group in parallel. */
     async rlEval({ run, step, samplerPath }: { run: RunRef; step: number; samplerPath: string }): Promise<{ metrics: Record<string, number> }> {
       const { cfg, data } = rlData(run);
@@ -220,56 +286,80 @@ export function rlActivities(deps: ActivityDeps) {
   };
 
   /**
-   * A streaming-minibatch step (§2.9): the batch's groups, in group order, make `num_substeps`
-   * substeps of `num_minibatches` minibatches; each minibatch is prepared on its own (constant-reward
-   * groups dropped per group, advantages, KL penalty over the minibatch) and sent as one
-   * forward_backward, with one optim_step per substep. Dropped groups count toward their minibatch.
+   * A streaming-minibatch step (§2.9) in one activity (histories recorded before substeps became
+   * their own activities): the batch's groups, in group order, make `num_substeps` substeps of
+   * `num_minibatches` minibatches, all trained after every group was sampled.
    */
-  async function streamingTrain(input: RLTrainInput, cfg: RLConfig, { train }: RLData): Promise<RLTrainResult> {
+  async function streamingTrain(input: RLTrainInput, cfg: RLConfig, data: RLData): Promise<RLTrainResult> {
     const { run, model, step, learningRate, preStepMetrics, errorMetrics } = input;
     const stream = cfg.stream_minibatch_config!;
     const store = new RunStore(run.logPath);
-    const ranges = streamMinibatchRanges(input.groups.length, cfg.num_substeps, stream.num_minibatches);
-    const trained: Array<{ meta: RolloutGroupResult; group: TrajectoryGroup; advantages: number[]; tags: string[] }> = [];
-    const all_D: Datum[] = [];
-    let klMetrics: Record<string, number> = {};
-    const substeps: Datum[][][] = [];
-    for (const minibatchRanges of ranges) {
-      const minibatches: Datum[][] = [];
-      for (const [start, end] of minibatchRanges) {
-        const members = input.groups
-          .slice(start, end)
-          .filter((g) => g.ref !== null)
-          .map((meta) => ({ meta, group: deserializeTrajectoryGroup(store.readBlob(meta.ref!).toString('utf8')) }))
-          .filter(({ group }) => !cfg.remove_constant_reward_groups || !allSame(group.getTotalRewards()));
-        if (members.length === 0) continue;
-        const advantages = computeAdvantages(members.map((m) => m.group));
-        const { data_D } = assembleTrainingData(members.map((m) => m.group), advantages);
-        // As the reference: each minibatch's KL penalty metrics replace the previous ones.
-        if (cfg.kl_penalty_coef > 0) klMetrics = await heartbeating(klPenalty(cfg, data_D));
-        members.forEach((m, i) => trained.push({ ...m, advantages: advantages[i], tags: train.getBatch(m.meta.batch)[m.meta.group]?.loggingTags() ?? [] }));
-        minibatches.push(data_D);
-        all_D.push(...data_D);
-      }
-      substeps.push(minibatches);
+    const prepared: Array<Awaited<ReturnType<typeof prepareStreamSubstep>>> = [];
+    for (const ranges of streamMinibatchRanges(input.groups.length, cfg.num_substeps, stream.num_minibatches)) {
+      prepared.push(await prepareStreamSubstep(cfg, store, data, input.groups, ranges));
     }
-    const groups = trained.map((t) => t.group);
-    const tags = trained.map((t) => t.tags);
+    const result = await trainPolicySubsteps(backendOf(cfg), model, prepared.map((p) => p.minibatches), cfg, { learningRate, samplerName: `sampler_${pad(step + 1)}`, step });
+    const trained: StreamedSubstep = {
+      ...mergeStreamedSubsteps(prepared.map((p) => ({ groups: p.groups, data_D: p.minibatches.flat(), trainLogprobs_D: [], klMetrics: p.klMetrics, optimMetrics: null }))),
+      trainLogprobs_D: result.trainLogprobs_D,
+      optimMetrics: result.optimMetrics,
+    };
+    const metrics = await finishStreamingStep(cfg, store, { step, trained, samplerPath: result.samplerPath, preStepMetrics, errorMetrics });
+    return { seqIdsUsed: result.seqIdsUsed, metrics, samplerPath: result.samplerPath };
+  }
+
+  /**
+   * One substep's minibatches (`ranges` index into `groups`), each prepared on its own: constant-
+   * reward groups dropped per group, advantages, KL penalty over the minibatch. Dropped groups
+   * count toward their minibatch.
+   */
+  async function prepareStreamSubstep(cfg: RLConfig, store: RunStore, { train }: RLData, groups: RolloutGroupResult[], ranges: Array<[number, number]>) {
+    const trained: StreamedGroup[] = [];
+    const minibatches: Datum[][] = [];
+    let klMetrics: Record<string, number> | null = null;
+    for (const [start, end] of ranges) {
+      const members = groups
+        .slice(start, end)
+        .filter((g) => g.ref !== null)
+        .map((meta) => ({ meta, group: deserializeTrajectoryGroup(store.readBlob(meta.ref!).toString('utf8')) }))
+        .filter(({ group }) => !cfg.remove_constant_reward_groups || !allSame(group.getTotalRewards()));
+      if (members.length === 0) continue;
+      const advantages = computeAdvantages(members.map((m) => m.group));
+      const { data_D } = assembleTrainingData(members.map((m) => m.group), advantages);
+      // As the reference: each minibatch's KL penalty metrics replace the previous ones.
+      if (cfg.kl_penalty_coef > 0) klMetrics = await heartbeating(klPenalty(cfg, data_D));
+      members.forEach((m, i) => trained.push({ meta: m.meta, advantages: advantages[i], tags: train.getBatch(m.meta.batch)[m.meta.group]?.loggingTags() ?? [] }));
+      minibatches.push(data_D);
+    }
+    return { groups: trained, minibatches, klMetrics };
+  }
+
+  /**
+   * A streaming step's rollout summaries, rollout record and metrics row, aggregated over the whole
+   * batch as the reference does once its last substep is applied.
+   */
+  async function finishStreamingStep(
+    cfg: RLConfig,
+    store: RunStore,
+    opts: { step: number; trained: StreamedSubstep; samplerPath: string; preStepMetrics: Record<string, number>; errorMetrics: Record<string, number> },
+  ): Promise<Record<string, number>> {
+    const { step, trained, samplerPath } = opts;
+    const loaded = trained.groups.map((t) => deserializeTrajectoryGroup(store.readBlob(t.meta.ref!).toString('utf8')));
+    const tags = trained.groups.map((t) => t.tags);
     if (cfg.rollout_json_export) {
-      const rows = rolloutSummaryRows(groups, tags, { iteration: step, split: 'train', samplingClientStep: trained[0]?.meta.samplingStep ?? null });
+      const rows = rolloutSummaryRows(loaded, tags, { iteration: step, split: 'train', samplingClientStep: trained.groups[0]?.meta.samplingStep ?? null });
       store.writeIterationFile(step, 'train_rollout_summaries.jsonl', rolloutSummariesJsonl(rows));
     }
-    const recorded = trained.map((t) => ({ ref: t.meta.ref!, batch: t.meta.batch, group: t.meta.group, samplingStep: t.meta.samplingStep, tags: t.tags, trajectories: t.group }));
-    store.writeRolloutRecord(rolloutRecord(step, recorded, groups, trained.map((t) => t.advantages)));
-
-    const result = await trainPolicySubsteps(backendOf(cfg), model, substeps, cfg, { learningRate, samplerName: `sampler_${pad(step + 1)}`, step });
-    const postKl = cfg.compute_post_kl && all_D.length ? computePostKl(all_D, await heartbeating(scoreAll(await newSampler(cfg, result.samplerPath), all_D))) : {};
-    const samplingSteps = trained.map((t) => t.meta.samplingStep);
+    const recorded = trained.groups.map((t, i) => ({ ref: t.meta.ref!, batch: t.meta.batch, group: t.meta.group, samplingStep: t.meta.samplingStep, tags: t.tags, trajectories: loaded[i] }));
+    store.writeRolloutRecord(rolloutRecord(step, recorded, loaded, trained.groups.map((t) => t.advantages)));
+    const all_D = trained.data_D;
+    const postKl = cfg.compute_post_kl && all_D.length ? computePostKl(all_D, await heartbeating(scoreAll(await newSampler(cfg, samplerPath), all_D))) : {};
+    const samplingSteps = trained.groups.map((t) => t.meta.samplingStep);
     const metrics: Record<string, number> = {
-      ...preStepMetrics,
-      ...(groups.length ? computeTrajectoryMetrics(groups, tags) : {}),
-      ...klMetrics,
-      ...result.optimMetrics,
+      ...opts.preStepMetrics,
+      ...(loaded.length ? computeTrajectoryMetrics(loaded, tags) : {}),
+      ...(trained.klMetrics ?? {}),
+      ...(trained.optimMetrics ?? {}),
       ...(samplingSteps.length
         ? {
             'sampling_client/step_max': Math.max(...samplingSteps),
@@ -277,12 +367,12 @@ export function rlActivities(deps: ActivityDeps) {
             'sampling_client/step_mean': samplingSteps.reduce((a, b) => a + b, 0) / samplingSteps.length,
           }
         : {}),
-      ...(all_D.length ? computeKlSampleTrain(all_D, result.trainLogprobs_D) : {}),
+      ...(all_D.length ? computeKlSampleTrain(all_D, trained.trainLogprobs_D) : {}),
       ...postKl,
-      ...errorMetrics,
+      ...opts.errorMetrics,
     };
     store.writeMetrics({ step, ...metrics });
-    return { seqIdsUsed: result.seqIdsUsed, metrics, samplerPath: result.samplerPath };
+    return metrics;
   }
 
   async function newSampler(cfg: RLConfig, modelPath: string): Promise<SamplingSession> {

@@ -16,7 +16,7 @@ export interface SweepActivities {
 export function sweepActivities(): SweepActivities {
   return {
     async sweepPointFinished({ sweep, point, metric }) {
-      const metrics = finalMetrics(point.log_path);
+      const metrics = finalMetrics(point.metrics_log_path ?? point.log_path);
       const record: PointRecord = { ...point, metrics };
       writeFileAtomic(join(sweep.logPath, POINTS_DIR, `${point.name}.json`), `${JSON.stringify(record, null, 2)}\n`);
       const value = metrics[metric];

@@ -6,6 +6,7 @@ import { RunDirInUseError, RunStore, type RunRef } from '../cookbook/run-store.j
 import { runLogger } from '../cookbook/logging.js';
 import { checkpointMetadata, metadataConflicts, type MetadataConfig } from '../cookbook/checkpoint-metadata.js';
 import type { ContinueFrom } from '../cookbook/config/common.js';
+import { rowExpiry } from '../cookbook/checkpoint-expiry.js';
 import { parseTinkerPath } from '../backends/tinker-backend.js';
 import { callBackend, heartbeating, toFailure, type ActivityDeps } from './context.js';
 import { ErrorTypes, type CreateModelInput, type LogMetricsInput, type ModelRef, type RestoreModelInput, type SaveCheckpointInput, type SaveCheckpointResult } from './types.js';
@@ -132,6 +133,7 @@ export function trainingActivities(deps: ActivityDeps) {
       const session = backend.openTrainingSession(model.modelId);
       let seqId = model.nextSeqId;
       const opts = () => ({ seqId, ttlSeconds, overwrite: true });
+      const expiry = rowExpiry(ttlSeconds); // before the save is sent: never later than the backend's
       const state = kind === 'sampler' ? undefined : await callBackend('save_state', 'model-lost', () => session.saveState(name, opts()));
       if (state) seqId += state.seqIds;
       const sampler = kind === 'state' ? undefined : await callBackend('save_weights_for_sampler', 'model-lost', () => session.saveWeightsForSampler(name, opts()));
@@ -141,7 +143,7 @@ export function trainingActivities(deps: ActivityDeps) {
       );
       // Recorded only after both saves completed, so a row always names restorable weights.
       // With what it was trained with, checked when a run loads it (checkpoint-metadata.ts).
-      if (record) new RunStore(run.logPath).writeCheckpoint({ name, ...row, ...checkpointMetadata(cfg as MetadataConfig), state_path: statePath, sampler_path: samplerPath });
+      if (record) new RunStore(run.logPath).writeCheckpoint({ name, ...row, ...checkpointMetadata(cfg as MetadataConfig), state_path: statePath, sampler_path: samplerPath, ...expiry });
       return { seqIdsUsed: seqId - model.nextSeqId, statePath, samplerPath };
     },
 

@@ -1,11 +1,11 @@
 // The contract between workflows and activities. Everything here crosses Temporal as a payload, so
 // it holds references and small summaries only: no token arrays, logprobs or weights (DESIGN §3.3).
 import type { CheckpointRow, RunRef } from '../cookbook/run-store.js';
-import type { RLPlan, RLTrainInput, RLTrainResult, RolloutGroupInput, RolloutGroupResult } from './rl.js';
+import type { RLPlan, RLStreamFinishInput, RLStreamSubstepInput, RLStreamSubstepResult, RLTrainInput, RLTrainResult, RolloutGroupInput, RolloutGroupResult } from './rl.js';
 import type { CustomEvalInput } from './evaluators.js';
 import type { DPOFinishInput, DPOPlan, DPOStepInput, DPOStepResult, DPOSubmitResult, DPOSubmitted, ReferenceSource } from './dpo.js';
 
-export type { RLPlan, RLTrainInput, RLTrainResult, RolloutGroupInput, RolloutGroupResult };
+export type { RLPlan, RLStreamFinishInput, RLStreamSubstepInput, RLStreamSubstepResult, RLTrainInput, RLTrainResult, RolloutGroupInput, RolloutGroupResult };
 import type { DistillPlan, DistillRolloutInput, DistillRolloutResult, DistillTrainInput, DistillTrainResult, TeacherMergeResult, TeacherSamplePlan, TeacherShardResult } from './distill.js';
 export type { DistillPlan, DistillRolloutInput, DistillRolloutResult, DistillTrainInput, DistillTrainResult, TeacherMergeResult, TeacherSamplePlan, TeacherShardResult };
 export type { DPOFinishInput, DPOPlan, DPOStepInput, DPOStepResult, DPOSubmitResult, DPOSubmitted, ReferenceSource };
@@ -116,6 +116,10 @@ export interface Activities {
   rlPrepare(input: { run: RunRef }): Promise<RLPlan>;
   rlRolloutGroup(input: RolloutGroupInput): Promise<RolloutGroupResult>;
   rlTrain(input: RLTrainInput): Promise<RLTrainResult>;
+  /** A streaming step's substep, trained while the step's later groups still sample. */
+  rlStreamSubstep(input: RLStreamSubstepInput): Promise<RLStreamSubstepResult>;
+  /** A streaming step's sampler save and metrics row, after its last substep. */
+  rlStreamFinish(input: RLStreamFinishInput): Promise<RLTrainResult>;
   rlEval(input: { run: RunRef; step: number; samplerPath: string }): Promise<{ metrics: Record<string, number> }>;
   /** One custom sampling evaluator of the run's `evaluators` on a sampler (§7.5). */
   customSamplingEval(input: CustomEvalInput): Promise<{ metrics: Record<string, number> }>;

@@ -11,13 +11,14 @@ import { metadataConflicts, type MetadataConfig } from '../cookbook/checkpoint-m
 import { applyOverrides, ConfigError, parseConfig } from '../cookbook/config/overrides.js';
 import { RunStore, type CheckpointRow, type RunKind } from '../cookbook/run-store.js';
 import { TRAINABLE_KINDS, type ResolvedRun } from './train.js';
+import { rowExpired } from '../cookbook/checkpoint-expiry.js';
 
 /**
- * Kinds whose workflows start at `continue_from.next_step` with nothing but the model to restore.
- * Not yet DPO (its `initial` reference model is a snapshot in workflow state, which a continued
- * run would retake from the continued weights), RL and distillation (paradigm state in the workflow).
+ * Kinds whose workflows start at `continue_from.next_step` from the checkpoint's weights and
+ * optimizer, with the paradigm state the checkpoint row recorded (`resume_state`): DPO's reference
+ * weights, RL's rollout error counts. Distillation's teacher-sampling stage has no checkpoint.
  */
-export const CONTINUABLE_KINDS: readonly RunKind[] = ['sl'];
+export const CONTINUABLE_KINDS: readonly RunKind[] = ['sl', 'rl', 'dpo', 'distill'];
 
 /** Keys `cookbook continue` sets itself from the parent's checkpoint. */
 const SET_BY_CONTINUE = ['continue_from', 'load_checkpoint_path', 'load_checkpoint_with_optimizer'];
@@ -25,9 +26,12 @@ const SET_BY_CONTINUE = ['continue_from', 'load_checkpoint_path', 'load_checkpoi
 export const CONTINUE_USAGE = `  continue <id or log dir> [k=v …]     a new run from a finished or stopped run's last state checkpoint,
         [--wait] [--id <workflow id>]       optimizer included; k=v overrides (num_epochs, max_steps, learning_rate, …)`;
 
-/** The reference's get_last_checkpoint: the last row with a state path. */
-export function lastStateCheckpoint(logPath: string): CheckpointRow | undefined {
-  return new RunStore(logPath).readCheckpoints().filter((r) => typeof r.state_path === 'string').at(-1);
+/**
+ * The reference's get_last_checkpoint: the last row with a state path, skipping rows whose TTL ran
+ * out (a rolling checkpoint of a run stopped hours ago is deleted on the backend).
+ */
+export function lastStateCheckpoint(logPath: string, nowMs = Date.now()): CheckpointRow | undefined {
+  return new RunStore(logPath).readCheckpoints().filter((r) => typeof r.state_path === 'string' && !rowExpired(r, nowMs)).at(-1);
 }
 
 function timestamp(d = new Date()): string {
@@ -50,12 +54,19 @@ export function resolveContinuation(parentLogPath: string, overrides: string[], 
   const parent = new RunStore(parentLogPath).read<Record<string, unknown>>();
   const kind = parent.kind;
   if (!CONTINUABLE_KINDS.includes(kind)) throw new ConfigError(`continue: ${kind} runs cannot be continued yet (supported: ${CONTINUABLE_KINDS.join(', ')})`);
+  if (kind === 'distill' && parent.config.mode === 'off_policy_sample') {
+    throw new ConfigError(`mode: ${parentLogPath} is a teacher-sampling run (mode off_policy_sample), which has no checkpoint; start it again (it resumes from the shards on disk) or continue its SFT stage`);
+  }
   for (const o of overrides) {
     const key = o.slice(0, Math.max(0, o.indexOf('='))).split('.')[0];
     if (SET_BY_CONTINUE.includes(key)) throw new ConfigError(`${key}: set by \`cookbook continue\` from the parent's checkpoint; remove the override`);
   }
   const row = lastStateCheckpoint(parentLogPath);
-  if (!row) throw new ConfigError(`continue: ${join(parentLogPath, 'checkpoints.jsonl')} has no checkpoint with a state_path to continue from`);
+  if (!row) {
+    const expired = new RunStore(parentLogPath).readCheckpoints().filter((r) => typeof r.state_path === 'string').length;
+    const why = expired ? ` (all ${expired} that had one expired: their ttl_seconds ran out and the backend deleted them)` : '';
+    throw new ConfigError(`continue: ${join(parentLogPath, 'checkpoints.jsonl')} has no checkpoint with a state_path to continue from${why}`);
+  }
   if (typeof row.next_step !== 'number') {
     throw new ConfigError(`continue: checkpoint "${row.name}" in ${join(parentLogPath, 'checkpoints.jsonl')} has no next_step (written before runs recorded it); start a new run with load_checkpoint_path=${row.state_path} load_checkpoint_with_optimizer=true instead`);
   }
@@ -64,13 +75,16 @@ export function resolveContinuation(parentLogPath: string, overrides: string[], 
   const raw = applyOverrides({ ...inherited, load_checkpoint_path: row.state_path, load_checkpoint_with_optimizer: true }, overrides);
   const source = join(parentLogPath, 'config.json');
   const config = parseConfig(TRAINABLE_KINDS[kind].schema, raw, `${source} + overrides`) as Record<string, any>;
+  const resumeState = row.resume_state && typeof row.resume_state === 'object' ? (row.resume_state as Record<string, unknown>) : null;
   config.continue_from = {
     log_path: parentLogPath,
     workflow_id: parent.workflowId,
     name: row.name,
     next_step: row.next_step,
     elapsed_tokens: typeof row.elapsed_tokens === 'number' ? row.elapsed_tokens : 0,
+    resume_state: resumeState,
   };
+  checkReferenceInherited(kind, config, resumeState, row, parentLogPath);
   if (config.check_checkpoint_metadata) {
     const conflicts = metadataConflicts(row, config as MetadataConfig, `checkpoint "${row.name}" of ${parentLogPath}`);
     if (conflicts.length) throw new ConfigError(conflicts.join('\n'));
@@ -82,6 +96,17 @@ export function resolveContinuation(parentLogPath: string, overrides: string[], 
   if (existsSync(join(logPath, '.cookbook', 'run.json'))) throw new ConfigError(`log_path: ${logPath} already holds another run; choose another log_path or run_name`);
   config.log_path = logPath;
   return { kind, workflowId, config, run: { workflowId, kind, logPath } };
+}
+
+/** A continued DPO run against its starting weights needs the parent's reference, which the row records. */
+function checkReferenceInherited(kind: RunKind, config: Record<string, any>, resumeState: Record<string, unknown> | null, row: CheckpointRow, parentLogPath: string): void {
+  // Without the parent's reference path the reference would be retaken from the continued weights.
+  if (kind === 'dpo' && config.reference_model?.kind === 'initial' && typeof resumeState?.reference_path !== 'string') {
+    throw new ConfigError(
+      `reference_model: checkpoint "${row.name}" in ${join(parentLogPath, 'checkpoints.jsonl')} records no reference_path (written before runs recorded it); ` +
+        `set reference_model={"kind":"sampler_path","path":"<the parent's reference sampler>"} to continue`,
+    );
+  }
 }
 
 /** A parent still running would keep training the weights its checkpoint was taken from. */

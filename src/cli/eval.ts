@@ -18,6 +18,7 @@ import { KindKey, ModelKey, StatusKey, StepKey } from '../workflows/shared/searc
 export const EVAL_USAGE = `  eval <model or checkpoint> <suite>    evaluate a base model or a tinker:// checkpoint on a benchmark
         [--limit N] [--data PATH]           (suites: ${Object.keys(SUITES).join(', ')}); --data: the full set in its
         [--set key=value …] [--detach]      public layout (default: the shipped sample); results.json in the run folder
+        [--samples N] [--pass-at-k 1,5]     N samples per example, pass@k for each k ≤ N (default 1, 5, …, N)
   eval --list                         the benchmark suites`;
 
 export interface ResolvedEval {
@@ -30,6 +31,8 @@ export interface EvalArgs {
   limit?: string;
   data?: string;
   set?: string[];
+  samples?: string;
+  passAtK?: string;
 }
 
 function timestamp(d = new Date()): string {
@@ -47,6 +50,15 @@ export function resolveEval(model: string, suite: string, args: EvalArgs, opts: 
     raw.limit = Number(args.limit);
   }
   if (args.data !== undefined) raw.data_path = args.data;
+  if (args.samples !== undefined) {
+    if (!/^\d+$/.test(args.samples) || Number(args.samples) < 1) throw new ConfigError(`--samples: "${args.samples}" is not a positive integer`);
+    raw.num_samples = Number(args.samples);
+  }
+  if (args.passAtK !== undefined) {
+    const ks = args.passAtK.split(',').map((k) => k.trim());
+    if (ks.some((k) => !/^\d+$/.test(k) || Number(k) < 1)) throw new ConfigError(`--pass-at-k: "${args.passAtK}" is not a comma-separated list of positive integers`);
+    raw.pass_at_k = ks.map(Number);
+  }
   const config = parseConfig(EvalConfigSchema, applyOverrides(raw, args.set ?? []), 'eval');
   for (const key of ['data_path', 'tokenizer_path'] as const) {
     const p = config[key];

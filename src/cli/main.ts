@@ -10,7 +10,7 @@ import { formatModel, formatModels } from './models.js';
 import { previewData } from './preview.js';
 import { formatResult, listRuns, logDirOf, runStatus, sendControl, setHot, watchRun } from './runs.js';
 import { startStack, stopDetachedStack } from './stack.js';
-import { SWEEP_USAGE, sweepCommand } from './sweep.js';
+import { formatSetResult, SWEEP_USAGE, sweepCommand } from './sweep.js';
 import { reportCommand } from '../report/cli.js';
 import { checkBackend, checkRunData, rendererWarnings, resolveRun, startRun, TRAINABLE_KINDS } from './train.js';
 import { checkParentSettled, CONTINUE_USAGE, parentLogDir, resolveContinuation, TRACK_USAGE } from './continue.js';
@@ -31,6 +31,7 @@ ${TRACK_USAGE}
   stop <id> [--reason <text>]         graceful early stop: finish the step, save a final checkpoint
   pause <id> | resume <id>            pause after the current step / carry on
   set <id> key=value …                change lr_multiplier, eval_every or save_every from the next step
+                                      (a sweep: every running point, and eval/save_every of later points)
   report <id or log dir> […]          HTML report: metric curves (runs overlaid), config, checkpoints,
         [--out FILE]                        rollouts; written to <log dir>/report.html unless --out
         [--serve [--port N]]                --serve: live page on 127.0.0.1, re-rendered per request
@@ -64,6 +65,8 @@ async function main(argv: string[]): Promise<number> {
       dtype: { type: 'string' },
       limit: { type: 'string' },
       data: { type: 'string' },
+      samples: { type: 'string' },
+      'pass-at-k': { type: 'string' },
       set: { type: 'string', multiple: true },
       list: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
@@ -146,7 +149,7 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case 'eval':
-      return evalCommand(rest, { limit: values.limit, data: values.data, set: values.set, list: values.list, detach: values.detach, workflowId: values.id, engineUrl: engineUrl(flags), taskQueue: flags.taskQueue, connect: () => connectClient(flags) });
+      return evalCommand(rest, { limit: values.limit, data: values.data, samples: values.samples, passAtK: values['pass-at-k'], set: values.set, list: values.list, detach: values.detach, workflowId: values.id, engineUrl: engineUrl(flags), taskQueue: flags.taskQueue, connect: () => connectClient(flags) });
     case 'track': {
       // A log dir needs no Temporal server (e.g. uploading an offline-tracked run from another machine).
       const dir = await parentLogDir(needId(), async (id) => logDirOf(await connectClient(flags), id));
@@ -174,8 +177,7 @@ async function main(argv: string[]): Promise<number> {
       console.log(await sendControl(await connectClient(flags), needId(), command, values.reason));
       return 0;
     case 'set': {
-      const { settings, fromStep } = await setHot(await connectClient(flags), needId(), rest.slice(1));
-      console.log(`${rest[0]}: hot settings now ${JSON.stringify(settings)}, from step ${fromStep}`);
+      console.log(formatSetResult(rest[0], await setHot(await connectClient(flags), needId(), rest.slice(1))));
       return 0;
     }
     case 'report':

@@ -163,7 +163,12 @@ export async function sendControl(client: Client, id: string, what: 'stop' | 'pa
 export async function setHot(client: Client, id: string, assignments: string[]): Promise<SetResult> {
   if (assignments.length === 0) throw new ConfigError('set: give at least one key=value (lr_multiplier, eval_every, save_every)');
   const patch = applyOverrides({}, assignments) as Partial<HotSettings>;
-  validateHotSettings(patch);
+  try {
+    validateHotSettings(patch);
+  } catch (err) {
+    // The workflow-side validator throws plain errors; here they are config errors (exit code 2).
+    throw new ConfigError((err as Error).message);
+  }
   const handle = await handleFor(client, id);
   try {
     return await handle.executeUpdate(setUpdate, { args: [patch] });

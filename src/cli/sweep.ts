@@ -5,7 +5,7 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { ConfigError } from '../cookbook/config/overrides.js';
 import { expandPoints } from '../cookbook/config/sweep-points.js';
-import { progressQuery } from '../workflows/shared/messages.js';
+import { progressQuery, type ForwardedSet, type SetResult } from '../workflows/shared/messages.js';
 import type { SweepProgress, SweepResult, SweepRow, SweepTable } from '../workflows/sweep.js';
 import { checkBackend, checkRunData, resolveRun, startRun } from './train.js';
 
@@ -36,6 +36,24 @@ export function formatSweepTable(t: SweepTable): string {
   const line = (c: string[]) => c.map((x, i) => x.padEnd(widths[i])).join('  ').trimEnd();
   const best = t.best === undefined ? `no point has a finite ${t.metric} yet` : `best: ${t.points[t.best].name} (${t.metric} ${fmt(t.points[t.best].value)}, ${t.mode})`;
   return [line(header), ...cells.map(line), best].join('\n');
+}
+
+/**
+ * What `cookbook set <id>` prints: the settings now in force, then — for a sweep or a pipeline —
+ * each run the settings were forwarded to (nested: a pipeline point's running stage).
+ */
+export function formatSetResult(id: string, r: SetResult): string {
+  if (!r.forwarded) return `${id}: hot settings now ${JSON.stringify(r.settings)}, from step ${r.fromStep}`;
+  const lines = [`${id}: hot settings now ${JSON.stringify(r.settings)}`];
+  const walk = (list: ForwardedSet[], depth: number) => {
+    for (const f of list) {
+      lines.push(`${'  '.repeat(depth)}→ ${f.workflowId}: ${f.fromStep === null ? 'already ended, unchanged' : f.forwarded ? 'forwarded' : `from step ${f.fromStep}`}`);
+      if (f.forwarded) walk(f.forwarded, depth + 1);
+    }
+  };
+  walk(r.forwarded, 1);
+  if (r.forwarded.length === 0) lines.push('  (no run going now)');
+  return lines.join('\n');
 }
 
 const isFinished = (r: SweepRow) => r.status !== 'pending' && r.status !== 'running';

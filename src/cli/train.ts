@@ -8,6 +8,8 @@ import type { z } from 'zod';
 import { applyOverrides, ConfigError, parseConfig } from '../cookbook/config/overrides.js';
 import { DistillConfigSchema } from '../cookbook/config/distill.js';
 import { DPOConfigSchema } from '../cookbook/config/dpo.js';
+import { PromptDistillConfigSchema } from '../cookbook/config/prompt-distill.js';
+import { queriesFile, readQueries } from '../cookbook/distillation/prompt-distillation-queries.js';
 import { FROM_PREVIOUS_STAGE, PipelineConfigSchema, resolvePipelineStages } from '../cookbook/config/pipeline.js';
 import { PIPELINE_STAGE_KINDS } from '../cookbook/config/pipeline-kinds.js';
 import { resolveSweep, SweepConfigSchema } from '../cookbook/config/sweep.js';
@@ -65,6 +67,14 @@ export const TRAINABLE_KINDS: Record<string, TrainableKind> = {
     checkData: (cfg) => checkEvaluators(cfg),
     describe: (cfg) =>
       `${cfg.mode === 'off_policy_sample' ? 'teacher sampling for off-policy distillation' : `on-policy distillation of ${cfg.model_name}`} from ${cfg.dataset_configs.map((d: any) => d.teacher_config.load_checkpoint_path ?? d.teacher_config.base_model).join(', ')}`,
+  },
+  prompt_distill: {
+    schema: PromptDistillConfigSchema,
+    workflowType: 'promptDistillWorkflow',
+    checkData: async (cfg) => {
+      readQueries(cfg);
+    },
+    describe: (cfg) => `prompt distillation data from ${cfg.load_checkpoint_path ?? cfg.model_name} on ${queriesFile(cfg)}`,
   },
   dpo: {
     schema: DPOConfigSchema,

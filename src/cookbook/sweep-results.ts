@@ -12,6 +12,8 @@ export interface PointRecord {
   name: string;
   workflow_id: string;
   log_path: string;
+  /** Where the ranking metric is logged when not in log_path: a pipeline point's metric stage. */
+  metrics_log_path?: string;
   params: Record<string, unknown>;
   status: PointStatus;
   steps: number;

@@ -1,5 +1,5 @@
 // `cookbook report`: runs in, one HTML page out (load → charts → rollouts → html).
-import { basename, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { writeFileAtomic } from '../cookbook/run-store.js';
 import { metricGroups, renderCharts, runColor } from './charts.js';
 import { renderHtml } from './html.js';
@@ -61,7 +61,8 @@ export async function buildReportHtml(logDirs: readonly string[], opts: ReportOp
   const rollouts = [];
   for (const run of runs) rollouts.push(await loadRollouts(run, opts.rolloutIterations ?? DEFAULT_MAX_ITERATIONS));
   const sweepSection = renderSweepSection(loadSweepTables(logDirs), (name) => {
-    const i = runs.findIndex((r) => basename(r.logDir) === name);
+    // A pipeline point's curves come from its metric stage's directory, `<point>/<i>-<kind>`.
+    const i = runs.findIndex((r) => basename(r.logDir) === name || basename(dirname(r.logDir)) === name);
     return i === -1 ? undefined : runColor(i);
   });
   return renderHtml({ runs, groups, charts, rollouts, generatedAt: new Date(), live: opts.live, notice, sweepSection: sweepSection || undefined });

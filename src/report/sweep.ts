@@ -1,10 +1,11 @@
 // A sweep's log dir in the report: its points' runs (curves overlaid, one colour per point) and
 // the results table ranked by the sweep's metric, read from files only — the sweep's config.json
 // (which points exist), `points/<name>.json` (finished points, written by the sweep) and, for a
-// point still training, its own metrics.jsonl so far.
+// point still training, its own metrics.jsonl so far. A pipeline point is shown by its metric stage
+// (its curves overlaid, its metrics ranked).
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { bestIndex, expandPoints, type PointSpec } from '../cookbook/config/sweep-points.js';
+import { bestIndex, expandPoints, metricSubdir, type PointSpec } from '../cookbook/config/sweep-points.js';
 import { finalMetrics, readPointRecords } from '../cookbook/sweep-results.js';
 import type { SweepRow, SweepTable } from '../workflows/sweep.js';
 import { esc, fmt } from './html.js';
@@ -15,16 +16,26 @@ export interface SweepReport extends SweepTable {
 }
 
 interface SweepConfigFile extends PointSpec {
+  kind: string;
+  metric_stage?: number | null;
+  base?: Record<string, unknown>;
   metric: string;
   mode: 'min' | 'max';
 }
 
 export const isSweepRun = (run: RunData) => run.kind === 'sweep' && run.config !== null;
 
-/** The log dirs of the sweep's points that have started, in point order. */
+/** A point's run whose metrics rank it: the point itself, or a pipeline point's metric stage. */
+function metricsDirOf(cfg: SweepConfigFile, sweepDir: string, pointName: string): string {
+  const sub = metricSubdir(cfg);
+  return sub ? join(sweepDir, pointName, sub) : join(sweepDir, pointName);
+}
+
+/** The log dirs of the sweep's points that have started, in point order (a pipeline point's metric stage). */
 export function sweepPointDirs(sweep: RunData): string[] {
-  return expandPoints(sweep.config as unknown as SweepConfigFile)
-    .map((p) => join(sweep.logDir, p.name))
+  const cfg = sweep.config as unknown as SweepConfigFile;
+  return expandPoints(cfg)
+    .map((p) => metricsDirOf(cfg, sweep.logDir, p.name))
     .filter((dir) => existsSync(join(dir, 'config.json')));
 }
 
@@ -35,10 +46,11 @@ export function loadSweepTable(sweep: RunData): SweepReport {
     const r = records.get(p.index);
     const base = { index: p.index, name: p.name, workflowId: r?.workflow_id ?? '', params: p.params };
     if (r) return { ...base, status: r.status, steps: r.steps, value: finite(r.metrics[cfg.metric]), ...(r.error ? { error: r.error } : {}) };
-    const dir = join(sweep.logDir, p.name);
-    if (!existsSync(join(dir, 'config.json'))) return { ...base, status: 'pending', steps: null, value: null };
-    const so_far = finalMetrics(dir);
-    return { ...base, status: 'running', steps: typeof so_far.step === 'number' ? so_far.step + 1 : 0, value: finite(so_far[cfg.metric]) };
+    if (!existsSync(join(sweep.logDir, p.name, 'config.json'))) return { ...base, status: 'pending', steps: null, value: null };
+    // A pipeline point may still be in an earlier stage: no value yet, and its steps are stages.
+    const so_far = finalMetrics(metricsDirOf(cfg, sweep.logDir, p.name));
+    const steps = metricSubdir(cfg) ? null : typeof so_far.step === 'number' ? so_far.step + 1 : 0;
+    return { ...base, status: 'running', steps, value: finite(so_far[cfg.metric]) };
   });
   const finished = points.filter((p) => p.status !== 'running' && p.status !== 'pending');
   return { label: sweep.label, metric: cfg.metric, mode: cfg.mode, points, best: bestIndex(finished, cfg.mode) };

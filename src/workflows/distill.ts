@@ -15,7 +15,11 @@ import { activitiesFor, TrainingRun, type RunInput, type RunResult } from './sha
 
 export type DistillInput = RunInput<DistillConfig, DistillPlan>;
 
-/** What on-policy distillation carries besides the model: the sampler the next step samples from. */
+/**
+ * What on-policy distillation carries besides the model: the sampler the next step samples from.
+ * Nothing a continued run must inherit: the teachers come from the config, the batch from the step,
+ * and a run's first step saves its sampler from the weights it starts with.
+ */
 interface DistillState {
   sampler?: { path: string; step: number };
 }

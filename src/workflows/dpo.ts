@@ -28,7 +28,10 @@ export async function dpoWorkflow(input: DPOInput): Promise<RunResult> {
   const nBatches = plan.nBatches;
   const totalSteps = Math.min(nBatches * cfg.num_epochs, cfg.max_steps ?? Infinity);
   const cursor = (step: number) => ({ epoch: Math.floor(step / nBatches), batch: step % nBatches });
-  run.state.custom ??= {};
+  // A continued run keeps its parent's reference: the weights the parent started from, not its own.
+  const inherited = cfg.continue_from?.resume_state?.reference_path;
+  const initialState: DPOState = typeof inherited === 'string' ? { referencePath: inherited } : {};
+  run.state.custom ??= { ...initialState };
   const state = () => run.state.custom as DPOState;
 
   async function referenceSource(): Promise<ReferenceSource> {
@@ -71,7 +74,8 @@ export async function dpoWorkflow(input: DPOInput): Promise<RunResult> {
     totalSteps,
     lossKey: 'dpo_loss',
     createInitialModel: () => acts.createModel({ run: input.run }),
-    initialCustom: {},
+    initialCustom: initialState,
+    resumeState: () => (cfg.reference_model.kind === 'initial' && state().referencePath ? { reference_path: state().referencePath } : undefined),
 
     async runStep(step) {
       const stepInput = await startStep(step);

@@ -6,3 +6,4 @@ export { distillWorkflow, teacherSamplingWorkflow } from './distill.js';
 export { pipelineWorkflow } from './pipeline.js';
 export { sweepWorkflow } from './sweep.js';
 export { evalWorkflow } from './eval.js';
+export { promptDistillWorkflow } from './prompt-distillation.js';

@@ -4,7 +4,9 @@
 // earlier stage (`init_from`), with "@stage:<i>/sampler" references filled in (pipeline-refs.ts).
 // The parent records finished stages, so after any crash the chain goes on where it stopped; `stop`
 // is forwarded to the running stage and no later stage starts. Child ids are
-// `<parent id>/<index>-<kind>`, their log dirs `<log_path>/<index>-<kind>`.
+// `<parent id>/<index>-<kind>`, their log dirs `<log_path>/<index>-<kind>`. `set` is forwarded to the
+// running stage; its eval_every/save_every also go into later stages' configs (not lr_multiplier:
+// a later stage is another paradigm with its own learning rate).
 import {
   allHandlersFinished,
   ApplicationFailure,
@@ -16,13 +18,15 @@ import {
   upsertSearchAttributes,
   type ChildWorkflowHandle,
 } from '@temporalio/workflow';
+import type { HotForwardActivities } from '../activities/hot-forward.js';
 import type { Activities } from '../activities/types.js';
 import { NON_RETRYABLE_ERROR_TYPES } from '../activities/types.js';
 import type { PipelineConfig, ResolvedStage } from '../cookbook/config/pipeline.js';
 import type { PipelineStageKind } from '../cookbook/config/pipeline-kinds.js';
 import { initSource, substituteStageRefs, type StageRef } from '../cookbook/config/pipeline-refs.js';
+import { withHotSettings } from '../cookbook/config/sweep-points.js';
 import type { RunKind, RunRef } from '../cookbook/run-store.js';
-import { pauseSignal, progressQuery, resumeSignal, stopSignal, type Progress, type RunStatus } from './shared/messages.js';
+import { pauseSignal, progressQuery, resumeSignal, setUpdate, stopSignal, validateHotSettings, type HotSettings, type Progress, type RunStatus } from './shared/messages.js';
 import { RUN_WORKFLOWS, type RunWorkflow } from './shared/run-workflows.js';
 import { KindKey, ModelKey, StatusKey, StepKey } from './shared/search-attributes.js';
 import type { RunResult } from './shared/training-run.js';
@@ -52,7 +56,7 @@ export interface PipelineProgress extends Progress {
   stages: Array<{ index: number; kind: string; workflowId: string; status: 'pending' | 'running' | RunResult['status'] }>;
 }
 
-const acts = proxyActivities<Pick<Activities, 'initRun'>>({
+const acts = proxyActivities<Pick<Activities, 'initRun'> & HotForwardActivities>({
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '1s', maximumInterval: '20s', nonRetryableErrorTypes: NON_RETRYABLE_ERROR_TYPES },
 });
@@ -89,6 +93,7 @@ export async function pipelineWorkflow(input: PipelineInput): Promise<PipelineRe
   let stopReason: string | undefined;
   let paused = false;
   let running: { index: number; handle: ChildWorkflowHandle<RunWorkflow> } | undefined;
+  let hotSet: Partial<HotSettings> = {};
 
   const setStatus = (s: RunStatus) => {
     status = s;
@@ -117,6 +122,15 @@ export async function pipelineWorkflow(input: PipelineInput): Promise<PipelineRe
     paused = false;
     await forward((h) => h.signal(resumeSignal));
   });
+  setHandler(
+    setUpdate,
+    async (patch) => {
+      hotSet = { ...hotSet, ...patch };
+      const forwarded = running ? await acts.forwardHotSettings({ workflowIds: [stageId(running.index)], patch }) : [];
+      return { settings: { lr_multiplier: 1, eval_every: 0, save_every: 0, ...hotSet }, fromStep: done.length, forwarded };
+    },
+    { validator: validateHotSettings },
+  );
   setHandler(progressQuery, (): PipelineProgress => {
     const last = done[done.length - 1]?.result;
     return {
@@ -157,7 +171,7 @@ export async function pipelineWorkflow(input: PipelineInput): Promise<PipelineRe
     const logPath = `${run.logPath}/${i}-${kind}`;
     const source = initSource(i, init_from);
     const linked = substituteStageRefs(stageConfig, (ref) => stageRefPath(i, ref, done));
-    const childConfig: Record<string, unknown> = { ...linked, log_path: logPath, ...startingPoint(i, source, source === null ? undefined : done[source]?.result, stageConfig) };
+    const childConfig: Record<string, unknown> = { ...withHotSettings(kind, linked, hotSet), log_path: logPath, ...startingPoint(i, source, source === null ? undefined : done[source]?.result, stageConfig) };
     const workflowId = stageId(i);
     const handle = await startChild(workflow, {
       workflowId,

@@ -4,7 +4,8 @@
 // weights the next rollouts sample from.
 import type { RLConfig } from '../cookbook/config/rl.js';
 import { RolloutErrorCounter, type RolloutErrorCounterState } from '../cookbook/rl/rollouts.js';
-import type { RLPlan, RolloutGroupResult } from '../activities/types.js';
+import { CancellationScope, patched } from '@temporalio/workflow';
+import type { RLPlan, RLTrainResult, RolloutGroupResult } from '../activities/types.js';
 import { emptyOffPolicyState, OffPolicyRollouts, type OffPolicyState } from './rl-off-policy.js';
 import { TrainingRun, type RunInput, type RunResult } from './shared/training-run.js';
 
@@ -18,6 +19,8 @@ interface RLState {
 }
 
 const pad = (n: number) => String(n).padStart(6, '0');
+/** Streaming steps whose substeps are their own activities (histories before it trained a streaming step in one). */
+const STREAM_SUBSTEPS_PATCH = 'rl-stream-substeps';
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 export async function rlWorkflow(input: RLInput): Promise<RunResult> {
@@ -33,7 +36,7 @@ export async function rlWorkflow(input: RLInput): Promise<RunResult> {
   const totalBuilders = plan.nBatches * plan.groupsPerBatch * (cfg.num_epochs ?? 1);
   const groupsPerStep = async ? async.groups_per_batch : plan.groupsPerBatch;
   const totalSteps = Math.min(Math.floor(totalBuilders / groupsPerStep), cfg.max_steps ?? Infinity);
-  const initialState: RLState = { errors: { counts: [], groupsSkipped: 0 }, ...(async ? { offPolicy: emptyOffPolicyState() } : {}) };
+  const initialState = startState(cfg, totalBuilders, plan.groupsPerBatch);
   run.state.custom ??= JSON.parse(JSON.stringify(initialState));
   const state = () => run.state.custom as RLState;
 
@@ -84,11 +87,68 @@ export async function rlWorkflow(input: RLInput): Promise<RunResult> {
     return Promise.all([...testSet, ...run.customSamplingEvals(step, samplerPath)]);
   }
 
+  /**
+   * A streaming-minibatch step whose substeps train while the step still samples (the reference's
+   * do_sync_training_with_stream_minibatch): every group samples on the step's sampler, as in the
+   * reference, and substep i trains, after substep i−1, as soon as its own groups are in. The
+   * reference fills minibatches in completion order; here group positions decide (substep i holds
+   * groups i·k … i·k+k−1, k = groups_per_batch / num_substeps), so a recovered or replayed step
+   * trains exactly what the uninterrupted one did, whichever rollouts finish first.
+   */
+  async function streamingStep(step: number, samplerPath: string, lr: number, preStepMetrics: Record<string, number>): Promise<void> {
+    const evals = evaluate(step, samplerPath);
+    const rollouts = Array.from({ length: plan.groupsPerBatch }, (_, group) => rollout(step, group, samplerPath, step));
+    const everything = Promise.allSettled([evals, ...rollouts]);
+    const perSubstep = plan.groupsPerBatch / cfg.num_substeps;
+    const substeps: string[] = [];
+    try {
+      for (let substep = 0; substep < cfg.num_substeps; substep++) {
+        const groups = await Promise.all(rollouts.slice(substep * perSubstep, (substep + 1) * perSubstep));
+        const kept = groups.filter((g) => g.ref !== null).length;
+        if (kept === 0) continue;
+        const summary = `train step ${step} substep ${substep} on ${kept} groups`;
+        const { ref } = await run.train(acts.rlStreamSubstep, { run: input.run, step, substep, groups, learningRate: lr }, summary);
+        substeps.push(ref);
+      }
+    } catch (err) {
+      // Nothing of a failed step is left running when the run recovers (and replays it whole).
+      await everything;
+      throw err;
+    }
+    const [evalResults, groups] = await Promise.all([evals, Promise.all(rollouts)]);
+    Object.assign(preStepMetrics, ...evalResults.map((r) => r.metrics));
+    await recordStep(step, samplerPath, preStepMetrics, groups, (errorMetrics) =>
+      run.train(acts.rlStreamFinish, { run: input.run, step, substeps, preStepMetrics, errorMetrics }, `finish step ${step}: sampler weights and metrics`),
+    );
+  }
+
+  /** A step's groups are in: count their errors, then train (or, when none survived, just log the row). */
+  async function recordStep(
+    step: number,
+    samplerPath: string,
+    preStepMetrics: Record<string, number>,
+    groups: RolloutGroupResult[],
+    train: (errorMetrics: Record<string, number>) => Promise<RLTrainResult>,
+  ): Promise<void> {
+    const errors = countErrors(state().errors, groups);
+    if (groups.every((g) => g.ref === null)) {
+      // Nothing survived: no training, no checkpoint; the row records progress and errors.
+      await run.logMetrics(step, { ...preStepMetrics, ...errors.getMetrics() });
+      run.state.custom = { ...state(), errors: errors.toJSON(), sampler: { path: samplerPath, step: step + 1 } } satisfies RLState;
+      return;
+    }
+    const result = await train(errors.getMetrics());
+    run.state.custom = { ...state(), errors: errors.toJSON(), sampler: { path: result.samplerPath, step: step + 1 } } satisfies RLState;
+    run.setLastMetrics(result.metrics);
+  }
+
   return run.run({
     totalSteps,
     lossKey: 'env/all/reward/total',
     createInitialModel: () => acts.createModel({ run: input.run }),
     initialCustom: initialState,
+    // Error counts are cumulative (the rows' rollout_errors/*): a continued run goes on counting.
+    resumeState: () => (state().errors.counts.length || state().errors.groupsSkipped ? { rollout_errors: state().errors } : undefined),
     beforeContinueAsNew: async () => {
       await queue?.drain();
     },
@@ -100,31 +160,41 @@ export async function rlWorkflow(input: RLInput): Promise<RunResult> {
       const preStepMetrics: Record<string, number> = async
         ? { 'training_client/step': step, 'optim/lr': lr, 'progress/done_frac': (step + 1) / totalSteps }
         : { 'progress/batch': step, 'optim/lr': lr, 'progress/done_frac': (step + 1) / totalSteps };
-      const [evalResults, { groups, metrics: samplingMetrics }] = await Promise.all([evaluate(step, samplerPath), groupsFor(step, samplerPath)]);
-      const errors = countErrors(state().errors, groups);
-      Object.assign(preStepMetrics, samplingMetrics, ...evalResults.map((r) => r.metrics));
-      const trainable = groups.filter((g) => g.ref !== null);
-
-      if (trainable.length === 0) {
-        // Nothing survived: no training, no checkpoint; the row records progress and errors.
-        await run.logMetrics(step, { ...preStepMetrics, ...errors.getMetrics() });
-        run.state.custom = { ...state(), errors: errors.toJSON(), sampler: { path: samplerPath, step: step + 1 } } satisfies RLState;
-        return;
+      if (cfg.stream_minibatch_config && !async && patched(STREAM_SUBSTEPS_PATCH)) {
+        // Once its first substep may train, a step runs to its end: a cancel takes effect after it,
+        // so the final checkpoint holds whole steps.
+        return CancellationScope.nonCancellable(() => streamingStep(step, samplerPath, lr, preStepMetrics));
       }
+      const [evalResults, { groups, metrics: samplingMetrics }] = await Promise.all([evaluate(step, samplerPath), groupsFor(step, samplerPath)]);
+      Object.assign(preStepMetrics, samplingMetrics, ...evalResults.map((r) => r.metrics));
       // Streaming minibatches are cut by group position, so dropped groups keep their places.
-      const result = await run.train(
-        acts.rlTrain,
-        { run: input.run, step, groups: cfg.stream_minibatch_config ? groups : trainable, learningRate: lr, preStepMetrics, errorMetrics: errors.getMetrics() },
-        `train step ${step} on ${trainable.length} groups`,
+      const trainable = groups.filter((g) => g.ref !== null);
+      await recordStep(step, samplerPath, preStepMetrics, groups, (errorMetrics) =>
+        run.train(
+          acts.rlTrain,
+          { run: input.run, step, groups: cfg.stream_minibatch_config ? groups : trainable, learningRate: lr, preStepMetrics, errorMetrics },
+          `train step ${step} on ${trainable.length} groups`,
+        ),
       );
-      run.state.custom = { ...state(), errors: errors.toJSON(), sampler: { path: result.samplerPath, step: step + 1 } } satisfies RLState;
-      run.setLastMetrics(result.metrics);
     },
 
     // As the reference: the checkpoint after step i is named i+1 and resumes at batch i+1.
     periodicCheckpoint: (step, every) => ((step + 1) % every === 0 ? { name: pad(step + 1), row: { batch: step + 1 } } : undefined),
     finalRow: () => ({ batch: run.state.step }),
   });
+}
+
+/**
+ * RL's state at the run's first step. A continued run (`cookbook continue`) goes on counting its
+ * parent's rollout errors; in async mode its dataloader starts at dataset batch `next_step`, as the
+ * reference's does on resume: rollouts the parent had in flight or ready are not carried over.
+ */
+function startState(cfg: RLConfig, totalBuilders: number, groupsPerDatasetBatch: number): RLState {
+  const from = cfg.continue_from;
+  const errors = (from?.resume_state?.rollout_errors as RolloutErrorCounterState | undefined) ?? { counts: [], groupsSkipped: 0 };
+  if (!cfg.async_config) return { errors };
+  const next = Math.min((from?.next_step ?? 0) * groupsPerDatasetBatch, totalBuilders);
+  return { errors, offPolicy: { ...emptyOffPolicyState(), next } };
 }
 
 function countErrors(before: RolloutErrorCounterState, groups: RolloutGroupResult[]): RolloutErrorCounter {

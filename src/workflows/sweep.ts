@@ -6,6 +6,9 @@
 // starts; `pause` pauses the running points and starts none until `resume`. The parent continues
 // as new after `points_per_workflow_run` points, once its running points have finished (children
 // outlive no parent run). Child ids are `<sweep id>/<point name>`, log dirs `<log_path>/<point name>`.
+// A point may be a whole pipeline (kind "pipeline"): ranked by its metric stage, stop/pause reach
+// its running stage through it. `set` (hot settings) is forwarded to every running point and kept
+// in the state: eval_every/save_every also go into the configs of points started later.
 import {
   allHandlersFinished,
   ApplicationFailure,
@@ -19,13 +22,15 @@ import {
   workflowInfo,
   type ChildWorkflowHandle,
 } from '@temporalio/workflow';
+import type { HotForwardActivities } from '../activities/hot-forward.js';
 import type { PointStatus, SweepActivities } from '../activities/sweep.js';
 import type { Activities } from '../activities/types.js';
 import { NON_RETRYABLE_ERROR_TYPES } from '../activities/types.js';
 import type { ResolvedSweepConfig } from '../cookbook/config/sweep.js';
-import { bestIndex, expandPoints, withParams, type SweepPoint } from '../cookbook/config/sweep-points.js';
+import { bestIndex, expandPoints, metricSubdir, pointConfig, withHotSettings, type SweepPoint } from '../cookbook/config/sweep-points.js';
 import type { RunRef } from '../cookbook/run-store.js';
-import { pauseSignal, progressQuery, resumeSignal, stopSignal, type Progress, type RunStatus } from './shared/messages.js';
+import { pauseSignal, progressQuery, resumeSignal, setUpdate, stopSignal, validateHotSettings, type HotSettings, type Progress, type RunStatus } from './shared/messages.js';
+import { pipelineWorkflow } from './pipeline.js';
 import { RUN_WORKFLOWS, type RunWorkflow } from './shared/run-workflows.js';
 import { KindKey, ModelKey, StatusKey, StepKey } from './shared/search-attributes.js';
 import type { RunResult } from './shared/training-run.js';
@@ -49,6 +54,8 @@ export interface SweepState {
   paused: boolean;
   stopRequested: boolean;
   stopReason?: string;
+  /** Every `set` so far, merged (absent in sweeps started before `set` reached sweeps). */
+  hot?: Partial<HotSettings>;
 }
 
 export interface SweepInput {
@@ -77,10 +84,10 @@ export interface SweepTable {
   best?: number;
 }
 
-export type SweepProgress = Progress & SweepTable;
+export type SweepProgress = Progress & SweepTable & { hotSet: Partial<HotSettings> };
 export type SweepResult = RunResult & SweepTable;
 
-const acts = proxyActivities<Pick<Activities, 'initRun'> & SweepActivities>({
+const acts = proxyActivities<Pick<Activities, 'initRun'> & SweepActivities & HotForwardActivities>({
   startToCloseTimeout: '1 minute',
   retry: { initialInterval: '1s', maximumInterval: '20s', nonRetryableErrorTypes: NON_RETRYABLE_ERROR_TYPES },
 });
@@ -100,6 +107,7 @@ export async function sweepWorkflow(input: SweepInput): Promise<SweepResult> {
   const state: SweepState = input.state ?? { done: [], next: 0, paused: false, stopRequested: false };
   const pointId = (p: SweepPoint) => `${run.workflowId}/${p.name}`;
   const pointLogPath = (p: SweepPoint) => `${run.logPath}/${p.name}`;
+  const metricsDir = metricSubdir(config);
   const running = new Map<number, ChildWorkflowHandle<RunWorkflow>>();
   /** Points whose child has ended, waiting for the parent to record them. */
   const ended: Array<Omit<PointOutcome, 'value'>> = [];
@@ -155,6 +163,16 @@ export async function sweepWorkflow(input: SweepInput): Promise<SweepResult> {
     state.paused = false;
     await forward((h) => h.signal(resumeSignal));
   });
+  setHandler(
+    setUpdate,
+    async (patch) => {
+      state.hot = { ...state.hot, ...patch };
+      const ids = [...running.keys()].map((i) => pointId(points[i]));
+      const forwarded = ids.length > 0 ? await acts.forwardHotSettings({ workflowIds: ids, patch }) : [];
+      return { settings: { lr_multiplier: 1, eval_every: 0, save_every: 0, ...state.hot }, fromStep: state.next, forwarded };
+    },
+    { validator: validateHotSettings },
+  );
   setHandler(progressQuery, (): SweepProgress => ({
     kind: 'sweep',
     model: config.model_name,
@@ -164,18 +182,19 @@ export async function sweepWorkflow(input: SweepInput): Promise<SweepResult> {
     paused: state.paused,
     stopRequested: state.stopRequested,
     lastMetrics: bestMetric(),
-    hot: { lr_multiplier: 1, eval_every: 0, save_every: 0 },
+    hot: { lr_multiplier: 1, eval_every: 0, save_every: 0, ...state.hot },
+    hotSet: state.hot ?? {},
     recoveries: state.done.reduce((n, o) => n + o.recoveries, 0),
     logPath: run.logPath,
     ...table(),
   }));
 
   async function startPoint(p: SweepPoint): Promise<void> {
-    const workflow = RUN_WORKFLOWS[config.kind];
+    const workflow: RunWorkflow | undefined = config.kind === 'pipeline' ? (pipelineWorkflow as RunWorkflow) : RUN_WORKFLOWS[config.kind];
     if (!workflow) throw ApplicationFailure.nonRetryable(`kind: this worker has no workflow for run kind "${config.kind}"`, 'ConfigError');
     const workflowId = pointId(p);
     const logPath = pointLogPath(p);
-    const childConfig: Record<string, unknown> = { ...withParams(config.base, p.params), log_path: logPath };
+    const childConfig: Record<string, unknown> = { ...withHotSettings(config.kind, pointConfig(config.kind, config.base, p.params), state.hot ?? {}), log_path: logPath };
     const handle = await startChild(workflow, {
       workflowId,
       args: [{ run: { workflowId, kind: config.kind, logPath }, config: childConfig }],
@@ -204,7 +223,7 @@ export async function sweepWorkflow(input: SweepInput): Promise<SweepResult> {
     const { value } = await acts.sweepPointFinished({
       sweep: run,
       metric: config.metric,
-      point: { index: p.index, name: p.name, workflow_id: pointId(p), log_path: pointLogPath(p), params: p.params, status: o.status, steps: o.steps, ...(o.error ? { error: o.error } : {}) },
+      point: { index: p.index, name: p.name, workflow_id: pointId(p), log_path: pointLogPath(p), ...(metricsDir ? { metrics_log_path: `${pointLogPath(p)}/${metricsDir}` } : {}), params: p.params, status: o.status, steps: o.steps, ...(o.error ? { error: o.error } : {}) },
     });
     running.delete(o.index);
     state.done.push({ ...o, value });

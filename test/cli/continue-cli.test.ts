@@ -1,5 +1,6 @@
 // `cookbook continue` and `cookbook track` end to end, as a user runs them, against the real stack:
 // a finished run continued by workflow id with a new num_epochs; a refused override naming its key;
+// a DPO run continued on its parent's reference weights;
 // a run tracked offline (WANDB_MODE=offline in the worker's environment) leaves a W&B offline run.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -53,5 +54,28 @@ describe('cookbook continue / track', () => {
     const track = await cookbook(stack, ['track', childDir]);
     expect(track.code, track.err).toBe(0);
     expect(track.out).toMatch(/mirrored to .*sl-cli-child\/wandb\/offline-run-/);
+  }, 600_000);
+
+  it('continues a DPO run on its parent\'s reference; refusals still name the config key', async () => {
+    const dpoConfig = join(root, 'test', 'fixtures', 'dpo_small.json');
+    const parent = await cookbook(stack, ['train', 'dpo', dpoConfig, 'max_steps=2', 'eval_every=0', '--wait', '--id', 'dpo-cli-parent']);
+    expect(parent.code, parent.err).toBe(0);
+
+    const refused = await cookbook(stack, ['continue', 'dpo-cli-parent', 'max_steps=4', 'continue_from.next_step=0']);
+    expect(refused.code).toBe(2);
+    expect(refused.err).toMatch(/error: continue_from: set by `cookbook continue` from the parent's checkpoint/);
+    const badRank = await cookbook(stack, ['continue', 'dpo-cli-parent', 'max_steps=4', 'lora_rank=4']);
+    expect(badRank.code).toBe(2);
+    expect(badRank.err).toMatch(/error: lora_rank: checkpoint "final" of .*dpo-cli-parent was trained with lora_rank 8/);
+
+    const child = await cookbook(stack, ['continue', 'dpo-cli-parent', 'max_steps=4', '--wait', '--id', 'dpo-cli-child']);
+    expect(child.code, child.err).toBe(0);
+    expect(child.out).toContain('started dpo-cli-child (continues dpo-cli-parent from checkpoint final, step 2)');
+    expect(child.out).toMatch(/completed after 4 steps/);
+    const parentRows = new RunStore(join(stack.dir, 'runs', 'dpo-cli-parent')).readCheckpoints();
+    const saved = JSON.parse(readFileSync(join(stack.dir, 'runs', 'dpo-cli-child', 'config.json'), 'utf8'));
+    expect(saved.continue_from.resume_state).toEqual(parentRows.at(-1)!.resume_state);
+    expect(saved.continue_from.resume_state.reference_path).toMatch(/^tinker:\/\//);
+    expect(new RunStore(join(stack.dir, 'runs', 'dpo-cli-child')).readMetrics().map((r) => r.step)).toEqual([2, 3]);
   }, 600_000);
 });

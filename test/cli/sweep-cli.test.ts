@@ -6,10 +6,13 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Service } from '../../src/cli/services.js';
 import { cookbookOn as cookbook } from '../support/cli.js';
-import { startTestStack, workerProcess, type TestStack } from '../support/stack.js';
+import { startTestStack, waitUntil, workerProcess, type TestStack } from '../support/stack.js';
+import { progressQuery, type Progress } from '../../src/workflows/shared/messages.js';
+import type { PipelineProgress } from '../../src/workflows/pipeline.js';
 
 const root = join(import.meta.dirname, '..', '..');
 const config = join(root, 'test', 'fixtures', 'sweep_small.json');
+const pipelineConfig = join(root, 'test', 'fixtures', 'sweep_pipeline.json');
 
 describe('cookbook sweep', { timeout: 600_000 }, () => {
   let stack: TestStack;
@@ -63,5 +66,44 @@ describe('cookbook sweep', { timeout: 600_000 }, () => {
     const w = await cookbook(stack, ['sweep', 'status', 'no-such-sweep']);
     expect(w.code).not.toBe(0);
     expect(w.err).toContain('no sweep with workflow id "no-such-sweep"');
+  });
+
+  it('a pipeline sweep: set reaches the running stage through the point, bad keys are refused, the table names the stage keys', async () => {
+    const id = 'sweep-cli-pipeline';
+    const started = await cookbook(stack, ['sweep', pipelineConfig, '--set', 'max_runs=1', '--detach', '--id', id]);
+    expect(started.err).not.toMatch(/error/i);
+    expect(started.out).toContain('sweep of pipeline on tiny-qwen3: 1 points, ≤2 at once, ranked by test/nll (min)');
+    const point = `${id}/000-stages.1.learning_rate=0.01`;
+    const query = <T>(wid: string) => stack.client.workflow.getHandle(wid).query(progressQuery) as Promise<T>;
+    await waitUntil('the point has a running stage', async () => (await query<PipelineProgress>(point)).stages.some((s) => s.status === 'running'), 300_000, 50);
+    expect((await cookbook(stack, ['pause', id])).code).toBe(0);
+    let stageId = '';
+    await waitUntil('the running stage paused', async () => {
+      stageId = (await query<PipelineProgress>(point)).stages.find((s) => s.status === 'running')?.workflowId ?? '';
+      return stageId !== '' && (await query<Progress>(stageId)).status === 'paused';
+    }, 120_000, 100);
+
+    const set = await cookbook(stack, ['set', id, 'lr_multiplier=0.5']);
+    expect(set.code).toBe(0);
+    expect(set.out).toContain(`${id}: hot settings now {"lr_multiplier":0.5,"eval_every":0,"save_every":0}`);
+    expect(set.out).toContain(`  → ${point}: forwarded`);
+    expect(set.out).toMatch(new RegExp(`    → ${stageId.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}: from step \\d+`));
+    expect((await query<Progress>(stageId)).hot.lr_multiplier).toBe(0.5);
+    const bad = await cookbook(stack, ['set', id, 'learning_rate=0.1']);
+    expect(bad.code).not.toBe(0);
+    expect(bad.err).toContain('set: unknown setting "learning_rate" (hot settings: lr_multiplier, eval_every, save_every)');
+
+    expect((await cookbook(stack, ['resume', id])).code).toBe(0);
+    const watch = await cookbook(stack, ['sweep', 'watch', id]);
+    expect(watch.code).toBe(0);
+    expect(watch.out).toMatch(/^\[1\/1\] 000-stages\.1\.learning_rate=0\.01 completed · 2 steps · test\/nll \d+\.\d+$/m);
+    expect(watch.out).toMatch(/^\s+point\s+stages\.1\.learning_rate\s+status\s+steps\s+test\/nll$/m);
+    expect(watch.out).toMatch(/^best: 000-stages\.1\.learning_rate=0\.01 \(test\/nll [\d.]+, min\)$/m);
+  });
+
+  it('a bad pipeline sweep key fails before anything starts, naming the key', async () => {
+    const r = await cookbook(stack, ['sweep', pipelineConfig, 'grid={"stages.3.learning_rate":[0.1]}']);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('grid.stages.3.learning_rate: the pipeline has no stage 3 (stages 0–1)');
   });
 });

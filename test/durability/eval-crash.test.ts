@@ -66,6 +66,42 @@ describe('eval workflow under a crash (worker or engine)', () => {
     expect(completed).toBe(1 + crashedResult.numExamples + 1); // prepare, one per chunk, finish
   }, 480_000);
 
+  it('pass@k (3 samples per example): a SIGKILLed worker mid-eval gives the same samples, pass@k table and results as an uninterrupted eval', async () => {
+    const runsDir = join(stack.dir, 'runs');
+    const set = [...SET, 'limit=4', 'num_samples=3', 'pass_at_k=[1,2,3]'];
+    const clean = resolveEval('tiny-qwen3', 'gsm8k', { set }, { runsDir, workflowId: 'eval-pass-clean' });
+    const crashed = resolveEval('tiny-qwen3', 'gsm8k', { set }, { runsDir, workflowId: 'eval-pass-crashed' });
+
+    let worker = await workerProcess(stack, 'worker-pass-clean');
+    const cleanResult = (await (await startEval(stack.client, clean, stack.taskQueue)).result()) as EvalWorkflowResult;
+    const handle = await startEval(stack.client, crashed, stack.taskQueue);
+    await waitUntil('1 chunk done', async () => (await handle.query(progressQuery)).step >= 1, 120_000, 50);
+    await worker.kill();
+    const beforeRestart = blobStats(crashed.run.logPath);
+    expect(beforeRestart.size).toBeLessThan(4);
+    worker = await workerProcess(stack, 'worker-pass-2');
+    const crashedResult = (await handle.result()) as EvalWorkflowResult;
+    await worker.stop();
+
+    expect(resultsOf(crashedResult)).toEqual(resultsOf(cleanResult));
+    expect(readFileSync(join(crashed.run.logPath, 'results.md'), 'utf8')).toBe(readFileSync(join(clean.run.logPath, 'results.md'), 'utf8'));
+    for (const [file, stat] of beforeRestart) expect(blobStats(crashed.run.logPath).get(file)).toEqual(stat);
+    const { examples, metrics } = resultsOf(cleanResult);
+    expect(examples).toHaveLength(4);
+    for (const e of examples) {
+      expect(e.samples).toHaveLength(3);
+      expect(e.samples![0]!.response).toBe(e.response);
+    }
+    // Each sample has its own seed: at temperature 1 the three responses of an example differ.
+    expect(examples.some((e) => new Set(e.samples!.map((s) => s.response)).size > 1)).toBe(true);
+    expect(Object.keys(metrics)).toEqual(expect.arrayContaining(['pass@1', 'pass@2', 'pass@3', 'num_samples']));
+    expect(metrics.num_samples).toBe(12);
+    expect(metrics['pass@1']).toBeCloseTo(metrics.score!, 12);
+    expect(metrics['pass@1']!).toBeLessThanOrEqual(metrics['pass@2']!);
+    expect(metrics['pass@2']!).toBeLessThanOrEqual(metrics['pass@3']!);
+    expect(cleanResult.table).toMatch(/\| pass@3 +\| +\d\.\d{4} \|/);
+  }, 480_000);
+
   it('an engine restart mid-eval: the chunk in flight is sampled again on the restarted engine, and the results equal an uninterrupted eval', async () => {
     const runsDir = join(stack.dir, 'runs');
     const clean = resolveEval('tiny-qwen3', 'mmlu', { set: SET }, { runsDir, workflowId: 'eval-clean-engine' });

@@ -48,4 +48,25 @@ describe('cookbook report: sweep', () => {
     const nll = html.match(/<figure class="chart" data-key="test\/nll">([\s\S]*?)<\/figure>/)![1];
     for (const n of names.slice(0, 3)) expect(nll).toContain(`>sweep-fx/${n}</text>`);
   });
+
+  it('a pipeline sweep: the metric stage curves overlaid and ranked; a point still in an earlier stage is running with no value', async () => {
+    const dir = tempDir('cookbook-sweep-pipeline-report-');
+    const base = { model_name: 'tiny-qwen3', stages: [{ kind: 'sl', config: {} }, { kind: 'dpo', config: {} }] };
+    const config = { kind: 'pipeline', grid: { 'stages.1.learning_rate': [0.01, 0.02, 0.04] }, metric: 'test/nll', mode: 'min', max_runs: null, metric_stage: null, model_name: 'tiny-qwen3', base };
+    new RunStore(dir).init({ workflowId: 'psweep', kind: 'sweep', config: { ...config, log_path: dir } }, new Set());
+    const names = expandPoints(config).map((p) => p.name);
+    // Point 0 finished both stages, point 1 is in its SFT stage, point 2 not started.
+    for (const i of [0, 1]) new RunStore(join(dir, names[i])).init({ workflowId: `psweep/${names[i]}`, kind: 'pipeline', config: { ...base, log_path: join(dir, names[i]) } }, new Set());
+    slRun(join(dir, names[0], '0-sl'), `psweep/${names[0]}/0-sl`, 6, 1);
+    slRun(join(dir, names[0], '1-dpo'), `psweep/${names[0]}/1-dpo`, 6, 0.5);
+    slRun(join(dir, names[1], '0-sl'), `psweep/${names[1]}/0-sl`, 6, 1);
+    const record: PointRecord = { index: 0, name: names[0], workflow_id: `psweep/${names[0]}`, log_path: join(dir, names[0]), metrics_log_path: join(dir, names[0], '1-dpo'), params: { 'stages.1.learning_rate': 0.01 }, status: 'completed', steps: 2, metrics: { 'test/nll': 0.55 } };
+    writeFileAtomic(join(dir, POINTS_DIR, `${names[0]}.json`), JSON.stringify(record));
+
+    expect(loadRuns(dir).map((r) => r.label)).toEqual([`psweep/${names[0]}/1-dpo`]);
+    const html = await buildReportHtml([dir]);
+    const table = html.slice(html.indexOf('<table class="sweep-results">'), html.indexOf('</table>', html.indexOf('<table class="sweep-results">')));
+    const rows = [...table.matchAll(/<tr(?: class="best")?>([\s\S]*?)<\/tr>/g)].map((m) => m[1].replace(/<[^>]+>/g, '|').replace(/\|+/g, '|'));
+    expect(rows).toEqual(['|point|stages.1.learning_rate|status|steps|test/nll (min)|', `|★|${names[0]}|0.01|completed|2|0.55|`, `|${names[1]}|0.02|running|–|–|`, `|${names[2]}|0.04|pending|–|–|`]);
+  });
 });

@@ -15,10 +15,11 @@ export function metricsOf(logPath: string): Array<Record<string, unknown>> {
 
 /**
  * checkpoints.jsonl rows without the paths, which name the server-side model of each run, and
- * without what every row records for loading it (checkpoint-metadata.ts, next_step).
+ * without what every row records for loading it (checkpoint-metadata.ts, next_step, resume_state
+ * (which may name the run's own reference weights), expires_at: a wall-clock time).
  */
 export function checkpointsOf(logPath: string): Array<Record<string, unknown>> {
-  const recordedForLoading = new Set<string>([...CHECKPOINT_METADATA_KEYS, 'next_step']);
+  const recordedForLoading = new Set<string>([...CHECKPOINT_METADATA_KEYS, 'next_step', 'expires_at', 'resume_state']);
   return new RunStore(logPath)
     .readCheckpoints()
     .map(({ state_path: _s, sampler_path: _p, ...rest }) => Object.fromEntries(Object.entries(rest).filter(([k]) => !recordedForLoading.has(k))));

@@ -10,7 +10,7 @@ import { RunStore } from '../../src/cookbook/run-store.js';
 
 const slConfig = { model_name: 'tiny-qwen3', lora_rank: 8, dataset: { builtin: 'example_chat', batch_size: 4 }, num_epochs: 1 };
 
-function parent(kind: 'sl' | 'dpo', rows: Array<Record<string, unknown>>) {
+function parent(kind: 'sl' | 'sweep', rows: Array<Record<string, unknown>>) {
   const logPath = mkdtempSync(join(tmpdir(), 'cookbook-continue-'));
   const store = new RunStore(logPath);
   store.init({ workflowId: `${kind}-parent`, kind, config: slConfig }, new Set());
@@ -28,7 +28,7 @@ const message = (fn: () => unknown) => {
 
 describe('cookbook continue refuses', () => {
   it('kinds it cannot continue yet', () => {
-    expect(message(() => resolveContinuation(parent('dpo', []), []))).toMatch(/^ConfigError: continue: dpo runs cannot be continued yet \(supported: sl\)/);
+    expect(message(() => resolveContinuation(parent('sweep', []), []))).toMatch(/^ConfigError: continue: sweep runs cannot be continued yet \(supported: sl, rl, dpo, distill\)/);
   });
   it('a run without a state checkpoint, and rows written before next_step existed', () => {
     const none = parent('sl', [{ name: 'eval', sampler_path: 'tinker://r/sampler_weights/eval' }]);

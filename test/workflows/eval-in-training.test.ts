@@ -41,4 +41,27 @@ describe('benchmark suites as in-training evaluators', () => {
       for (const [k, v] of Object.entries(standalone.metrics)) expect([k, evalRows[1][`eval/ifeval/${k}`]]).toEqual([k, v]);
     });
   }, 480_000);
+
+  it('with num_samples 3 logs eval/gsm8k/pass@k, equal to `cookbook eval --samples 3` of the same snapshot', async () => {
+    await withWorker(stack, async () => {
+      const entry = { kind: 'benchmark', suite: 'gsm8k', max_tokens: 16, temperature: 1.0, limit: 3, num_samples: 3, pass_at_k: [1, 3] };
+      const run = testRun(stack, config, [`evaluators=${JSON.stringify([entry])}`]);
+      const result = (await runToEnd(stack, run)) as RunResult;
+      expect(result.status).toBe('completed');
+      const evalRows = metricsOf(run.run.logPath).filter((r) => 'eval/gsm8k/score' in r);
+      expect(evalRows.map((r) => r.step)).toEqual([0, 2]);
+      const last = evalRows[1]!;
+      expect(last['eval/gsm8k/num_examples']).toBe(3);
+      expect(last['eval/gsm8k/num_samples']).toBe(9);
+      expect(last['eval/gsm8k/pass@1']).toBeCloseTo(last['eval/gsm8k/score'] as number, 12);
+      expect(last['eval/gsm8k/pass@3'] as number).toBeGreaterThanOrEqual(last['eval/gsm8k/pass@1'] as number);
+
+      const modelRun = result.finalCheckpoint!.samplerPath!.replace(/^tinker:\/\//, '').split('/')[0];
+      const snapshot = `tinker://${modelRun}/sampler_weights/eval_000002`;
+      const r = resolveEval(snapshot, 'gsm8k', { limit: '3', samples: '3', passAtK: '1,3', set: ['max_tokens=16', 'temperature=1.0', 'seed=7'] }, { runsDir: join(stack.dir, 'runs'), workflowId: 'eval-of-snapshot-pass-at-k' });
+      const standalone = (await (await startEval(stack.client, r, stack.taskQueue)).result()) as EvalWorkflowResult;
+      expect(Object.keys(standalone.metrics)).toEqual(expect.arrayContaining(['pass@1', 'pass@3']));
+      for (const [k, v] of Object.entries(standalone.metrics)) expect([k, last[`eval/gsm8k/${k}`]]).toEqual([k, v]);
+    });
+  }, 480_000);
 });

@@ -13,6 +13,7 @@ import { OfflineWandbRun } from '../../src/cookbook/tracking/wandb-offline.js';
 import { progressQuery } from '../../src/workflows/shared/messages.js';
 import type { RunResult } from '../../src/workflows/shared/training-run.js';
 import { startFakeWandb, type FakeWandb } from '../support/fake-wandb.js';
+import { itemsOf, readWandbStream, wandbSyncView } from '../support/wandb-reader.js';
 import { startTestStack, testRun, waitUntil, withWorker, type TestStack } from '../support/stack.js';
 
 const config = join(import.meta.dirname, '..', 'fixtures', 'sl_small.json');
@@ -82,5 +83,14 @@ describe('experiment tracking of a training run', () => {
     const rows = new RunStore(run.run.logPath).readMetrics();
     expect(offline.readHistory()).toEqual(rows.map((r) => ({ ...r, _step: r.step })));
     expect(offline.readSummary()).toMatchObject({ _step: 4, 'final_checkpoint/name': 'final' });
+
+    // What `wandb sync` replays, read by wandb itself: the config, each row once, summary, model artifact.
+    const records = await readWandbStream(join(offline.location, `run-${wandbRunId(run.workflowId)}.wandb`));
+    expect(itemsOf(records[0].body.config.update)).toEqual(new RunStore(run.run.logPath).read().config);
+    expect(records.filter((r) => r.type === 'history').map((r) => itemsOf(r.body.item))).toEqual(rows.map((r) => ({ ...r, _step: r.step })));
+    expect(itemsOf(records.filter((r) => r.type === 'summary').at(-1)!.body.update)).toEqual(offline.readSummary());
+    expect(records.filter((r) => r.type === 'artifact').map((r) => r.body.type)).toEqual(['model']);
+    expect(records.slice(-2).map((r) => r.type)).toEqual(['exit', 'final']);
+    expect((await wandbSyncView(offline.location)).code).toBe(0);
   }, 600_000);
 });

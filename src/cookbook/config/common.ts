@@ -43,6 +43,8 @@ export const ContinueFromSchema = z.strictObject({
   /** Steps the checkpoint contains: the continued run's first step. */
   next_step: z.int().nonnegative(),
   elapsed_tokens: z.int().nonnegative().default(0),
+  /** The checkpoint row's `resume_state`: paradigm state the continued run starts with (e.g. DPO's reference weights). */
+  resume_state: z.record(z.string(), z.unknown()).nullable().default(null),
 });
 
 export type ContinueFrom = z.output<typeof ContinueFromSchema>;

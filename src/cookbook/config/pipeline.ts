@@ -58,7 +58,8 @@ export interface StageResolver {
  */
 export const FROM_PREVIOUS_STAGE = '@previous_stage';
 
-const writesConversations = (stage: ResolvedStage | undefined) => stage?.kind === 'distill' && stage.config.mode === 'off_policy_sample';
+const writesConversations = (stage: ResolvedStage | undefined) =>
+  (stage?.kind === 'distill' && stage.config.mode === 'off_policy_sample') || stage?.kind === 'prompt_distill';
 
 /** Keys the pipeline sets on each stage itself. */
 const SET_BY_PIPELINE = ['log_path'];
@@ -96,7 +97,7 @@ export function resolvePipelineStages(cfg: PipelineConfig, baseDir: string, r: S
     if (fed !== writesConversations(resolved[i - 1])) {
       throw new ConfigError(
         fed
-          ? `${where}${at}.config.dataset.file_path: "${FROM_PREVIOUS_STAGE}" needs a previous stage that writes conversations (a distill stage with mode off_policy_sample)`
+          ? `${where}${at}.config.dataset.file_path: "${FROM_PREVIOUS_STAGE}" needs a previous stage that writes conversations (a distill stage with mode off_policy_sample, or a prompt_distill stage)`
           : `${where}${at}.config.dataset.file_path: stage ${i - 1} writes teacher conversations; set "${FROM_PREVIOUS_STAGE}" to train on them`,
       );
     }

@@ -4,7 +4,8 @@
 import { z } from 'zod';
 import { EvaluatorsSchema } from '../eval/custom-sampling.js';
 import { RLDatasetConfigSchema } from '../rl/datasets.js';
-import { RolloutLimitsSchema, TerminationRewardPolicySchema } from '../rl/rollout-limits.js';
+import { RolloutHooksConfigSchema, rolloutHookArgsIssue, rolloutHookNames } from '../rl/rollout-hooks.js';
+import { ParseErrorPolicySchema, RolloutLimitsSchema, TerminationRewardPolicySchema } from '../rl/rollout-limits.js';
 import { CommonTrainingFields } from './common.js';
 
 const StrategySchema = z.union([
@@ -62,6 +63,10 @@ export const RLConfigSchema = z
     async_config: AsyncConfigSchema.nullable().default(null),
     /** Budgets of every rollout (rl/rollout_limits.py RolloutLimits); null: the env's own, else unlimited. */
     rollout_limits: RolloutLimitsSchema.nullable().default(null),
+    /** Parse failures of the policy's message (rollout_limits.py ParseErrorPolicy); null: one-shot semantics. */
+    parse_errors: ParseErrorPolicySchema.nullable().default(null),
+    /** A registered rollout hook by name (rl/rollout-hooks.ts), e.g. {"name": "nudge_on_length"}; null: none. */
+    rollout_hooks: RolloutHooksConfigSchema.nullable().default(null),
     /** Grade-then-clamp for limit-stopped rollouts; null: the model's default (agentic for Inkling). */
     termination: TerminationRewardPolicySchema.nullable().default(null),
     stream_minibatch_config: StreamMinibatchConfigSchema.nullable().default(null),
@@ -78,6 +83,12 @@ export const RLConfigSchema = z
         path: ['loss_fn'],
         message: "'stable_reinforce' needs sampling-time stability records and datum provenance, which this cookbook does not send yet; use 'gspo', 'ppo', 'cispo', 'dro' or 'importance_sampling'",
       });
+    }
+    if (cfg.rollout_hooks && !rolloutHookNames().includes(cfg.rollout_hooks.name)) {
+      ctx.addIssue({ code: 'custom', path: ['rollout_hooks', 'name'], message: `unknown rollout hook '${cfg.rollout_hooks.name}' (registered: ${rolloutHookNames().join(', ')})` });
+    } else if (cfg.rollout_hooks) {
+      const bad = rolloutHookArgsIssue(cfg.rollout_hooks);
+      if (bad) ctx.addIssue({ code: 'custom', path: ['rollout_hooks', 'args', ...bad.path], message: bad.message });
     }
     const stream = cfg.stream_minibatch_config;
     if (stream) {

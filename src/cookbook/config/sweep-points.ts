@@ -79,13 +79,66 @@ export function pointName(index: number, params: Record<string, unknown>, width 
   return (body ? `${prefix}-${body}` : prefix).slice(0, NAME_LIMIT);
 }
 
-/** Sets a dotted key in a copy of `config` (objects on the way are copied, never shared). */
+/** Sets a dotted key in a copy of `config` (objects and arrays on the way are copied, never shared; a numeric key indexes an array). */
 export function withParam(config: Record<string, unknown>, key: string, value: unknown): Record<string, unknown> {
-  const [head, ...rest] = key.split('.');
-  if (rest.length === 0) return { ...config, [head]: value };
-  const inner = config[head];
-  const child = inner !== null && typeof inner === 'object' && !Array.isArray(inner) ? (inner as Record<string, unknown>) : {};
-  return { ...config, [head]: withParam(child, rest.join('.'), value) };
+  return setPath(config, key.split('.'), value) as Record<string, unknown>;
+}
+
+function setPath(target: unknown, keys: string[], value: unknown): unknown {
+  if (keys.length === 0) return value;
+  const [head, ...rest] = keys;
+  if (Array.isArray(target) && /^\d+$/.test(head)) {
+    const copy = [...target];
+    copy[Number(head)] = setPath(copy[Number(head)], rest, value);
+    return copy;
+  }
+  const obj = target !== null && typeof target === 'object' && !Array.isArray(target) ? (target as Record<string, unknown>) : {};
+  return { ...obj, [head]: setPath(obj[head], rest, value) };
+}
+
+/**
+ * A pipeline sweep's keys address a stage's config as `stages.<index>.<config key>`; in the
+ * resolved pipeline config that is `stages.<index>.config.<config key>`. Undefined for another key.
+ */
+export function pipelineStageKey(key: string): { stage: number; configKey: string; path: string } | undefined {
+  const m = /^stages\.(\d+)\.(.+)$/.exec(key);
+  return m ? { stage: Number(m[1]), configKey: m[2], path: `stages.${m[1]}.config.${m[2]}` } : undefined;
+}
+
+/** A point's values as paths of the config the point runs (a pipeline's keys moved into its stages' configs). */
+export function paramPaths(kind: string, params: Record<string, unknown>): Record<string, unknown> {
+  if (kind !== 'pipeline') return params;
+  return Object.fromEntries(Object.entries(params).map(([k, v]) => [pipelineStageKey(k)?.path ?? k, v]));
+}
+
+/** The config a point runs: the resolved base with the point's values. */
+export function pointConfig(kind: string, base: Record<string, unknown>, params: Record<string, unknown>): Record<string, unknown> {
+  return withParams(base, paramPaths(kind, params));
+}
+
+/**
+ * Where a point's ranking metric is logged, relative to its log dir: a pipeline point's
+ * `metric_stage` (default: the last stage) writes to `<index>-<kind>`; other points to their own dir.
+ */
+export function metricSubdir(cfg: { kind: string; metric_stage?: number | null; base?: Record<string, unknown> }): string | undefined {
+  if (cfg.kind !== 'pipeline') return undefined;
+  const stages = (cfg.base?.stages ?? []) as Array<{ kind: string }>;
+  const index = cfg.metric_stage ?? stages.length - 1;
+  return stages[index] ? `${index}-${stages[index].kind}` : undefined;
+}
+
+/**
+ * `cookbook set` values a point started after the set takes from its config: eval_every and
+ * save_every (in every stage of a pipeline that has them). lr_multiplier is not carried over — a
+ * later point's learning rate is the swept value; the multiplier corrects the runs going now.
+ */
+export function withHotSettings(kind: string, config: Record<string, unknown>, hot: { eval_every?: number; save_every?: number }): Record<string, unknown> {
+  const carried = Object.fromEntries(Object.entries(hot).filter(([k, v]) => (k === 'eval_every' || k === 'save_every') && v !== undefined));
+  if (Object.keys(carried).length === 0) return config;
+  const apply = (c: Record<string, unknown>) => ({ ...c, ...Object.fromEntries(Object.entries(carried).filter(([k]) => k in c)) });
+  if (kind !== 'pipeline') return apply(config);
+  const stages = config.stages as Array<{ config: Record<string, unknown> }>;
+  return { ...config, stages: stages.map((s) => ({ ...s, config: apply(s.config) })) };
 }
 
 export function withParams(config: Record<string, unknown>, params: Record<string, unknown>): Record<string, unknown> {

@@ -8,6 +8,7 @@ import { RunNameSchema } from './common.js';
 import { applyOverrides, ConfigError, formatZodError } from './overrides.js';
 import { PIPELINE_STAGE_KINDS } from './pipeline-kinds.js';
 import { expandPoints, withParams, type SweepPoint } from './sweep-points.js';
+import { resolvePipelineSweep } from './sweep-pipeline.js';
 
 /** Past this the sweep's results table would outgrow a Temporal payload; split the sweep. */
 export const MAX_SWEEP_POINTS = 1000;
@@ -24,8 +25,8 @@ export const SweepConfigSchema = z
   .strictObject({
     log_path: z.string().min(1).optional(),
     run_name: RunNameSchema,
-    /** The paradigm every point trains. */
-    kind: z.enum(PIPELINE_STAGE_KINDS),
+    /** The paradigm every point trains, or "pipeline": each point a pipeline, keys `stages.<index>.<config key>`. */
+    kind: z.enum([...PIPELINE_STAGE_KINDS, 'pipeline']),
     /** The base training config inline… */
     base: z.record(z.string(), z.unknown()).optional(),
     /** …or in a JSON file (relative to the sweep config); its relative paths resolve against its own folder. */
@@ -47,6 +48,8 @@ export const SweepConfigSchema = z
     /** The metrics.jsonl key that ranks the points (its last logged value in each run). */
     metric: z.string().min(1).default('train_mean_nll'),
     mode: z.enum(['min', 'max']).default('min'),
+    /** A pipeline sweep: the stage whose metrics rank the points and whose curves the report overlays (default: the last). */
+    metric_stage: z.int().nonnegative().nullable().default(null),
     /** Runs only the first `max_runs` points. */
     max_runs: z.int().positive().nullable().default(null),
     /** Continue-as-new after starting this many points in one workflow run (bounded history). */
@@ -58,6 +61,7 @@ export const SweepConfigSchema = z
     if ((cfg.base === undefined) === (cfg.base_file === undefined)) {
       ctx.addIssue({ code: 'custom', path: cfg.base === undefined ? ['base'] : ['base_file'], message: 'set exactly one of base and base_file' });
     }
+    if (cfg.metric_stage !== null && cfg.kind !== 'pipeline') ctx.addIssue({ code: 'custom', path: ['metric_stage'], message: 'only a pipeline sweep has stages' });
     if (!cfg.grid && !cfg.random) ctx.addIssue({ code: 'custom', path: ['grid'], message: 'a sweep needs a grid, a random search, or both' });
     for (const key of Object.keys(cfg.random?.space ?? {})) {
       if (cfg.grid && key in cfg.grid) ctx.addIssue({ code: 'custom', path: ['random', 'space', key], message: 'already a grid key: sweep a key in one way' });
@@ -78,7 +82,7 @@ export interface SweepResolver {
 /** Keys the sweep sets on each point itself. */
 const SET_BY_SWEEP = ['log_path', 'run_name'];
 
-const axisOf = (cfg: SweepConfig, key: string) => (cfg.grid && key in cfg.grid ? `grid.${key}` : `random.space.${key}`);
+export const axisOf = (cfg: SweepConfig, key: string) => (cfg.grid && key in cfg.grid ? `grid.${key}` : `random.space.${key}`);
 
 /** The sweep keys an issue of a point's config is about, if any (else it is the base's problem). */
 function issueKeys(issue: z.core.$ZodIssue, keys: string[]): string[] {
@@ -89,6 +93,7 @@ function issueKeys(issue: z.core.$ZodIssue, keys: string[]): string[] {
 
 /** Replaces `base`/`base_file` by the resolved base config (in place) and fills in `model_name`. */
 export function resolveSweep(cfg: SweepConfig, baseDir: string, r: SweepResolver, source?: string): SweepPoint[] {
+  if (cfg.kind === 'pipeline') return resolvePipelineSweep(cfg, baseDir, r, source);
   const where = source ? `${source}: ` : '';
   const schema = r.schemaOf(cfg.kind);
   const file = cfg.base_file && (isAbsolute(cfg.base_file) ? cfg.base_file : resolve(baseDir, cfg.base_file));
@@ -146,6 +151,6 @@ function checkPoint(cfg: SweepConfig, point: SweepPoint, rawBase: Record<string,
 }
 
 /** JSON with object keys sorted, to compare configs whatever order their keys were set in. */
-function canonical(value: unknown): string {
+export function canonical(value: unknown): string {
   return JSON.stringify(value, (_k, v) => (v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => a.localeCompare(b))) : v));
 }

@@ -17,7 +17,18 @@ const dataFields = {
   system_prompt: z.string().nullable().default(null),
   max_tokens: z.int().positive().default(32768),
   temperature: z.number().nonnegative().default(0.6),
+  /** Samples per example (the reference's BenchmarkConfig.num_samples); more than 1 reports pass@k. */
+  num_samples: z.int().positive().default(1),
+  /** The ks of pass@k (each ≤ num_samples); null: 1, 5, 10, 25, 50, 100 up to num_samples, and num_samples (the reference's). */
+  pass_at_k: z.array(z.int().positive()).min(1).nullable().default(null),
 };
+
+/** Every k of pass_at_k needs at least k samples per example. */
+function checkPassAtK(cfg: { num_samples: number; pass_at_k: number[] | null }, ctx: z.RefinementCtx): void {
+  cfg.pass_at_k?.forEach((k, i) => {
+    if (k > cfg.num_samples) ctx.addIssue({ code: 'custom', path: ['pass_at_k', i], message: `pass@${k} needs num_samples ≥ ${k} (num_samples is ${cfg.num_samples})` });
+  });
+}
 
 export const EvalConfigSchema = z.strictObject({
   /** A base model name (or local HF checkpoint folder) or a `tinker://…` checkpoint path. */
@@ -35,7 +46,7 @@ export const EvalConfigSchema = z.strictObject({
   log_path: z.string().min(1).optional(),
   run_name: RunNameSchema,
   durability: DurabilitySchema,
-});
+}).superRefine(checkPassAtK);
 export type EvalConfig = z.output<typeof EvalConfigSchema>;
 
 /** A suite as an in-training evaluator: metrics `eval/<name>/score`, … (the reference's BenchmarkEvaluator). */
@@ -50,7 +61,7 @@ export const BenchmarkEvaluatorSchema = z.strictObject({
     .default(null),
   /** The reference's BenchmarkEvaluator default. */
   limit: z.int().positive().nullable().default(100),
-});
+}).superRefine(checkPassAtK);
 export type BenchmarkEvaluatorConfig = z.output<typeof BenchmarkEvaluatorSchema>;
 
 export const benchmarkMetricPrefix = (e: { name: string | null; suite: string }) => `eval/${e.name ?? e.suite}`;

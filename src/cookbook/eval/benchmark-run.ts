@@ -1,16 +1,18 @@
 // Sampling and grading benchmark examples, shared by the eval workflow's chunk activities and the
-// in-training `benchmark` evaluator: one sample per example, its seed fixed by (run seed, suite,
-// example index), the response's text (thinking stripped, as the reference's decode_response)
-// graded by the suite.
+// in-training `benchmark` evaluator: num_samples samples per example, each seed fixed by (run seed,
+// suite, example index, sample index), each response's text (thinking stripped, as the reference's
+// decode_response) graded by the suite; with several samples, pass@k over them.
 import type { SamplingSession } from '../../backends/types.js';
 import { getTextContent } from '../renderers/content.js';
 import type { Renderer } from '../renderers/types.js';
 import { deriveSeed } from '../rl/seeds.js';
-import type { EvalItem, ExampleResult, Suite } from './suites/index.js';
+import { meanPassAtK } from './pass-at-k.js';
+import type { EvalItem, ExampleResult, SampleResult, Suite } from './suites/index.js';
 
 export interface BenchmarkSampling {
   max_tokens: number;
   temperature: number;
+  num_samples: number;
 }
 
 /** A suite's name as a seed part (FNV-1a), so suites never share example seeds. */
@@ -26,6 +28,13 @@ const BENCHMARK_SEED_MARKER = 2_000_003;
 /** The sampling seed of example `index` of `suite`: the same on every attempt, worker and replay. */
 export const exampleSeed = (seed: number, suite: string, index: number, ...more: number[]) => deriveSeed(seed, BENCHMARK_SEED_MARKER, suiteSeedPart(suite), index, ...more);
 
+/**
+ * The seed of sample `sample` of example `index`. Sample 0 keeps the one-sample seed, so an eval
+ * with num_samples > 1 extends the num_samples = 1 eval of the same seed rather than replacing it.
+ */
+export const benchmarkSeeds = (seed: number, suite: string) => (index: number, sample: number) =>
+  sample === 0 ? exampleSeed(seed, suite, index) : exampleSeed(seed, suite, index, sample);
+
 const promptText = (item: EvalItem) => getTextContent(item.messages[item.messages.length - 1]);
 
 export async function sampleAndGrade(
@@ -34,39 +43,60 @@ export async function sampleAndGrade(
   sampler: SamplingSession,
   renderer: Renderer,
   sampling: BenchmarkSampling,
-  seedFor: (index: number) => number,
+  seedFor: (index: number, sample: number) => number,
 ): Promise<ExampleResult[]> {
   const stop = renderer.getStopSequences();
+  const sampleOne = async (index: number, item: EvalItem, prompt: ReturnType<Renderer['buildGenerationPrompt']>, sample: number): Promise<SampleResult> => {
+    const res = await sampler.sample(prompt, 1, { max_tokens: sampling.max_tokens, temperature: sampling.temperature, stop, seed: seedFor(index, sample) });
+    const tokens = res.sequences[0]?.tokens;
+    if (!tokens) throw new Error(`the sampler returned no sequence for ${suite.name} example ${index} (sample ${sample})`);
+    const response = getTextContent(renderer.parseResponse(tokens).message);
+    const grade = suite.grade(response, item);
+    return { response, extracted: grade.extracted, correct: grade.correct, ...(grade.metrics ? { metrics: grade.metrics } : {}) };
+  };
   return Promise.all(
     examples.map(async ({ index, item }) => {
       const prompt = renderer.buildGenerationPrompt(item.messages);
-      const res = await sampler.sample(prompt, 1, { max_tokens: sampling.max_tokens, temperature: sampling.temperature, stop, seed: seedFor(index) });
-      const tokens = res.sequences[0]?.tokens;
-      if (!tokens) throw new Error(`the sampler returned no sequence for ${suite.name} example ${index}`);
-      const response = getTextContent(renderer.parseResponse(tokens).message);
-      const grade = suite.grade(response, item);
+      // One request per sample, each with its own seed: a sample never depends on how many others were asked for.
+      const samples = await Promise.all(Array.from({ length: sampling.num_samples }, (_, s) => sampleOne(index, item, prompt, s)));
+      const first = samples[0]!;
       return {
         index,
         id: item.id,
         ...(item.group !== undefined ? { group: item.group } : {}),
         prompt: promptText(item),
-        response,
+        response: first.response,
         expected: suite.expected(item),
-        extracted: grade.extracted,
-        correct: grade.correct,
-        ...(grade.metrics ? { metrics: grade.metrics } : {}),
+        extracted: first.extracted,
+        correct: first.correct,
+        ...(first.metrics ? { metrics: first.metrics } : {}),
+        ...(samples.length > 1 ? { samples } : {}),
       };
     }),
   );
 }
 
-/** The reference's BenchmarkResult fields (score = share correct) plus the suite's own metrics. */
-export function aggregateResults(suite: Suite, results: readonly ExampleResult[]): Record<string, number> {
-  const correct = results.filter((r) => r.correct).length;
+/** Every graded sample as an example result of its own: what score and the suite's metrics average over. */
+function perSample(results: readonly ExampleResult[]): ExampleResult[] {
+  return results.flatMap(({ samples, ...r }) => (samples ? samples.map(({ metrics, ...s }) => ({ ...r, metrics, ...s })) : [r]));
+}
+
+/**
+ * The reference's BenchmarkResult fields plus the suite's own metrics, over every sample (as the
+ * reference aggregates all samples' rewards): score = share of samples correct, num_correct =
+ * correct samples, num_examples = examples; with several samples, `num_samples` (all samples) and
+ * `pass@<k>` for each k in `passAtKs`, averaged over examples.
+ */
+export function aggregateResults(suite: Suite, results: readonly ExampleResult[], passAtKs: readonly number[] = []): Record<string, number> {
+  const samples = perSample(results);
+  const correct = samples.filter((r) => r.correct).length;
+  const multi = samples.length !== results.length;
   return {
-    score: results.length > 0 ? correct / results.length : 0,
+    score: samples.length > 0 ? correct / samples.length : 0,
     num_correct: correct,
     num_examples: results.length,
-    ...(suite.aggregate?.(results) ?? {}),
+    ...(multi ? { num_samples: samples.length } : {}),
+    ...meanPassAtK(results.map((r) => ({ n: r.samples?.length ?? 1, correct: r.samples ? r.samples.filter((s) => s.correct).length : Number(r.correct) })), passAtKs),
+    ...(suite.aggregate?.(samples) ?? {}),
   };
 }

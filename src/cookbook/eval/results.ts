@@ -17,12 +17,12 @@ export interface EvalResultsFile {
   model: string;
   base_model: string;
   data: string;
-  sampling: { max_tokens: number; temperature: number; seed: number };
+  sampling: { max_tokens: number; temperature: number; seed: number; num_samples: number };
   metrics: Record<string, number>;
   examples: ExampleResult[];
 }
 
-const fmt = (key: string, v: number) => (Number.isInteger(v) && !/acc|score/.test(key) ? String(v) : v.toFixed(4));
+const fmt = (key: string, v: number) => (Number.isInteger(v) && !/acc|score|pass@/.test(key) ? String(v) : v.toFixed(4));
 
 /** A Markdown table of the aggregate metrics, headed by what was evaluated. */
 export function resultsTable(r: Pick<EvalResultsFile, 'suite' | 'model' | 'data' | 'metrics'>): string {

@@ -1,12 +1,15 @@
 // Message-level environments (reference 0.6.1 rl/message_env.py): an env that observes and answers
 // with messages, and the adapter that makes it a token-level Env — it renders the conversation
 // through the renderer, parses the sampled tokens back into a message, and ends the episode on a
-// truncated turn, a broken parse or a context overflow with the reference's flat rewards.
+// truncated turn, a broken parse or a context overflow with the reference's flat rewards. Its seams
+// take the runner's ParseErrorPolicy, max_tool_calls and hook-injected messages and forward them to
+// the inner env where that env supports them.
 import { modelInputFromInts, modelInputLength } from '../model-input.js';
 import type { Message, Renderer } from '../renderers/types.js';
-import type { RolloutLimits } from './rollout-limits.js';
+import type { ParseErrorPolicy, RolloutLimits } from './rollout-limits.js';
 import {
   InitialObservationOverflow,
+  PARSE_ERROR_MASKED_METRIC_KEY,
   STOP_METRIC_PREFIX,
   StopReason,
   type Action,
@@ -38,6 +41,12 @@ export interface MessageEnv {
    * past truncation); null = unsupported, and the adapter ends the episode as on any length stop.
    */
   observeTruncatedResponse?(message: Message): Promise<Message[] | null>;
+  /** Append externally supplied messages (hook injection); answers the whole conversation. */
+  addMessages?(messages: Message[]): Promise<Message[]>;
+  /** Enforce a tool-call budget (pre-dispatch and mid-batch) and stop with `max_tool_calls`. */
+  setMaxToolCalls?(maxToolCalls: number): void;
+  /** Handle content parse failures (unparsable tool calls) under the policy. */
+  setParseErrorPolicy?(policy: ParseErrorPolicy): void;
 }
 
 export interface EnvFromMessageEnvOptions {
@@ -61,6 +70,8 @@ export class EnvFromMessageEnv implements Env {
   readonly contextOverflowReward: number;
   readonly terminateOnLength: boolean;
   rolloutLimits: RolloutLimits | null;
+  /** Set through the runner's seam; null = the one-shot failedParseReward/terminateOnParseError. */
+  parseErrorPolicy: ParseErrorPolicy | null = null;
   private readonly baseStop: StopCondition;
 
   constructor(
@@ -115,6 +126,7 @@ export class EnvFromMessageEnv implements Env {
     }
     const parsed = this.renderer.parseResponse(action);
     if (!parsed.ok) {
+      if (this.parseErrorPolicy) return this.structuralParseError(this.parseErrorPolicy, parsed.termination);
       const metrics: Metrics = { parse_error: 1.0 };
       if (this.terminateOnParseError) metrics[stopMetric(StopReason.PARSE_ERROR)] = 1.0;
       return { ...this.ended(this.failedParseReward, metrics), episodeDone: this.terminateOnParseError };
@@ -133,6 +145,47 @@ export class EnvFromMessageEnv implements Env {
       metrics: result.metrics ?? {},
       logs: result.logs ?? {},
     };
+  }
+
+  /** A broken frame is never retried (the message boundary is unknown): the policy's terminal stop. */
+  private structuralParseError(policy: ParseErrorPolicy, termination: string): StepResult {
+    const metrics: Metrics = { parse_error: 1.0, [stopMetric(StopReason.PARSE_ERROR)]: 1.0 };
+    if (policy.mask_error_turns) metrics[PARSE_ERROR_MASKED_METRIC_KEY] = 1.0;
+    return this.ended(policy.terminal_reward, metrics, {
+      parse_failure_kind: 'structural',
+      parse_failure_detail:
+        `response did not terminate cleanly (termination=${termination}): expected the renderer's stop signal or EOS, so the message framing is broken`,
+    });
+  }
+
+  /** Seam for ParseErrorPolicy: structural failures are handled here, content ones by the inner env. */
+  setParseErrorPolicy(policy: ParseErrorPolicy): void {
+    this.parseErrorPolicy = policy;
+    if (this.messageEnv.setParseErrorPolicy) this.messageEnv.setParseErrorPolicy(policy);
+    else if (policy.max_consecutive > 0) {
+      console.warn(
+        `[cookbook] ParseErrorPolicy.max_consecutive=${policy.max_consecutive} is configured, but ${this.messageEnv.constructor.name} does not support a parse-error policy; content parse failures will not be retried (structural handling still applies).`,
+      );
+    }
+  }
+
+  /** Seam for limits.max_tool_calls: tools run inside the message env, so it enforces the budget. */
+  setMaxToolCalls(maxToolCalls: number): void {
+    if (!this.messageEnv.setMaxToolCalls) {
+      console.warn(
+        `[cookbook] max_tool_calls=${maxToolCalls} is configured, but ${this.messageEnv.constructor.name} does not support a tool-call limit; the limit will not be enforced.`,
+      );
+      return;
+    }
+    this.messageEnv.setMaxToolCalls(maxToolCalls);
+  }
+
+  /** Seam for on_turn_begin: the injected messages are re-rendered, so they count toward budgets. */
+  async injectMessages(messages: Message[]): Promise<InitialObservation> {
+    if (!this.messageEnv.addMessages) {
+      throw new TypeError(`${this.messageEnv.constructor.name} does not support message injection (no addMessages method)`);
+    }
+    return { ob: this.renderer.buildGenerationPrompt(await this.messageEnv.addMessages(messages)), stopCondition: this.baseStop };
   }
 
   /** Keep a truncated turn (parsed leniently) and go on; null when the inner env cannot record it. */

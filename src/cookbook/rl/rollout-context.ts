@@ -6,7 +6,8 @@ import type { SamplingSession } from '../../backends/types.js';
 import { rendererForModel, type ModelChoice } from '../renderers/for-model.js';
 import type { Renderer } from '../renderers/types.js';
 import { tinkerMessageCompleter, type MessageCompleter } from './completers.js';
-import type { RolloutLimits } from './rollout-limits.js';
+import { resolveRolloutHooks, type RolloutHooksConfig } from './rollout-hooks.js';
+import type { ParseErrorPolicy, RolloutLimits } from './rollout-limits.js';
 import type { EnvGroupBuilder, StopCondition } from './types.js';
 
 export interface SideSamplerSpec {
@@ -79,17 +80,32 @@ export function samplerRolloutContext(opts: SamplerContextOptions): RolloutConte
   };
 }
 
+/** The seeds role of an episode's rollout hooks, apart from every env's side samplers. */
+export const ROLLOUT_HOOKS_ROLE = 1000;
+
+export interface RolloutSetup {
+  parseErrors?: ParseErrorPolicy | null;
+  hooks?: RolloutHooksConfig | null;
+}
+
 /**
  * The builder one group rollout runs: bound to its context when its envs need side samplers, and
- * giving every env without limits of its own the run's `rollout_limits`.
+ * giving every env without its own the run's `rollout_limits`, `parse_errors` and `rollout_hooks`
+ * (one hooks object per episode, seeded from the episode's position).
  */
-export function bindRollout(builder: EnvGroupBuilder, ctx: RolloutContext, limits: RolloutLimits | null): EnvGroupBuilder {
+export function bindRollout(builder: EnvGroupBuilder, ctx: RolloutContext, limits: RolloutLimits | null, setup: RolloutSetup = {}): EnvGroupBuilder {
   const bound = needsContext(builder) ? builder.withContext(ctx) : builder;
-  if (limits === null) return bound;
+  const parseErrors = setup.parseErrors ?? null;
+  const makeHooks = setup.hooks ? resolveRolloutHooks(setup.hooks) : null;
+  if (limits === null && parseErrors === null && makeHooks === null) return bound;
   return {
     makeEnvs: async () => {
       const envs = await bound.makeEnvs();
-      for (const env of envs) env.rolloutLimits ??= limits;
+      envs.forEach((env, episode) => {
+        if (limits !== null) env.rolloutLimits ??= limits;
+        if (parseErrors !== null) env.parseErrorPolicy ??= parseErrors;
+        if (makeHooks !== null) env.rolloutHooks ??= makeHooks({ seedFor: ctx.seeds(episode, ROLLOUT_HOOKS_ROLE) });
+      });
       return envs;
     },
     computeGroupRewards: (t, e) => bound.computeGroupRewards(t, e),

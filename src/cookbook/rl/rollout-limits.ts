@@ -19,6 +19,28 @@ const positiveOrNull = (kind: 'int' | 'number') =>
     .nullable()
     .default(null);
 
+export const DEFAULT_RETRY_MESSAGE_TEMPLATE = 'The previous message had a formatting issue.\nError: {details}';
+
+/**
+ * How a rollout answers parse failures of the policy's message (reference ParseErrorPolicy).
+ * Structural failures (no stop signal: the message boundary is unknown) always end the episode with
+ * `parse_error` and `terminal_reward`; content failures (clean framing, unparsable tool calls) are
+ * retried up to `max_consecutive` times by an env that supports it. With no policy, the one-shot
+ * `failed_parse_reward` / `terminate_on_parse_error` semantics apply unchanged.
+ */
+export const ParseErrorPolicySchema = z.strictObject({
+  max_consecutive: z.int().nonnegative().default(0),
+  retry_message_template: z
+    .string()
+    .refine((t) => t.includes('{details}'), { message: "must contain the '{details}' placeholder" })
+    .default(DEFAULT_RETRY_MESSAGE_TEMPLATE),
+  penalty_per_error: z.number().nonnegative().default(0.0),
+  terminal_reward: z.number().default(0.0),
+  mask_error_turns: z.boolean().default(false),
+});
+export type ParseErrorPolicy = z.output<typeof ParseErrorPolicySchema>;
+export type ParseErrorPolicyInput = z.input<typeof ParseErrorPolicySchema>;
+
 /** Budgets of one rollout; every one defaults to null (unlimited). */
 export const RolloutLimitsSchema = z.strictObject({
   max_turns: positiveOrNull('int'),

@@ -1,11 +1,15 @@
-// One rollout under RolloutLimits (reference 0.6.1 rl/rollout_runner.py, without hooks): per-turn
-// token budgets, max_turns, the graceful whole-rollout timeout and the raising per-sample timeout.
-// With no limits this is exactly the unconfigured loop: initial observation, then sample → step
-// until the env ends the episode.
+// One rollout under RolloutLimits, RolloutHooks and a ParseErrorPolicy (reference 0.6.1
+// rl/rollout_runner.py): per-turn token budgets, max_turns, the graceful whole-rollout timeout, the
+// raising per-sample timeout; max_tool_calls and the parse-error policy are pushed into the env at
+// rollout start through its seams (tool dispatch and parsing are the env's); hooks inject messages
+// before a turn and accept, override or clear stops. With none of these this is exactly the
+// unconfigured loop: initial observation, then sample → step until the env ends the episode.
 import type { ModelInput } from '../../backends/types.js';
 import { modelInputFromInts, modelInputLength } from '../model-input.js';
 import type { TokenCompleter } from './completers.js';
-import { SamplingTurnTimeoutError, withinSeconds, type RolloutLimits } from './rollout-limits.js';
+import type { Message } from '../renderers/types.js';
+import type { RolloutHooks, RolloutState } from './rollout-hooks.js';
+import { SamplingTurnTimeoutError, withinSeconds, type ParseErrorPolicy, type RolloutLimits } from './rollout-limits.js';
 import {
   InitialObservationOverflow,
   STOP_METRIC_PREFIX,
@@ -30,10 +34,20 @@ export function stopReasonFromMetrics(metrics: Metrics): string | null {
 
 const withoutStopMetrics = (m: Metrics): Metrics => Object.fromEntries(Object.entries(m).filter(([k]) => !k.startsWith(STOP_METRIC_PREFIX)));
 
-/** Run one env to completion; `limits` default to the env's own `rolloutLimits`. */
-export function runRollout(policy: TokenCompleter, env: Env, limits?: RolloutLimits | null): Promise<Trajectory> {
-  return new RolloutRun(policy, env, limits ?? env.rolloutLimits ?? null).run();
+export interface RolloutExtras {
+  hooks?: RolloutHooks | null;
+  parseErrors?: ParseErrorPolicy | null;
 }
+
+/** Run one env to completion; limits, hooks and parse-error policy default to the env's own. */
+export function runRollout(policy: TokenCompleter, env: Env, limits?: RolloutLimits | null, extras: RolloutExtras = {}): Promise<Trajectory> {
+  const hooks = extras.hooks ?? env.rolloutHooks ?? null;
+  const parseErrors = extras.parseErrors ?? env.parseErrorPolicy ?? null;
+  return new RolloutRun(policy, env, limits ?? env.rolloutLimits ?? null, hooks, parseErrors).run();
+}
+
+/** A rollout that tried to inject into an env without the injection seam. */
+export class InjectionUnsupportedError extends TypeError {}
 
 class RolloutRun {
   private readonly transitions: Transition[] = [];
@@ -50,9 +64,13 @@ class RolloutRun {
     private readonly policy: TokenCompleter,
     private readonly env: Env,
     private readonly limits: RolloutLimits | null,
+    private readonly hooks: RolloutHooks | null,
+    private readonly parseErrors: ParseErrorPolicy | null,
   ) {}
 
   async run(): Promise<Trajectory> {
+    this.pushToolCallLimit();
+    this.pushParseErrorPolicy();
     const timeout = this.limits?.rollout_timeout_seconds ?? null;
     if (timeout === null) return this.loop();
     const timedOut = Symbol('timeout');
@@ -78,12 +96,18 @@ class RolloutRun {
     this.ob = init.ob;
     this.stopCondition = init.stopCondition;
     for (;;) {
-      const preTurn = this.preTurnStopReason() ?? this.budgetStopReason();
+      const preTurn = await this.resolveStop(this.preTurnStopReason());
       if (preTurn !== null) return this.finalizeRunnerStop(preTurn);
+      // Injection comes before the budget math, so injected tokens count toward the trajectory budget.
+      const injected = this.hooks?.onTurnBegin ? await this.hooks.onTurnBegin(this.state()) : null;
+      if (injected?.length) await this.inject(injected);
+      // A cleared budget stop samples this turn without the exhausted term; it re-fires next turn.
+      const budgetStop = await this.resolveStop(this.budgetStopReason());
+      if (budgetStop !== null) return this.finalizeRunnerStop(budgetStop);
       const ac = await this.sample(this.perCallBudget());
-      if (this.abandoned) return this.finalizeRunnerStop(StopReason.ROLLOUT_TIMEOUT);
+      if (this.abandoned) return this.finalizeRunnerStop(StopReason.ROLLOUT_TIMEOUT, false);
       const step = await this.env.step(ac.tokens, { extra: { stop_reason: ac.stopReason } });
-      if (this.abandoned) return this.finalizeRunnerStop(StopReason.ROLLOUT_TIMEOUT);
+      if (this.abandoned) return this.finalizeRunnerStop(StopReason.ROLLOUT_TIMEOUT, false);
       const transition: Transition = { ob: this.ob, ac, reward: step.reward, episodeDone: step.episodeDone, metrics: step.metrics ?? {}, logs: step.logs ?? {} };
       this.transitions.push(transition);
       this.turnIndex++;
@@ -91,8 +115,74 @@ class RolloutRun {
       if (ac.stopReason === 'length' && !step.episodeDone) this.numTruncations++;
       this.ob = step.nextObservation;
       this.stopCondition = step.nextStopCondition;
-      if (step.episodeDone) return this.finalize(stopReasonFromMetrics(transition.metrics));
+      if (!step.episodeDone) continue;
+      let envReason = stopReasonFromMetrics(transition.metrics);
+      if (this.hooks?.onStopReason && envReason !== null) {
+        const resolved = await this.hooks.onStopReason(envReason, this.state());
+        if (resolved === null) {
+          // Cleared: the recorded turn is no longer terminal; roll on from the env's next observation.
+          transition.episodeDone = false;
+          transition.metrics = withoutStopMetrics(transition.metrics);
+          continue;
+        }
+        if (resolved !== envReason) {
+          transition.metrics = { ...withoutStopMetrics(transition.metrics), [`${STOP_METRIC_PREFIX}${resolved}`]: 1.0 };
+          envReason = resolved;
+        }
+      }
+      return this.finalize(envReason);
     }
+  }
+
+  private state(): RolloutState {
+    return {
+      turnIndex: this.turnIndex,
+      observationTokens: modelInputLength(this.ob),
+      sampledTokens: this.sampledTokens,
+      numLengthTruncations: this.numTruncations,
+      elapsedSeconds: this.elapsedSeconds(),
+      transitions: this.transitions,
+    };
+  }
+
+  /** A runner-imposed stop passed through on_stop_reason; null = none, or cleared by the hook. */
+  private async resolveStop(reason: string | null): Promise<string | null> {
+    if (reason === null || !this.hooks?.onStopReason) return reason;
+    return this.hooks.onStopReason(reason, this.state());
+  }
+
+  private async inject(messages: Message[]): Promise<void> {
+    if (!this.env.injectMessages) {
+      throw new InjectionUnsupportedError(
+        `on_turn_begin returned messages to inject, but the environment (${this.env.constructor.name}) does not support message injection (no injectMessages method)`,
+      );
+    }
+    const next = await this.env.injectMessages(messages);
+    this.ob = next.ob;
+    this.stopCondition = next.stopCondition;
+  }
+
+  private pushToolCallLimit(): void {
+    const max = this.limits?.max_tool_calls ?? null;
+    if (max === null) return;
+    if (!this.env.setMaxToolCalls) {
+      console.warn(
+        `[cookbook] RolloutLimits.max_tool_calls=${max} is configured, but the environment (${this.env.constructor.name}) does not support a tool-call limit (no setMaxToolCalls method); the limit will not be enforced.`,
+      );
+      return;
+    }
+    this.env.setMaxToolCalls(max);
+  }
+
+  private pushParseErrorPolicy(): void {
+    if (this.parseErrors === null) return;
+    if (!this.env.setParseErrorPolicy) {
+      console.warn(
+        `[cookbook] A ParseErrorPolicy is configured, but the environment (${this.env.constructor.name}) does not support one (no setParseErrorPolicy method); the default one-shot parse-failure semantics (failed_parse_reward / terminate_on_parse_error) will apply.`,
+      );
+      return;
+    }
+    this.env.setParseErrorPolicy(this.parseErrors);
   }
 
   private elapsedSeconds(): number {
@@ -146,19 +236,28 @@ class RolloutRun {
     }
   }
 
-  private finalize(stopReason: string | null): Trajectory {
+  private async runEndHooks(graded: boolean): Promise<void> {
+    if (!this.hooks) return;
+    const state = this.state();
+    if (graded) await this.hooks.onGrade?.(state);
+    await this.hooks.onArtifacts?.(state);
+  }
+
+  private async finalize(stopReason: string | null): Promise<Trajectory> {
     this.attachTruncationMetric();
+    await this.runEndHooks(true);
     return { transitions: this.transitions, finalOb: this.ob, stopReason };
   }
 
-  private finalizeInitialOverflow(init: InitialObservationOverflow): Trajectory {
+  private async finalizeInitialOverflow(init: InitialObservationOverflow): Promise<Trajectory> {
     const metrics = { ...init.metrics };
     this.transitions.push({ ob: EMPTY_OB(), ac: { tokens: [], maybeLogprobs: [], stopReason: 'stop' }, reward: init.reward, episodeDone: true, metrics, logs: { ...init.logs } });
+    await this.runEndHooks(false);
     return { transitions: this.transitions, finalOb: EMPTY_OB(), stopReason: stopReasonFromMetrics(metrics) };
   }
 
   /** A stop the env never saw: the last transition becomes terminal with the runner's reason. */
-  private finalizeRunnerStop(reason: string): Trajectory {
+  private async finalizeRunnerStop(reason: string, runHooks = true): Promise<Trajectory> {
     const n = this.transitions.length;
     if (n > 0) {
       const last = this.transitions[n - 1];
@@ -174,6 +273,8 @@ class RolloutRun {
       });
     }
     this.attachTruncationMetric();
+    // An abandoned loop's late result is discarded: its end hooks already ran on the timeout path.
+    if (runHooks) await this.runEndHooks(false);
     return { transitions: [...this.transitions], finalOb: this.ob, stopReason: reason };
   }
 }

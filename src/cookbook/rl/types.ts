@@ -4,7 +4,9 @@
 
 import type { ModelInput } from '../../backends/types.js';
 import { CookbookError } from '../errors.js';
-import type { RolloutLimits } from './rollout-limits.js';
+import type { ParseErrorPolicy, RolloutLimits } from './rollout-limits.js';
+import type { RolloutHooks } from './rollout-hooks.js';
+import type { Message } from '../renderers/types.js';
 
 export type Action = number[];
 export type Observation = ModelInput;
@@ -92,6 +94,16 @@ export interface Env {
   rolloutLimits?: RolloutLimits | null;
   /** Called when this env's rollout failed: release anything other envs of the group wait on. */
   abandon?(): void;
+  /** Hooks the runner calls when it is given none of its own (set by bindRollout from the config). */
+  rolloutHooks?: RolloutHooks | null;
+  /** The parse-error policy the runner pushes at rollout start when it is given none of its own. */
+  parseErrorPolicy?: ParseErrorPolicy | null;
+  /** Seam for `limits.max_tool_calls` (reference SupportsToolCallLimit): tool dispatch is the env's. */
+  setMaxToolCalls?(maxToolCalls: number): void;
+  /** Seam for a ParseErrorPolicy (reference SupportsParseErrorPolicy): parsing is the env's. */
+  setParseErrorPolicy?(policy: ParseErrorPolicy): void;
+  /** Seam for `on_turn_begin` injection: append messages, answer the re-rendered observation. */
+  injectMessages?(messages: Message[]): Promise<InitialObservation>;
 }
 
 export interface Transition {

@@ -21,6 +21,6 @@ export interface TrackingSink {
   /** Mirrors rows (steps above lastStep, ascending) and the summary as of them. */
   append(rows: Array<Record<string, unknown>>, summary: Record<string, unknown>): Promise<void>;
   finished(): Promise<boolean>;
-  /** Marks the run finished with its summary and final artifacts (the final checkpoint). */
-  finish(summary: Record<string, unknown>, artifacts: Record<string, unknown>): Promise<void>;
+  /** Marks the run finished with its summary and the final checkpoint (its row, and the run's checkpoints.jsonl), logged as a "model" artifact. */
+  finish(summary: Record<string, unknown>, final: Record<string, unknown>, checkpointsJsonl: string): Promise<void>;
 }

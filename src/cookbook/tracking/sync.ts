@@ -6,7 +6,7 @@
 import { mkdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { RunStore } from '../run-store.js';
-import { summaryOf } from './wandb-format.js';
+import { MetricsTail } from './metrics-tail.js';
 import { OfflineWandbRun } from './wandb-offline.js';
 import { OnlineWandbRun } from './wandb-online.js';
 import type { TrackedRun, TrackingSink } from './sink.js';
@@ -45,15 +45,19 @@ export async function syncRun(logPath: string, env: TrackingEnv = process.env): 
   return withRunLock(logPath, async () => {
     const store = new RunStore(logPath);
     await sink.start();
-    const rows = store.readMetrics();
     const last = await sink.lastStep();
-    const fresh = rows.filter((r) => typeof r.step === 'number' && r.step > last);
-    if (fresh.length) await sink.append(fresh, summaryOf(rows.filter((r) => (r.step as number) <= (fresh.at(-1)!.step as number))));
+    // Rows ascend by step, so the fresh ones are the file's last rows and the summary as of them
+    // is the summary of the whole file.
+    const read = new MetricsTail(logPath).read(last);
+    const fresh = read.rows.filter((r) => typeof r.step === 'number' && r.step > last);
+    if (fresh.length) await sink.append(fresh, read.summary);
     const final = finalArtifacts(store);
     if (final && !(await sink.finished())) {
       const extra = Object.fromEntries(Object.entries(final).map(([k, v]) => [`final_checkpoint/${k}`, v]));
-      await sink.finish(summaryOf(rows, extra), final);
+      await sink.finish({ ...read.summary, ...extra }, final, store.readCheckpoints().map((r) => `${JSON.stringify(r)}\n`).join(''));
     }
+    // Only once the sink holds the rows: a failed send re-reads them next time.
+    read.commit();
     return sink;
   });
 }

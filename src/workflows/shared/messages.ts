@@ -46,6 +46,15 @@ export const progressQuery = defineQuery<Progress>('progress');
 export interface SetResult {
   settings: HotSettings;
   fromStep: number;
+  /** A sweep or pipeline: what each run it forwarded the settings to applied. */
+  forwarded?: ForwardedSet[];
+}
+
+/** A child run's answer to a forwarded `set` (fromStep null: it had already ended). */
+export interface ForwardedSet {
+  workflowId: string;
+  fromStep: number | null;
+  forwarded?: ForwardedSet[];
 }
 
 export const setUpdate = defineUpdate<SetResult, [Partial<HotSettings>]>('set');

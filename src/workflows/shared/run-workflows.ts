@@ -3,6 +3,7 @@
 import type { PipelineStageKind } from '../../cookbook/config/pipeline-kinds.js';
 import { distillWorkflow } from '../distill.js';
 import { dpoWorkflow } from '../dpo.js';
+import { promptDistillWorkflow } from '../prompt-distillation.js';
 import { rlWorkflow } from '../rl.js';
 import { supervisedWorkflow } from '../sl.js';
 import type { RunInput, RunResult } from './training-run.js';
@@ -14,4 +15,5 @@ export const RUN_WORKFLOWS: Record<PipelineStageKind, RunWorkflow> = {
   rl: rlWorkflow,
   dpo: dpoWorkflow,
   distill: distillWorkflow,
+  prompt_distill: promptDistillWorkflow,
 };

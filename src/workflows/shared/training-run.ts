@@ -54,7 +54,7 @@ export interface RunConfig {
   rolling_save_every?: number;
   rolling_ttl_seconds?: number | null;
   /** `cookbook continue`: the parent's checkpoint (its state is `load_checkpoint_path`) and the position it reached. */
-  continue_from?: { name: string; next_step: number; elapsed_tokens: number } | null;
+  continue_from?: { name: string; next_step: number; elapsed_tokens: number; resume_state?: Record<string, unknown> | null } | null;
   load_checkpoint_path?: string | null;
 }
 
@@ -114,6 +114,12 @@ export interface LoopSpec {
   beforeContinueAsNew?(): Promise<void>;
   /** Pipelined steps (the reference's `submit_ahead`), for paradigms whose step splits in two. */
   pipeline?: PipelineSpec;
+  /**
+   * Paradigm state a run continued from a checkpoint must start with to go on as one longer run
+   * (e.g. DPO's reference weights): recorded as `resume_state` in every checkpoint row, handed
+   * back by `cookbook continue` as `continue_from.resume_state`. Undefined: nothing to record.
+   */
+  resumeState?(): Record<string, unknown> | undefined;
 }
 
 /**
@@ -171,6 +177,7 @@ export class TrainingRun<C extends RunConfig, P> {
   private totalSteps = 0;
   private lastUpsertedStep = -1;
   private lastUpsertedStatus?: RunStatus;
+  private resumeState?: () => Record<string, unknown> | undefined;
 
   constructor(
     readonly kind: string,
@@ -215,6 +222,7 @@ export class TrainingRun<C extends RunConfig, P> {
   /** Drives the loop to the end (or a stop), then saves the final checkpoint. */
   async run(spec: LoopSpec): Promise<RunResult> {
     this.totalSteps = spec.totalSteps;
+    this.resumeState = spec.resumeState;
     // Histories recorded before pipelining replay without the marker, on the unpipelined loop.
     const pipeline = spec.pipeline && spec.pipeline.submitAhead > 0 && patched('submit-ahead') ? spec.pipeline : undefined;
     if (!this.state.model) this.state.model = await spec.createInitialModel();
@@ -388,7 +396,9 @@ export class TrainingRun<C extends RunConfig, P> {
     if (ckpt) {
       this.state.step = ckpt.step + 1;
       this.state.elapsedTokens = ckpt.elapsedTokens;
-      this.state.custom = ckpt.custom === undefined ? undefined : JSON.parse(JSON.stringify(ckpt.custom));
+      // A continued run's parent checkpoint carries no workflow state: the run's start state is its state.
+      const custom = ckpt.custom ?? spec.initialCustom;
+      this.state.custom = custom === undefined ? undefined : JSON.parse(JSON.stringify(custom));
     } else {
       this.state.model = await spec.createInitialModel();
       this.state.step = this.input.config.continue_from?.next_step ?? 0;
@@ -476,10 +486,11 @@ export class TrainingRun<C extends RunConfig, P> {
   }
 
   private async save(name: string, step: number, kind: SaveKind, ttlSeconds: number | null, row: Record<string, unknown>): Promise<void> {
+    const resumeState = this.resumeState?.();
     const result = await this.train(
       this.acts.saveCheckpoint,
-      // next_step: where a run continued from this checkpoint starts (`cookbook continue`).
-      { run: this.input.run, name, kind, ttlSeconds, row: { ...row, next_step: step + 1 } },
+      // next_step (and resume_state): where a run continued from this checkpoint starts (`cookbook continue`).
+      { run: this.input.run, name, kind, ttlSeconds, row: { ...row, next_step: step + 1, ...(resumeState ? { resume_state: resumeState } : {}) } },
       `save ${name}`,
     );
     if (!result.statePath) return;

@@ -8,4 +8,4 @@ import type { Suite } from './types.js';
 export const SUITES: Record<string, Suite> = { gsm8k, math500, ifeval, mmlu };
 export const SUITE_NAMES = Object.keys(SUITES) as [string, ...string[]];
 
-export type { EvalItem, ExampleResult, Grade, Suite } from './types.js';
+export type { EvalItem, ExampleResult, Grade, SampleResult, Suite } from './types.js';

@@ -21,7 +21,18 @@ export interface Grade {
   metrics?: Record<string, number>;
 }
 
-/** A graded example as results.json stores it. */
+/** One sampled response to an example and its grade. */
+export interface SampleResult {
+  response: string;
+  extracted: string;
+  correct: boolean;
+  metrics?: Record<string, number>;
+}
+
+/**
+ * A graded example as results.json stores it: the first sample's response and grade, and with
+ * num_samples > 1 every sample (the first included) under `samples`, in sample-index order.
+ */
 export interface ExampleResult {
   index: number;
   id: string;
@@ -32,6 +43,7 @@ export interface ExampleResult {
   extracted: string;
   correct: boolean;
   metrics?: Record<string, number>;
+  samples?: SampleResult[];
 }
 
 export interface Suite {

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import type { CustomRLDatasetBuilder } from '../registry.js';
 import { buildGuessNumberDatasets } from './guess-number.js';
 import { buildRubricDatasets } from './rubric.js';
+import { buildShorterDatasets } from './shorter.js';
 import { buildTicTacToeDatasets } from './tictactoe.js';
 import { buildTwentyQuestionsDatasets, TWENTY_QUESTIONS_WORDS_PATH } from './twenty-questions.js';
 
@@ -22,4 +23,5 @@ export const BUILTIN_RL_DATASETS: Record<string, CustomRLDatasetBuilder> = {
   twenty_questions: ({ args, renderer }) => buildTwentyQuestionsDatasets(args, renderer, dataRoot()),
   tictactoe: ({ args, renderer }) => buildTicTacToeDatasets(args, renderer),
   rubric: ({ args, renderer }) => buildRubricDatasets(args, renderer, dataRoot()),
+  shorter: ({ args, renderer }) => buildShorterDatasets(args, renderer),
 };

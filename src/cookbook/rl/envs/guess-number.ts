@@ -42,12 +42,18 @@ export class GuessNumberEnv implements Env {
     return { ob: this.observation(), stopCondition: this.renderer.getStopSequences() };
   }
 
+  /** Seam for rollout hooks' on_turn_begin: injected messages join the transcript, not the turn count. */
+  async injectMessages(messages: Message[]): Promise<InitialObservation> {
+    this.turns.push(...messages);
+    return this.initialObservation();
+  }
+
   async step(action: Action): Promise<StepResult> {
     const reply = getTextContent(this.renderer.parseResponse(action).message);
     const feedback = guessFeedback(reply, this.goldAnswer);
     // The reference records the player's turns under the role "player", and so do we.
     this.turns.push({ role: 'player', content: reply }, { role: 'user', content: feedback.text });
-    const episodeDone = feedback.reward === 1 || Math.floor(this.turns.length / 2) >= this.maxTurns;
+    const episodeDone = feedback.reward === 1 || this.turns.filter((m) => m.role === 'player').length >= this.maxTurns;
     return {
       reward: feedback.reward,
       episodeDone,

@@ -1,7 +1,7 @@
 // Two-player tic-tac-toe (reference recipes/multiplayer_rl/text_arena, game TicTacToe-v0), played
 // in self-play: the two envs of a group are the two players of one shared game, both sampled from
 // the policy, taking turns through a coordinator. The test set plays a fixed opponent (the policy's
-// base weights or the optimal minimax player). Moves are "[n]" for cell n; a move that is not a
+// base weights, a uniformly random legal mover or the optimal minimax player). Moves are "[n]" for cell n; a move that is not a
 // legal "[n]" ends the game with −2 for its player; a win is +1 and a loss −1.
 import { z } from 'zod';
 import { ConfigurationError } from '../../errors.js';
@@ -149,7 +149,11 @@ export class TicTacToeEnv implements Env {
   }
 }
 
-export type OpponentType = 'base_model' | 'optimal';
+export const OPPONENT_TYPES = ['base_model', 'random', 'optimal'] as const;
+export type OpponentType = (typeof OPPONENT_TYPES)[number];
+
+/** The side-sampler role of the random opponent: its seeds are apart from the base model's (role 0). */
+export const RANDOM_OPPONENT_ROLE = 1;
 
 /** Perfect play by minimax (the reference's OptimalOpponent); ties go to the lowest cell. */
 export function optimalMove(board: readonly Cell[], me: 'O' | 'X'): number {
@@ -184,6 +188,18 @@ function optimalOpponent(game: TicTacToeGame, player: number): MessageCompleter 
   return async () => ({ role: 'assistant', content: `[${optimalMove(game.board, SYMBOLS[1 - player])}]` });
 }
 
+/**
+ * A uniformly random legal move (the reference's RandomOpponent), drawn from the rollout's seeds, one
+ * per move, so a recomputed episode makes the same moves.
+ */
+export function randomOpponent(game: TicTacToeGame, seedFor: () => number): MessageCompleter {
+  return async () => {
+    const moves = game.legalMoves();
+    const seed = seedFor();
+    return { role: 'assistant', content: moves.length ? `[${moves[seed % moves.length]}]` : '[0]' };
+  };
+}
+
 export class TicTacToeEnvGroupBuilder extends BaseEnvGroupBuilder implements ContextualEnvGroupBuilder {
   private made = 0;
   constructor(
@@ -215,7 +231,8 @@ export class TicTacToeEnvGroupBuilder extends BaseEnvGroupBuilder implements Con
 
   private opponentFor(game: TicTacToeGame, player: number): MessageCompleter {
     if (this.opponentType === 'optimal') return optimalOpponent(game, player);
-    if (!this.ctx) throw new ConfigurationError('tictactoe: the base_model opponent needs a rollout context (the rollout activity binds one)');
+    if (!this.ctx) throw new ConfigurationError(`tictactoe: the ${this.opponentType} opponent needs a rollout context (the rollout activity binds one)`);
+    if (this.opponentType === 'random') return randomOpponent(game, this.ctx.seeds(player, RANDOM_OPPONENT_ROLE));
     return this.ctx.messageCompleter({ model: null, maxTokens: this.opponentMaxTokens, stopCondition: TICTACTOE_STOP }, player, 0);
   }
 }
@@ -239,7 +256,7 @@ export const TicTacToeArgsSchema = z.strictObject({
   batch_size: z.int().positive(),
   num_train_datapoints: z.int().positive(),
   num_test_datapoints: z.int().positive(),
-  test_opponent: z.enum(['base_model', 'optimal']).default('base_model'),
+  test_opponent: z.enum(OPPONENT_TYPES).default('base_model'),
   opponent_max_tokens: z.int().positive().default(16),
 });
 
