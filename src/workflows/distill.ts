@@ -5,12 +5,10 @@
 //    teacher, uses the reverse KL as the advantage, trains and saves the next sampler weights;
 //  - off_policy_sample (§5.2's first stage): `teacherSamplingWorkflow`, which writes the teacher's
 //    replies as a conversations JSONL; a `supervisedWorkflow` on that file is the second stage.
-import { allHandlersFinished, condition, setCurrentDetails, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
 import type { DistillConfig } from '../cookbook/config/distill.js';
 import { compositeBatchDatasets } from '../cookbook/distillation/plan.js';
 import type { DistillPlan } from '../activities/types.js';
-import { progressQuery, stopSignal, type RunStatus } from './shared/messages.js';
-import { StatusKey, StepKey } from './shared/search-attributes.js';
+import { runShardedGeneration } from './shared/sharded-generation.js';
 import { activitiesFor, TrainingRun, type RunInput, type RunResult } from './shared/training-run.js';
 
 export type DistillInput = RunInput<DistillConfig, DistillPlan>;
@@ -100,67 +98,19 @@ export interface TeacherSamplingResult extends RunResult {
 /**
  * Samples each dataset's teacher on its prompts in parallel shard activities (seeds from the run
  * seed and each prompt's position) and concatenates the shards into one conversations file.
- * Resumable: a shard on disk is never sampled again, so retries and re-runs redo only what is
- * missing. Answers `stop` (finish the shards in flight, write what is done) and `progress`.
  */
 export async function teacherSamplingWorkflow(input: DistillInput): Promise<TeacherSamplingResult> {
   const cfg = input.config;
   const acts = activitiesFor(cfg.durability);
-  let status: RunStatus = 'starting';
-  let stopRequested = false;
-  let shardsDone = 0;
-  let nShards = 0;
-  let conversations = 0;
-  const publish = (s: RunStatus) => {
-    status = s;
-    setCurrentDetails(`${status} · teacher sampling · shard ${shardsDone}/${nShards}`);
-    upsertSearchAttributes([
-      { key: StatusKey, value: status },
-      { key: StepKey, value: shardsDone },
-    ]);
-  };
-  setHandler(stopSignal, () => {
-    stopRequested = true;
-  });
-  setHandler(progressQuery, () => ({
+  const { done, ...result } = await runShardedGeneration(input, {
     kind: 'distill',
-    model: cfg.model_name,
-    status,
-    step: shardsDone,
-    totalSteps: nShards,
-    paused: false,
-    stopRequested,
-    lastMetrics: { conversations },
-    hot: { lr_multiplier: 1, eval_every: cfg.eval_every, save_every: cfg.save_every },
-    recoveries: 0,
-    logPath: input.run.logPath,
-  }));
-
-  await acts.initRun({ run: input.run, config: cfg });
-  nShards = (await acts.teacherSamplePlan({ run: input.run })).nShards;
-  publish('running');
-  const width = cfg.off_policy.max_parallel_shards;
-  while (shardsDone < nShards && !stopRequested) {
-    const wave = Array.from({ length: Math.min(width, nShards - shardsDone) }, (_, k) => shardsDone + k);
-    const results = await Promise.all(
-      wave.map((shard) => acts.teacherSampleShard.executeWithOptions({ summary: `teacher samples shard ${shard}` }, [{ run: input.run, shard }])),
-    );
-    conversations += results.reduce((n, r) => n + r.conversations, 0);
-    shardsDone += wave.length;
-    publish('running');
-  }
-  const merged = await acts.teacherSampleMerge({ run: input.run, nShards: shardsDone });
-  const final: RunStatus = stopRequested && shardsDone < nShards ? 'stopped' : 'completed';
-  publish(final);
-  await condition(allHandlersFinished);
-  return {
-    status: final === 'stopped' ? 'stopped' : 'completed',
-    steps: shardsDone,
-    lastMetrics: { conversations: merged.conversations },
-    logPath: input.run.logPath,
-    recoveries: 0,
-    outputPath: merged.outputPath,
-    conversations: merged.conversations,
-    shards: shardsDone,
-  };
+    label: 'teacher sampling',
+    unit: 'shard',
+    width: cfg.off_policy.max_parallel_shards,
+    init: () => acts.initRun({ run: input.run, config: cfg }),
+    plan: async () => (await acts.teacherSamplePlan({ run: input.run })).nShards,
+    shard: (shard) => acts.teacherSampleShard.executeWithOptions({ summary: `teacher samples shard ${shard}` }, [{ run: input.run, shard }]),
+    merge: (nShards) => acts.teacherSampleMerge({ run: input.run, nShards }),
+  });
+  return { ...result, shards: done };
 }
