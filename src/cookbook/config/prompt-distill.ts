@@ -22,7 +22,7 @@ export const PromptDistillConfigSchema = z.strictObject({
   recipe_name: z.string().default('dataset_prompt_distillation'),
   dataset: z
     .strictObject({
-      /** Queries, one per line; default: the shipped copy of the reference's example_data/multilingual.txt. */
+      /** Queries, one per line; default: the shipped data/multilingual.txt (the reference's example_data/multilingual.txt — XNLI sentences — is not shipped; set file_path to your copy to use it). */
       file_path: z.string().min(1).optional(),
     })
     .prefault({}),

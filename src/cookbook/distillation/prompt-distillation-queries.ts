@@ -1,5 +1,6 @@
-// The queries of the prompt distillation data stage: the config's file, or the shipped copy of the
-// reference's multilingual.txt, read one query a line.
+// The queries of the prompt distillation data stage: the config's file, or the shipped
+// data/multilingual.txt (short everyday sentences in 20 languages, written for this project, in the
+// layout of the reference's example_data/multilingual.txt), read one query a line.
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PROMPT_DISTILLATION_QUERIES_PATH, type PromptDistillConfig } from '../config/prompt-distill.js';
