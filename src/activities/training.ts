@@ -70,6 +70,14 @@ export function isDamagedCheckpoint(err: unknown): boolean {
   return err instanceof BackendError && /\bcheckpoint \S+ is damaged: /.test(`${err.message} ${typeof err.detail === 'string' ? err.detail : JSON.stringify(err.detail ?? '')}`);
 }
 
+/**
+ * The engine's answer for a checkpoint whose TTL ran out: `checkpoint <path> expired … and was
+ * deleted` (a 404 that, unlike an unknown path, says the checkpoint existed).
+ */
+export function isExpiredCheckpoint(err: unknown): boolean {
+  return err instanceof BackendError && err.kind === 'not_found' && /\bcheckpoint \S+ expired\b/.test(`${err.message} ${typeof err.detail === 'string' ? err.detail : JSON.stringify(err.detail ?? '')}`);
+}
+
 export function readRunConfig<C>(run: RunRef): C {
   return new RunStore(run.logPath).read<C>().config;
 }
@@ -121,6 +129,8 @@ export function trainingActivities(deps: ActivityDeps) {
         heartbeating(backend.createTrainingSessionFromState(statePath, { withOptimizer, userMetadata })).catch((err: unknown) => {
           // Its files no longer match what was saved: this checkpoint can never be restored (an older one may).
           if (isDamagedCheckpoint(err)) throw ApplicationFailure.nonRetryable(`restore from checkpoint ${statePath}: ${(err as Error).message}`, ErrorTypes.checkpointDamaged, { statePath });
+          // Its TTL ran out and the engine deleted it: gone for good (an older one may still be there).
+          if (isExpiredCheckpoint(err)) throw ApplicationFailure.nonRetryable(`restore from checkpoint ${statePath}: ${(err as Error).message}`, ErrorTypes.checkpointExpired, { statePath });
           throw err;
         }),
       );

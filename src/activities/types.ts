@@ -141,6 +141,7 @@ export interface Activities {
  * model (engine restart): the workflow restores the last committed checkpoint and replays.
  * `CheckpointDamaged` (from restoreModel) means that checkpoint's files on the backend no longer
  * match the checksums recorded when it was saved: it can never be restored, an older one may.
+ * `CheckpointExpired` (from restoreModel): its TTL ran out and the engine deleted it; likewise.
  * `RunStoreDamagedError` is the name of run-store.ts's error for a damaged run-directory file
  * (a thrown error's class name is its failure type), so those fail without retries too.
  * The others are permanent: retrying cannot help, so the run fails with the message.
@@ -155,6 +156,7 @@ export const ErrorTypes = {
   auth: 'AuthError',
   rollout: 'RolloutFailed',
   checkpointDamaged: 'CheckpointDamaged',
+  checkpointExpired: 'CheckpointExpired',
   runStoreDamaged: 'RunStoreDamagedError',
 } as const;
 

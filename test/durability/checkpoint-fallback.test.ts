@@ -2,7 +2,9 @@
 // of step 8 was committed, and that checkpoint's weights file is damaged on disk before it comes
 // back. The restore of 000008 is refused (CheckpointDamaged, naming the file), the workflow falls
 // back to the checkpoint before it (000004), replays from there, and ends exactly as an
-// uninterrupted run: same metrics, checkpoints and final weights.
+// uninterrupted run: same metrics, checkpoints and final weights. Likewise when the newest
+// checkpoint is a short-lived rolling one whose TTL ran out while the engine was down: the engine
+// deleted it, the restore is refused as expired, and the run falls back to the periodic one.
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseTinkerPath } from '../../src/backends/index.js';
@@ -58,4 +60,38 @@ describe('a damaged checkpoint at recovery', () => {
     expect(history).toContain('CheckpointDamaged');
     expect(history).toContain('adapter_model.safetensors');
   });
+
+  it('falls back past a rolling checkpoint that expired while the engine was down', async () => {
+    const rollingOverrides = [...overrides, 'rolling_save_every=3', 'rolling_ttl_seconds=2'];
+    const clean = testRun(stack, config, rollingOverrides);
+    const crashed = testRun(stack, config, rollingOverrides);
+    let rollingName = '';
+    const [cleanResult, crashedResult] = await withWorker(stack, async () => {
+      const a = (await (await startRun(stack.client, clean, stack.taskQueue)).result()) as RunResult;
+      const handle = await startRun(stack.client, crashed, stack.taskQueue);
+      // Rolling saves every 3 steps where no periodic one is due: wait for one after the periodic 000008.
+      await waitUntil('a rolling checkpoint after 000008', async () => {
+        const p = await handle.query(progressQuery);
+        rollingName = p.lastCheckpoint?.name.startsWith('rolling_') && p.step > 9 ? p.lastCheckpoint.name : '';
+        return rollingName !== '';
+      }, 120_000, 50);
+      await stack.engine.kill();
+      await new Promise((r) => setTimeout(r, 2_500)); // its two seconds run out while the engine is down
+      await stack.restartEngine();
+      return [a, (await handle.result()) as RunResult];
+    });
+
+    expect(crashedResult.status).toBe('completed');
+    expect(crashedResult.recoveries).toBeGreaterThanOrEqual(1);
+    expect(metricsOf(crashed.run.logPath)).toEqual(metricsOf(clean.run.logPath));
+    expect(checkpointsOf(crashed.run.logPath)).toEqual(checkpointsOf(clean.run.logPath));
+    const [a, b] = await Promise.all([
+      weightsFingerprint(stack.engine.baseUrl, cleanResult.finalCheckpoint!.samplerPath!),
+      weightsFingerprint(stack.engine.baseUrl, crashedResult.finalCheckpoint!.samplerPath!),
+    ]);
+    expect(b).toBe(a);
+    const history = JSON.stringify(await stack.client.workflow.getHandle(crashed.workflowId).fetchHistory());
+    expect(history).toContain('CheckpointExpired');
+    expect(history).toContain(rollingName);
+  }, 600_000);
 });

@@ -412,8 +412,9 @@ export class TrainingRun<C extends RunConfig, P> {
   }
 
   /**
-   * Restores the newest committed checkpoint whose files are intact (the backend refuses a damaged
-   * one as CheckpointDamaged, naming the file) into a new model; undefined if none is left.
+   * Restores the newest committed checkpoint whose files are intact and whose TTL has not run out
+   * (the backend refuses a damaged one as CheckpointDamaged, naming the file, and an expired one as
+   * CheckpointExpired) into a new model; undefined if none is left.
    */
   private async restoreLastGoodCheckpoint(): Promise<CheckpointRef | undefined> {
     for (let ckpt = this.state.lastCheckpoint; ckpt; ckpt = this.state.lastCheckpoint) {
@@ -421,7 +422,7 @@ export class TrainingRun<C extends RunConfig, P> {
         this.state.model = await this.acts.restoreModel({ run: this.input.run, statePath: ckpt.statePath, withOptimizer: true });
         return ckpt;
       } catch (err) {
-        if (!failedWith(err, ErrorTypes.checkpointDamaged)) throw err;
+        if (!failedWith(err, ErrorTypes.checkpointDamaged) && !failedWith(err, ErrorTypes.checkpointExpired)) throw err;
         this.state.lastCheckpoint = this.state.olderCheckpoints?.pop();
       }
     }
