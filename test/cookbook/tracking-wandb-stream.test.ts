@@ -11,6 +11,7 @@ import { ensureWandbEnv } from '../../scripts/lib/wandb-venv.mjs';
 import { RunStore } from '../../src/cookbook/run-store.js';
 import { syncRun } from '../../src/cookbook/tracking/sync.js';
 import { BLOCK_BYTES, RecordStream } from '../../src/cookbook/tracking/wandb-datastore.js';
+import { manifestJson, modelArtifact } from '../../src/cookbook/tracking/wandb-artifact.js';
 import { summaryOf, wandbRunId } from '../../src/cookbook/tracking/wandb-format.js';
 import { historyRecord } from '../../src/cookbook/tracking/wandb-record.js';
 import { itemsOf, readWandbStream, wandbSyncView, type WandbStreamRecord } from '../support/wandb-reader.js';
@@ -74,6 +75,8 @@ describe('W&B offline record stream, read by wandb', () => {
     expect(artifact.body).toMatchObject({ type: 'model', name: `model-${wandbRunId(workflowId)}`, aliases: ['latest', 'final'], finalize: true });
     expect(JSON.parse(artifact.body.metadata)).toEqual(final);
     expect(artifact.body.digest).toBe(artifact.wandb_manifest_digest);
+    // What an online run uploads as wandb_manifest.json is, byte for byte, what wandb writes for these entries.
+    expect(manifestJson(modelArtifact(wandbRunId(workflowId), final, store.readCheckpoints().map((r) => `${JSON.stringify(r)}\n`).join('')).entries)).toBe(artifact.wandb_manifest_json);
     const entries = Object.fromEntries(artifact.body.manifest.contents.map((e: { path: string }) => [e.path, e]));
     expect(entries.state_path).toMatchObject({ ref: 'tinker://r/weights/final', digest: 'tinker://r/weights/final' });
     expect(entries.sampler_path).toMatchObject({ ref: 'tinker://r/sampler_weights/final' });

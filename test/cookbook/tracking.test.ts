@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RunStore } from '../../src/cookbook/run-store.js';
 import { syncRun } from '../../src/cookbook/tracking/sync.js';
+import { manifestJson, modelArtifact } from '../../src/cookbook/tracking/wandb-artifact.js';
 import { wandbRunId } from '../../src/cookbook/tracking/wandb-format.js';
 import { OfflineWandbRun } from '../../src/cookbook/tracking/wandb-offline.js';
 import { startFakeWandb, type FakeWandb } from '../support/fake-wandb.js';
@@ -130,6 +131,62 @@ describe('W&B online (HTTP API, against a fake server)', () => {
     expect(run.complete).toBe(true);
     expect(run.summary).toMatchObject({ _step: 6, loss: -3, 'final_checkpoint/state_path': 'tinker://r/weights/final' });
     expect(JSON.parse(run.files['final_checkpoint.json'][0])).toMatchObject({ name: 'final', sampler_path: 'tinker://r/sampler_weights/final' });
+    expect(wandb.rejected).toEqual([]);
+  });
+
+  it('logs the final checkpoint as the run\'s "model" artifact in wandb\'s call order, uploaded and committed once through a failed upload and a crash after the commit', async () => {
+    const env = { WANDB_API_KEY: key, WANDB_BASE_URL: wandb.baseUrl };
+    const { logPath, workflowId, store } = trackedRun();
+    const runId = wandbRunId(workflowId);
+    store.writeMetrics({ step: 0, loss: 1, learning_rate: 0.01 });
+    await syncRun(logPath, env);
+    store.writeCheckpoint({ name: '000001', epoch: 0, batch: 1, state_path: 'tinker://r/weights/000001' });
+    const final = { name: 'final', epoch: 1, batch: 0, state_path: 'tinker://r/weights/final', sampler_path: 'tinker://r/sampler_weights/final' };
+    store.writeCheckpoint(final);
+    const jsonl = store.readCheckpoints().map((r) => `${JSON.stringify(r)}\n`).join('');
+    const expected = modelArtifact(runId, store.readCheckpoints().at(-1)!, jsonl);
+    const ours = (from: number) => wandb.calls.slice(from).filter((c) => /Artifact|^PUT|file_stream/.test(c));
+
+    // The manifest upload fails: the run is not completed, the next sync picks the artifact up again.
+    const cursorFile = join(logPath, '.cookbook', 'tracking', 'wandb-online.json');
+    let from = wandb.calls.length;
+    wandb.failNextCall(/^PUT wandb_manifest\.json$/);
+    await expect(syncRun(logPath, env)).rejects.toThrow(/upload wandb_manifest\.json: HTTP 500/);
+    expect(ours(from)).toEqual([
+      `POST /files/test-entity/cookbook-tests/${runId}/file_stream`,
+      'CreateArtifact', 'CreateArtifactManifest', 'CreateArtifactFiles', 'PUT checkpoints.jsonl', 'CreateArtifactManifest',
+    ]);
+    expect(wandb.runs.get(runId)!.complete).toBe(false);
+    from = wandb.calls.length;
+    await syncRun(logPath, env);
+    // Same artifact (same digest, still PENDING); checkpoints.jsonl is already stored, so no second PUT.
+    expect(ours(from)).toEqual([
+      `POST /files/test-entity/cookbook-tests/${runId}/file_stream`,
+      'CreateArtifact', 'CreateArtifactManifest', 'CreateArtifactFiles', 'CreateArtifactManifest', 'PUT wandb_manifest.json', 'CommitArtifact',
+      `POST /files/test-entity/cookbook-tests/${runId}/file_stream`,
+    ]);
+    const artifacts = [...wandb.artifacts.values()].filter((a) => a.runName === runId);
+    expect(artifacts).toHaveLength(1);
+    const [artifact] = artifacts;
+    expect(artifact).toMatchObject({ type: 'model', collection: `model-${runId}`, digest: expected.digest, aliases: ['latest', 'final'], project: 'cookbook-tests', state: 'COMMITTED', commits: 1 });
+    expect(artifact.metadata).toEqual(store.readCheckpoints().at(-1));
+    expect(artifact.files['checkpoints.jsonl']).toBe(jsonl);
+    expect(artifact.files['wandb_manifest.json']).toBe(manifestJson(expected.entries));
+    expect(JSON.parse(artifact.files['wandb_manifest.json']).contents).toEqual({
+      'checkpoints.jsonl': { digest: expected.entries[0].digest, size: Buffer.byteLength(jsonl) },
+      state_path: { digest: final.state_path, ref: final.state_path },
+      sampler_path: { digest: final.sampler_path, ref: final.sampler_path },
+    });
+    expect(wandb.runs.get(runId)!.complete).toBe(true);
+
+    // A crash after the commit, before the cursor recorded it: W&B answers the digest COMMITTED, nothing is redone.
+    const committed = JSON.parse(readFileSync(cursorFile, 'utf8'));
+    writeFileSync(cursorFile, JSON.stringify({ ...committed, artifactId: undefined, finished: false }));
+    from = wandb.calls.length;
+    await syncRun(logPath, env);
+    expect(ours(from).filter((c) => c !== `POST /files/test-entity/cookbook-tests/${runId}/file_stream`)).toEqual(['CreateArtifact']);
+    expect(artifact.commits).toBe(1);
+    expect(JSON.parse(readFileSync(cursorFile, 'utf8'))).toMatchObject({ artifactId: artifact.id, finished: true });
     expect(wandb.rejected).toEqual([]);
   });
 

@@ -14,6 +14,8 @@ export interface WandbStreamRecord {
   body: any;
   /** Artifact records: the manifest digest wandb computes from the record's entries. */
   wandb_manifest_digest?: string;
+  /** Artifact records: the wandb_manifest.json wandb's saver writes for the record's entries. */
+  wandb_manifest_json?: string;
 }
 
 const run = promisify(execFile);

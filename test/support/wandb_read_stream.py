@@ -1,7 +1,8 @@
 """Reads a `run-<id>.wandb` record stream with wandb's own reader (DataStore + the Record protobuf
 class wandb ships) and prints its records as JSON lines, so tests compare what wandb sees. For an
 artifact record it adds `wandb_manifest_digest`: the digest wandb's manifest class computes from
-the record's entries."""
+the record's entries, and `wandb_manifest_json`: the `wandb_manifest.json` wandb's saver would upload
+for them (`json.dump(manifest.to_manifest_json(), indent=4)`, the storage layout of a new artifact)."""
 import json
 import sys
 
@@ -27,6 +28,11 @@ while True:
     kind = record.WhichOneof("record_type")
     out = {"type": kind, "num": record.num, "body": MessageToDict(getattr(record, kind), preserving_proto_field_name=True)}
     if kind == "artifact":
-        entries = {e.path: ArtifactManifestEntry(path=e.path, digest=e.digest, ref=e.ref or None) for e in record.artifact.manifest.contents}
+        entries = {
+            e.path: ArtifactManifestEntry(path=e.path, digest=e.digest, ref=e.ref or None, size=None if e.ref else e.size)
+            for e in record.artifact.manifest.contents
+        }
         out["wandb_manifest_digest"] = ArtifactManifestV1(storage_policy=WandbStoragePolicy(), entries=entries).digest()
+        manifest = ArtifactManifestV1(storage_policy=WandbStoragePolicy(config=wandb.Artifact("layout", type="model").manifest.storage_policy.config()), entries=entries)
+        out["wandb_manifest_json"] = json.dumps(manifest.to_manifest_json(), indent=4)
     print(json.dumps(out))

@@ -64,6 +64,12 @@ describe('experiment tracking of a training run', () => {
     expect(tracked.displayName).toBe('sl-small');
     expect(tracked.complete).toBe(true);
     expect(tracked.summary).toMatchObject({ _step: 9, 'final_checkpoint/name': 'final' });
+    // The final checkpoint is the run's "model" artifact, committed once, its checkpoints.jsonl uploaded.
+    const artifacts = [...wandb.artifacts.values()].filter((a) => a.runName === wandbRunId(run.workflowId));
+    expect(artifacts.map((a) => [a.type, a.collection, a.state, a.commits])).toEqual([['model', `model-${wandbRunId(run.workflowId)}`, 'COMMITTED', 1]]);
+    const checkpoints = new RunStore(run.run.logPath).readCheckpoints();
+    expect(artifacts[0].files['checkpoints.jsonl']).toBe(checkpoints.map((r) => `${JSON.stringify(r)}\n`).join(''));
+    expect(JSON.parse(artifacts[0].files['wandb_manifest.json']).contents.state_path.ref).toBe(checkpoints.at(-1)!.state_path);
     expect(wandb.rejected).toEqual([]);
   }, 600_000);
 

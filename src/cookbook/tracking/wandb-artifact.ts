@@ -19,6 +19,17 @@ export interface ModelArtifact {
 
 export const b64md5 = (data: string | Buffer) => createHash('md5').update(data).digest('base64');
 
+/**
+ * The manifest file W&B stores beside an artifact (`wandb_manifest.json`), byte for byte as its
+ * client writes it (`json.dump(manifest.to_manifest_json(), indent=4)`): entries without their
+ * default fields, references with `ref`, files with `size`.
+ */
+export function manifestJson(entries: ArtifactEntry[]): string {
+  const contents: Record<string, Record<string, unknown>> = {};
+  for (const e of entries) contents[e.path] = { digest: e.digest, ...(e.ref ? { ref: e.ref } : {}), ...(e.size !== undefined ? { size: e.size } : {}) };
+  return JSON.stringify({ version: 1, storagePolicy: 'wandb-storage-policy-v1', storagePolicyConfig: { storageLayout: 'V2' }, contents }, null, 4);
+}
+
 export function manifestDigest(entries: ArtifactEntry[]): string {
   const h = createHash('md5').update('wandb-artifact-manifest-v1\n');
   for (const e of [...entries].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))) h.update(`${e.path}:${e.digest}\n`);

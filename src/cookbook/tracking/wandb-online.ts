@@ -4,10 +4,14 @@
 // authenticate as HTTP basic `api:<WANDB_API_KEY>`; WANDB_BASE_URL points elsewhere (a local
 // server, or the test's fake). The cursor (`.cookbook/tracking/wandb-online.json`) is advanced
 // only after the server accepted the lines; lines resent after a crash carry the same offsets, and
-// the server writes a line offset once, so no row is counted twice.
+// the server writes a line offset once, so no row is counted twice. At the end the final
+// checkpoint is logged as the run's "model" artifact (wandb-online-artifact.ts), once: the cursor
+// records it committed, and a retry after a crash before that finds the digest already committed.
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../run-store-integrity.js';
+import { modelArtifact } from './wandb-artifact.js';
+import { logArtifactOnline, type WandbApi } from './wandb-online-artifact.js';
 import { historyRow, wandbConfig, wandbRunId } from './wandb-format.js';
 import type { TrackedRun, TrackingSink } from './sink.js';
 
@@ -25,6 +29,8 @@ interface Cursor {
   /** History lines the server holds: the offset of the next one. */
   lines: number;
   lastStep: number;
+  /** The server's id of the committed model artifact, once logged. */
+  artifactId?: string;
   finished: boolean;
 }
 
@@ -75,13 +81,31 @@ export class OnlineWandbRun implements TrackingSink {
     return text ? JSON.parse(text) : {};
   }
 
+  private async graphql<T>(query: string, variables: Record<string, unknown>, what: string): Promise<T> {
+    const r = (await this.post('graphql', { query, variables }, what)) as { data?: T; errors?: Array<{ message: string }> };
+    if (r.errors?.length) throw new Error(`W&B ${what}: ${r.errors.map((e) => e.message).join('; ')}`);
+    if (!r.data) throw new Error(`W&B ${what}: answered without data`);
+    return r.data;
+  }
+
+  /** Upload URLs are signed (storage, not the API): no API key, only the headers the server gave. */
+  private async upload(url: string, headers: string[], body: string, what: string): Promise<void> {
+    const extra = Object.fromEntries(headers.map((h) => [h.slice(0, h.indexOf(':')), h.slice(h.indexOf(':') + 1)]));
+    const res = await fetch(url, { method: 'PUT', headers: extra, body, signal: AbortSignal.timeout(120_000) });
+    if (!res.ok) throw new WandbHttpError(what, res.status, await res.text());
+  }
+
+  private api(): WandbApi {
+    return { graphql: (q, v, w) => this.graphql(q, v, w), upload: (u, h, b, w) => this.upload(u, h, b, w) };
+  }
+
   private async upsert(variables: Record<string, unknown>): Promise<{ entity: string }> {
-    const r = (await this.post('graphql', { query: UPSERT_BUCKET, variables: { name: this.runId, project: this.run.project, entity: this.env.entity, ...variables } }, 'upsertBucket')) as {
-      data?: { upsertBucket?: { bucket?: { project?: { entity?: { name?: string } } } } };
-      errors?: Array<{ message: string }>;
-    };
-    if (r.errors?.length) throw new Error(`W&B upsertBucket: ${r.errors.map((e) => e.message).join('; ')}`);
-    const entity = r.data?.upsertBucket?.bucket?.project?.entity?.name ?? this.env.entity;
+    const r = await this.graphql<{ upsertBucket?: { bucket?: { project?: { entity?: { name?: string } } } } }>(
+      UPSERT_BUCKET,
+      { name: this.runId, project: this.run.project, entity: this.env.entity, ...variables },
+      'upsertBucket',
+    );
+    const entity = r.upsertBucket?.bucket?.project?.entity?.name ?? this.env.entity;
     if (!entity) throw new Error('W&B upsertBucket answered without the run\'s entity; set WANDB_ENTITY');
     return { entity };
   }
@@ -116,12 +140,18 @@ export class OnlineWandbRun implements TrackingSink {
     return this.cursor()?.finished ?? false;
   }
 
-  async finish(summary: Record<string, unknown>, artifacts: Record<string, unknown>): Promise<void> {
-    const c = this.cursor();
+  async finish(summary: Record<string, unknown>, final: Record<string, unknown>, checkpointsJsonl: string): Promise<void> {
+    let c = this.cursor();
     if (!c || c.finished) return;
-    // The final checkpoint is a run file and part of the summary (W&B shows it on the run page).
+    // The final checkpoint is a run file and part of the summary (W&B shows it on the run page)…
     await this.upsert({ summaryMetrics: JSON.stringify(summary) });
-    await this.fileStream(c, { files: { 'wandb-summary.json': { offset: 0, content: [JSON.stringify(summary)] }, 'final_checkpoint.json': { offset: 0, content: [JSON.stringify(artifacts)] } } });
+    await this.fileStream(c, { files: { 'wandb-summary.json': { offset: 0, content: [JSON.stringify(summary)] }, 'final_checkpoint.json': { offset: 0, content: [JSON.stringify(final)] } } });
+    // …and the run's output "model" artifact, as the offline stream records it.
+    if (!c.artifactId) {
+      const artifactId = await logArtifactOnline(this.api(), { entity: c.entity, project: c.project, runName: c.runId }, modelArtifact(this.runId, final, checkpointsJsonl));
+      c = { ...c, artifactId };
+      this.save(c);
+    }
     await this.fileStream(c, { complete: true, exitcode: 0 });
     this.save({ ...c, finished: true });
   }
