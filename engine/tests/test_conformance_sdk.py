@@ -1,5 +1,6 @@
 """Conformance: the official tinker SDK (0.38.0 current, 0.25.0 protobuf era, 0.16.1 JSON era), unmodified."""
 
+import math
 import json
 import os
 import subprocess
@@ -131,8 +132,15 @@ def test_sdk_038_protocol(engine):
         assert failure is not None, f"{name} was accepted"
         assert failure["type"] == "BadRequestError" and "not served by this engine" in failure["message"], failure
         assert failure["seconds"] < 10, f"{name} was retried"
-    assert "dimuon" in r["refused"]["dimuon"]["message"] and "stable_reinforce" in r["refused"]["stable_reinforce"]["message"]
-    assert "record_stability_info" in r["refused"]["record_stability_info"]["message"]
+    assert "dimuon" in r["refused"]["dimuon"]["message"]
+    p = r["provenance"]
+    assert all(sid.startswith(session) for sid in p["sequence_ids"]) and math.isfinite(p["accepted"])
+    assert "position" in p["shifted"]["message"] and "sampled tokens" in p["shifted"]["message"], p["shifted"]
+    if not p["same_tokens"]:
+        assert p["other_sequence"] is not None and p["other_sequence"]["type"] == "BadRequestError", p["other_sequence"]
+    assert "'stable_reinforce' is not served by this engine" in p["stable_reinforce"]["message"], p["stable_reinforce"]
+    assert p["stable_reinforce"]["seconds"] < 10, "stable_reinforce was retried"
+    assert "has no provenance spans" in p["stable_reinforce_no_spans"]["message"], p["stable_reinforce_no_spans"]
     assert "'dimuon'" in r["refused"]["dimuon_params"]["message"] and "update rule" in r["refused"]["dimuon"]["message"]
     check_scoring_options(r["scoring"])
     assert r["after_refusals"] > 0

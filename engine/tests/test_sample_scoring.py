@@ -118,7 +118,6 @@ def test_scoring_options_need_no_last_n_and_combine(sampler):
 
 
 @pytest.mark.parametrize("options,words", [
-    ({"record_stability_info": True}, "record_stability_info is not served"),
     ({"topk_sample_logprobs": -1}, "topk_sample_logprobs must be between"),
     ({"topk_sample_logprobs": 5000}, "topk_sample_logprobs must be between"),
     ({"prompt_alt_tokens_k": -2}, "prompt_alt_tokens_k must be between"),

@@ -35,6 +35,7 @@ from .custom_loss import compile_loss, validate_custom
 from .prompt_scoring import parse_scoring_options
 from .sampler import SamplingParams, generate
 from .trainer import ADAM_DEFAULTS, TrainingModel
+from .stability import StabilityStore, check_provenance
 from .validation import validate_forward
 from .wire import ForwardRequest, fingerprint_json, parse_tokens_json
 
@@ -219,6 +220,8 @@ class Engine:
         self.max_batch_tokens = max_batch_tokens
         self.long_poll_seconds = long_poll_seconds
         self.futures = FutureStore()
+        # Sequences sampled with record_stability_info, for provenance checks (stability.py).
+        self.stability = StabilityStore()
         self.sessions: dict = {}
         self.models: dict = {}
         self.samplers: dict = {}
@@ -271,9 +274,12 @@ class Engine:
         (thread or self.compute).submit(run)
 
     def _complete(self, fut, result) -> None:
+        # Recorded before the future settles: a client that sees the sample can train on it.
+        self.stability.settle(fut.request_id, result)
         self.loop.call_soon_threadsafe(self.futures.complete, fut, result)
 
     def _fail(self, fut, e: BaseException) -> None:
+        self.stability.forget(fut.request_id)
         loop = self.loop
         if isinstance(e, RequestFailed):
             loop.call_soon_threadsafe(self.futures.fail, fut, e.message, e.category)
@@ -540,7 +546,12 @@ class Engine:
             if req.loss_fn_text:
                 key = sorted(req.loss_fn_text)[0]
                 raise bad_request(f"loss_fn_config.{key} must be a number for loss_fn {req.loss_fn!r}")
+            # Provenance first: a StableReinforce request is refused for what it is (validate_forward)
+            # only once its spans were found to name recorded sequences correctly.
+            used = check_provenance(req, self.stability, handle.session_id, require=req.loss_fn == "stable_reinforce")
             validate_forward(req, handle.spec)
+            if not req.forward_only:
+                self.stability.touch(used)
 
         request_id = self.submit_model_op(
             handle,
@@ -882,11 +893,13 @@ class Engine:
                 f"prompt ({len(prompt)} tokens) + max_tokens ({params.max_tokens}) exceeds the context {spec.max_context}"
             )
         extra = parse_scoring_options(body, len(prompt), spec.vocab_size)
+        record_stability = body.bool("record_stability_info", None) or False
         seq_id = body.int("seq_id", None)
         fingerprint = fingerprint_json(
             "sample",
             [prompt.tolist(), vars(params), num_samples, want_prompt_logprobs, topk, last_n]
-            + ([extra.fingerprint()] if extra.any else []),
+            + ([extra.fingerprint()] if extra.any else [])
+            + ([{"record_stability_info": True}] if record_stability else []),
         )
         if seq_id is not None:
             record = sampler.seen.get(seq_id)
@@ -899,6 +912,8 @@ class Engine:
         else:
             request_id = f"{sampler.sampler_id}:{uuid.uuid4()}"
         fut = self.futures.create(request_id, "Sample")
+        if record_stability:
+            self.stability.expect(request_id, sampler.session_id, prompt)
         tokens = prompt.tolist()
         pool = self.compute.pool
         scoring = want_prompt_logprobs or topk > 0 or extra.any

@@ -57,12 +57,6 @@ class ScoringOptions:
 
 
 def parse_scoring_options(body: Body, prompt_len: int, vocab: int) -> ScoringOptions:
-    if body.raw("record_stability_info", None) not in (None, False):
-        # The SDK says only that the server "records stability information" for StableReinforce,
-        # not what it is, so there is nothing defined to record: refused rather than ignored.
-        raise bad_request(
-            "record_stability_info is not served by this engine (SDK 0.38 does not define what a server records)"
-        )
     opts = ScoringOptions(
         topk_sample=_width(body, "topk_sample_logprobs"),
         alt_k=_width(body, "prompt_alt_tokens_k"),

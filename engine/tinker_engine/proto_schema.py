@@ -84,6 +84,17 @@ def _build_file():
     _field(m, "image", 2, _F.TYPE_MESSAGE, type_name=".tinker_public.ImageChunk", oneof=0)
     _field(m, "dmel", 3, _F.TYPE_MESSAGE, type_name=".tinker_public.DmelChunk", oneof=0)
 
+    # SDK 0.38 provenance: which recorded prompt or sampled positions a datum's tokens are.
+    for name in ("PromptProvenanceSpan", "SampledProvenanceSpan"):
+        m = fd.message_type.add(name=name)
+        _field(m, "sequence_id", 1, _F.TYPE_STRING)
+        _field(m, "offset", 2, _F.TYPE_INT64)
+        _field(m, "length", 3, _F.TYPE_INT64)
+    m = fd.message_type.add(name="ProvenanceSpan")
+    m.oneof_decl.add(name="span")
+    _field(m, "prompt_tokens", 1, _F.TYPE_MESSAGE, type_name=".tinker_public.PromptProvenanceSpan", oneof=0)
+    _field(m, "sampled_tokens", 2, _F.TYPE_MESSAGE, type_name=".tinker_public.SampledProvenanceSpan", oneof=0)
+
     m = fd.message_type.add(name="Datum")
     _map_entry(m, "LossFnInputsEntry", _F.TYPE_MESSAGE, ".tinker_public.Tensor")
     _field(m, "model_input", 1, _F.TYPE_MESSAGE, label=_REPEATED, type_name=".tinker_public.Chunk")
@@ -95,6 +106,8 @@ def _build_file():
         label=_REPEATED,
         type_name=".tinker_public.Datum.LossFnInputsEntry",
     )
+    _field(m, "model_input_spans", 3, _F.TYPE_MESSAGE, label=_REPEATED, type_name=".tinker_public.ProvenanceSpan")
+    _field(m, "loss_fn_input_spans", 4, _F.TYPE_MESSAGE, label=_REPEATED, type_name=".tinker_public.ProvenanceSpan")
 
     m = fd.message_type.add(name="ForwardBackwardRequest")
     _map_entry(m, "LossFnConfigEntry", _F.TYPE_DOUBLE)

@@ -19,6 +19,10 @@ _PROTO_DTYPES = {pb.DTYPE_FLOAT32: np.float32, pb.DTYPE_INT64: np.int64, pb.DTYP
 class Datum:
     tokens: np.ndarray  # int64, shape (N,)
     inputs: dict = field(default_factory=dict)  # name -> np.ndarray (float32 or int64)
+    # SDK 0.38 provenance (protobuf only): (kind, sequence_id, offset, length) runs tiling the input
+    # tokens and target_tokens; both or neither (stability.py checks them).
+    input_spans: list | None = None
+    target_spans: list | None = None
 
 
 @dataclass
@@ -46,6 +50,8 @@ class ForwardRequest:
                 arr = datum.inputs[name]
                 h.update(f"|{name}:{arr.dtype.str}:{arr.shape}".encode())
                 h.update(np.ascontiguousarray(arr).tobytes())
+            if datum.input_spans is not None or datum.target_spans is not None:  # (only then: old fingerprints hold)
+                h.update(json.dumps(["|spans", datum.input_spans, datum.target_spans]).encode())
         return h.hexdigest()
 
 
@@ -222,6 +228,15 @@ def parse_tensor_proto(msg, where: str) -> np.ndarray:
     return arr
 
 
+def _spans_proto(spans) -> list:
+    out = []
+    for span in spans:
+        kind = span.WhichOneof("span")
+        arm = span.prompt_tokens if kind == "prompt_tokens" else span.sampled_tokens
+        out.append(("prompt" if kind == "prompt_tokens" else "sampled", arm.sequence_id, int(arm.offset), int(arm.length)))
+    return out
+
+
 def parse_forward_backward_proto(raw: bytes):
     msg = pb.ForwardBackwardRequest()
     try:
@@ -239,7 +254,11 @@ def parse_forward_backward_proto(raw: bytes):
             parts.append(_frombuffer(chunk.encoded_text.tokens, np.int32, f"{where}.model_input[{j}]").astype(np.int64))
         tokens = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
         inputs = {k: parse_tensor_proto(v, f"{where}.loss_fn_inputs.{k}") for k, v in d.loss_fn_inputs.items()}
-        datums.append(Datum(tokens=tokens, inputs=inputs))
+        datums.append(Datum(
+            tokens=tokens, inputs=inputs,
+            input_spans=_spans_proto(d.model_input_spans) if len(d.model_input_spans) or len(d.loss_fn_input_spans) else None,
+            target_spans=_spans_proto(d.loss_fn_input_spans) if len(d.model_input_spans) or len(d.loss_fn_input_spans) else None,
+        ))
     numbers, texts = {k: float(v) for k, v in msg.loss_fn_config.items()}, {}
     if msg.loss_fn_config_v2:
         # SDK 0.38 puts every entry in v2 (floats are mirrored in the legacy map, text is not).

@@ -34,6 +34,45 @@ def failure(call):
     return None
 
 
+def provenance_flow(training, stability, prompt, params):
+    """Datums whose spans name recorded sequences, as cookbook 0.6.1 builds them: accepted for a
+    served loss; a span claiming other tokens, or another sequence's, refused; stable_reinforce with
+    good provenance refused only for being unserved, without provenance for lacking it."""
+    out = stability.sample(prompt, 2, params).result()
+    prompt_tokens = prompt.to_ints()
+    seq, other = out.sequences
+    n_p, n_s = len(prompt_tokens), len(seq.tokens)
+
+    def rl_datum(sequence_id, sampled_offset=0):
+        full = prompt_tokens + seq.tokens
+        base = types.Datum(
+            model_input=types.ModelInput.from_ints(full[:-1]),
+            loss_fn_inputs={
+                "target_tokens": full[1:],
+                "logprobs": [0.0] * (n_p - 1) + list(seq.logprobs),
+                "advantages": [0.0] * (n_p - 1) + [1.0] * n_s,
+            },
+        )
+        return base.with_provenance(
+            model_input=[types.PromptProvenanceSpan(sequence_id=seq.sequence_id, length=n_p),
+                         types.SampledProvenanceSpan(sequence_id=sequence_id, offset=sampled_offset, length=n_s - 1)],
+            loss_fn_inputs=[types.PromptProvenanceSpan(sequence_id=seq.sequence_id, offset=1, length=n_p - 1),
+                            types.SampledProvenanceSpan(sequence_id=sequence_id, offset=sampled_offset, length=n_s)],
+        )
+
+    good = rl_datum(seq.sequence_id)
+    no_spans = types.Datum(model_input=good.model_input, loss_fn_inputs=good.loss_fn_inputs)
+    return {
+        "sequence_ids": [seq.sequence_id, other.sequence_id],
+        "same_tokens": seq.tokens == other.tokens,
+        "accepted": training.forward_backward([good], "importance_sampling").result().metrics["loss:sum"],
+        "shifted": failure(lambda: training.forward_backward([rl_datum(seq.sequence_id, 1)], "importance_sampling").result()),
+        "other_sequence": failure(lambda: training.forward_backward([rl_datum(other.sequence_id)], "importance_sampling").result()),
+        "stable_reinforce": failure(lambda: training.forward_backward([good], "stable_reinforce").result()),
+        "stable_reinforce_no_spans": failure(lambda: training.forward_backward([no_spans], "stable_reinforce").result()),
+    }
+
+
 def attempt(call):
     """{"ok": value} or {"failed": failure}."""
     start = time.time()
@@ -127,11 +166,10 @@ def main(base_url):
 
         # Not served by this engine: each must fail by name, not be ignored.
         stability = service.create_sampling_client(base_model=BASE_MODEL, record_stability_info=True)
+        report["provenance"] = provenance_flow(training, stability, prompt, params)
         report["refused"] = {
-            "record_stability_info": failure(lambda: stability.sample(prompt, 1, params).result()),
             "dimuon": failure(lambda: service.create_lora_training_client(
                 BASE_MODEL, rank=4, optimizer=types.DimuonOptimizerConfig()).result()),
-            "stable_reinforce": failure(lambda: training.forward_backward(data, "stable_reinforce").result()),
             "dimuon_params": failure(lambda: training.optim_step(types.DimuonParams(learning_rate=1e-3)).result()),
         }
         # The model keeps working after refused requests (their seq ids were consumed).
