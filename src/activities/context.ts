@@ -86,7 +86,8 @@ export function toFailure(err: unknown, what: string, notFound: NotFoundMeans): 
     case 'auth':
       return ApplicationFailure.nonRetryable(msg, ErrorTypes.auth);
     case 'bad_request':
-      return ApplicationFailure.nonRetryable(msg, /non-?finite|nan|inf/i.test(msg) ? ErrorTypes.nonFiniteLoss : ErrorTypes.invalidRequest, detailOf(err));
+      // Whole words: a bare "inf" also matches inside "stable_reinforce" or "info".
+      return ApplicationFailure.nonRetryable(msg, /non-?finite|\bnan\b|\binf(inite)?\b/i.test(msg) ? ErrorTypes.nonFiniteLoss : ErrorTypes.invalidRequest, detailOf(err));
     default:
       return ApplicationFailure.retryable(msg, 'BackendUnavailable');
   }

@@ -4,9 +4,11 @@
 // contiguously from the model's cursor, and the split into substeps and minibatches is a pure
 // function of the data, so a retried activity resends exactly the same ids.
 import type { Datum, ForwardBackwardOutput, LossFn, OptimStepResponse, Submitted, TrainingBackend } from '../backends/types.js';
-import { datumForLoss, splitList } from '../cookbook/rl/data.js';
+import { ApplicationFailure } from '@temporalio/activity';
+import { checkProvenance, datumForLoss, splitList } from '../cookbook/rl/data.js';
+import { CookbookError } from '../cookbook/errors.js';
 import { callBackend, heartbeating } from './context.js';
-import type { ModelRef } from './types.js';
+import { ErrorTypes, type ModelRef } from './types.js';
 
 export interface PolicyStepConfig {
   num_substeps: number;
@@ -108,6 +110,12 @@ type SubmittedSubstep = { fbs: Array<Submitted<ForwardBackwardOutput>>; optim: S
 /** Submits the substeps back to back (the server pipelines them); returns the cursor after them. */
 async function submitSubsteps(session: TrainingSession, firstSeqId: number, substeps: Datum[][][], cfg: PolicyStepConfig, learningRate: number) {
   const adam = { learning_rate: learningRate, beta1: cfg.adam_beta1, beta2: cfg.adam_beta2, eps: cfg.adam_eps };
+  try {
+    checkProvenance(substeps.flat(2), cfg.loss_fn); // before anything is sent, as the reference
+  } catch (err) {
+    if (err instanceof CookbookError) throw ApplicationFailure.nonRetryable(err.message, ErrorTypes.data);
+    throw err;
+  }
   let seqId = firstSeqId;
   const submitted: SubmittedSubstep[] = [];
   for (const minibatches of substeps) {

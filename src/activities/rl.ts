@@ -112,7 +112,13 @@ export interface RLStreamFinishInput {
 function policyFor(session: SamplingSession, cfg: RLConfig, seedPrefix: number[]): RolloutPolicyFactory {
   return {
     forRollout: ({ sampleIndex, attempt }) =>
-      tinkerTokenCompleter(session, { maxTokens: cfg.max_tokens, temperature: cfg.temperature, seedFor: sequentialSeeds(cfg.seed, ...seedPrefix, sampleIndex, attempt) }),
+      tinkerTokenCompleter(session, {
+        maxTokens: cfg.max_tokens,
+        temperature: cfg.temperature,
+        seedFor: sequentialSeeds(cfg.seed, ...seedPrefix, sampleIndex, attempt),
+        // The reference's records_stability_info(): what stable_reinforce trains on is recorded at sampling.
+        recordStabilityInfo: cfg.loss_fn === 'stable_reinforce',
+      }),
   };
 }
 

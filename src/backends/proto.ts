@@ -17,6 +17,7 @@ import {
 } from './bytes.js';
 import type {
   Datum,
+  ProvenanceSpan,
   ForwardBackwardOutput,
   ModelInputChunk,
   SampleResponse,
@@ -105,15 +106,36 @@ function chunkToProto(c: ModelInputChunk): Record<string, unknown> {
   throw new RangeError(`chunk type ${(c as { type: string }).type} cannot be sent as protobuf`);
 }
 
+function spanToProto(s: ProvenanceSpan): Record<string, unknown> {
+  const arm = { sequence_id: s.sequence_id, offset: s.offset, length: s.length };
+  return s.kind === 'sampled' ? { sampled_tokens: arm } : { prompt_tokens: arm };
+}
+
+function spanFromProto(p: Record<string, any>): ProvenanceSpan {
+  const [kind, arm] = p.sampled_tokens ? (['sampled', p.sampled_tokens] as const) : (['prompt', p.prompt_tokens] as const);
+  if (!arm) throw new RangeError('provenance span has neither prompt_tokens nor sampled_tokens');
+  return { kind, sequence_id: arm.sequence_id, offset: toNumber(arm.offset), length: toNumber(arm.length) };
+}
+
+function datumToProto(d: Datum): Record<string, unknown> {
+  if ((d.model_input_spans === undefined) !== (d.loss_fn_input_spans === undefined)) {
+    throw new RangeError('provenance comes as a pair: set model_input_spans and loss_fn_input_spans, or neither');
+  }
+  return {
+    model_input: d.model_input.chunks.map(chunkToProto),
+    loss_fn_inputs: Object.fromEntries(Object.entries(d.loss_fn_inputs).map(([k, t]) => [k, tensorToProto(t)])),
+    ...(d.model_input_spans
+      ? { model_input_spans: d.model_input_spans.map(spanToProto), loss_fn_input_spans: d.loss_fn_input_spans!.map(spanToProto) }
+      : {}),
+  };
+}
+
 export function encodeForwardBackwardRequest(req: ForwardBackwardRequestMessage): Uint8Array {
   const T = protoTypes().ForwardBackwardRequest;
   const msg = T.fromObject({
     model_id: req.modelId,
     seq_id: req.seqId,
-    data: req.data.map((d) => ({
-      model_input: d.model_input.chunks.map(chunkToProto),
-      loss_fn_inputs: Object.fromEntries(Object.entries(d.loss_fn_inputs).map(([k, t]) => [k, tensorToProto(t)])),
-    })),
+    data: req.data.map(datumToProto),
     loss_fn: req.lossFn,
     loss_fn_config: req.lossFnConfig ?? {},
     forward_only: req.forwardOnly,
@@ -189,6 +211,13 @@ export function decodeForwardBackwardRequest(bytes: Uint8Array): ForwardBackward
       loss_fn_inputs: Object.fromEntries(
         Object.entries(d.loss_fn_inputs as Record<string, Record<string, unknown>>).map(([k, t]) => [k, protoTensorToTensorData(t)]),
       ),
+      // Empty repeated fields are absent on the wire: spans are present iff either list has a run.
+      ...((d.model_input_spans as any[]).length || (d.loss_fn_input_spans as any[]).length
+        ? {
+            model_input_spans: (d.model_input_spans as any[]).map(spanFromProto),
+            loss_fn_input_spans: (d.loss_fn_input_spans as any[]).map(spanFromProto),
+          }
+        : {}),
     })),
   };
 }

@@ -99,8 +99,7 @@ export function sampleOptionsBody(opts: SampleOpts): Record<string, unknown> {
     topk_prompt_logprobs: opts.topkPromptLogprobs ?? 0,
     topk_sample_logprobs: opts.topkSampleLogprobs ?? 0,
     prompt_alt_tokens_k: opts.promptAltTokensK ?? 0,
-    // Not offered: SDK 0.38 does not define what a server records (the engine refuses `true`).
-    record_stability_info: false,
+    record_stability_info: opts.recordStabilityInfo ?? false,
   };
   const bad = (message: string) => new BackendError(`sample: ${message}`, undefined, 'Sample', opts, 'bad_request');
   for (const [name, value] of [['topkSampleLogprobs', opts.topkSampleLogprobs], ['promptAltTokensK', opts.promptAltTokensK]] as const) {

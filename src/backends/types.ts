@@ -35,6 +35,23 @@ export interface Datum {
   model_input: ModelInput;
   /** e.g. { target_tokens: int64[N], weights: float32[N] } or RL keys (logprobs, advantages). */
   loss_fn_inputs: Record<string, TensorData>;
+  /**
+   * SDK 0.38 provenance (both or neither): runs tiling the input tokens / `target_tokens`, each
+   * naming the sampled sequence its positions come from. Travel only on the protobuf path.
+   */
+  model_input_spans?: ProvenanceSpan[];
+  loss_fn_input_spans?: ProvenanceSpan[];
+}
+
+/**
+ * Positions [offset, offset + length) of a sampled sequence's request prompt ('prompt',
+ * SDK PromptProvenanceSpan) or of its sampled tokens ('sampled', SDK SampledProvenanceSpan).
+ */
+export interface ProvenanceSpan {
+  kind: 'prompt' | 'sampled';
+  sequence_id: string;
+  offset: number;
+  length: number;
 }
 
 export type LossFn = 'cross_entropy' | 'importance_sampling' | 'ppo' | 'cispo' | 'dro' | 'gspo' | 'stable_reinforce';
@@ -263,6 +280,11 @@ export interface SampleOpts {
   promptAltTokensK?: number;
   /** prompt_logprobs_last_n: score only the last N prompt tokens (needs includePromptLogprobs). */
   promptLogprobsLastN?: number;
+  /**
+   * record_stability_info (SDK 0.38): the server keeps what StableReinforce trains on for each
+   * sampled sequence (one day, restarted by each training request that uses it).
+   */
+  recordStabilityInfo?: boolean;
 }
 
 export interface CreateModelOpts {

@@ -3,7 +3,7 @@
 // which JSON-era servers accept as well.
 import type { z } from 'zod';
 import type { ForwardBackwardOutputJson, SampleResponseJson } from './schemas.js';
-import type { Datum, ForwardBackwardOutput, ModelInput, SampleResponse, TensorData } from './types.js';
+import { BackendError, type Datum, type ForwardBackwardOutput, type ModelInput, type SampleResponse, type TensorData } from './types.js';
 
 export function tensorToJson(t: TensorData): Record<string, unknown> {
   return { data: t.data, dtype: t.dtype, shape: t.shape ?? [t.data.length] };
@@ -36,6 +36,17 @@ export function forwardBackwardJsonBody(args: {
   lossFnConfig?: Record<string, number>;
   forwardOnly: boolean;
 }): Record<string, unknown> {
+  // Provenance spans travel only on the protobuf path (SDK 0.38): here they are dropped, which only
+  // stable_reinforce cannot do without.
+  if (args.lossFn === 'stable_reinforce') {
+    throw new BackendError(
+      "loss_fn 'stable_reinforce' needs provenance spans, which only the protobuf forward_backward dialect carries; this server speaks JSON only",
+      undefined,
+      args.forwardOnly ? 'forward' : 'forward_backward',
+      undefined,
+      'bad_request',
+    );
+  }
   const input: Record<string, unknown> = { data: args.data.map(datumToJson), loss_fn: args.lossFn };
   if (args.lossFnConfig && Object.keys(args.lossFnConfig).length) input.loss_fn_config = args.lossFnConfig;
   return {

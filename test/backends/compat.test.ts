@@ -9,7 +9,8 @@ import { TinkerTrainingSession } from '../../src/backends/training-session.js';
 
 const read = (rel: string) => readFileSync(fileURLToPath(new URL(rel, import.meta.url)), 'utf8');
 const table = read('../../docs/tinker-compat.md');
-const integration = read('./engine.integration.test.ts');
+// The real-engine suites: the client's calls, and provenance (sampling with recorded stability info).
+const integration = read('./engine.integration.test.ts') + read('./provenance-engine.integration.test.ts');
 const conformance = read('../../engine/tests/test_conformance_sdk.py');
 
 interface Row {

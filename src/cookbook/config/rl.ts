@@ -33,9 +33,9 @@ export const StreamMinibatchConfigSchema = z.strictObject({
 
 /**
  * The Tinker service's policy losses. `stable_reinforce` (the reference's default for async RL and
- * math_rl) is named so that it gets a clear error: it trains on stability information the server
- * records at sampling time, referenced by provenance on every datum, which this cookbook does not
- * send yet and whose objective is not published (so the local engine cannot serve it).
+ * math_rl) trains on stability information the server records at sampling time, referenced by
+ * provenance spans on every datum: the cookbook samples with record_stability_info and sends the
+ * spans (hosted Tinker serves it); its objective is not published, so the local engine refuses it.
  */
 export const RLLossSchema = z.enum(['importance_sampling', 'ppo', 'cispo', 'dro', 'gspo', 'stable_reinforce']);
 
@@ -76,13 +76,6 @@ export const RLConfigSchema = z
   .superRefine((cfg, ctx) => {
     if (cfg.kl_penalty_coef > 0 && !cfg.kl_reference_config) {
       ctx.addIssue({ code: 'custom', path: ['kl_reference_config'], message: 'required when kl_penalty_coef > 0' });
-    }
-    if (cfg.loss_fn === 'stable_reinforce') {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['loss_fn'],
-        message: "'stable_reinforce' needs sampling-time stability records and datum provenance, which this cookbook does not send yet; use 'gspo', 'ppo', 'cispo', 'dro' or 'importance_sampling'",
-      });
     }
     if (cfg.rollout_hooks && !rolloutHookNames().includes(cfg.rollout_hooks.name)) {
       ctx.addIssue({ code: 'custom', path: ['rollout_hooks', 'name'], message: `unknown rollout hook '${cfg.rollout_hooks.name}' (registered: ${rolloutHookNames().join(', ')})` });

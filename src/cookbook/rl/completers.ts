@@ -22,6 +22,8 @@ export interface TokenCompleterOptions {
   contextWindow?: number | null;
   /** The sampling seed of each call, in call order. */
   seedFor: () => number;
+  /** Ask the server to record what stable_reinforce trains on (the reference's record_stability_info). */
+  recordStabilityInfo?: boolean;
 }
 
 /**
@@ -51,10 +53,13 @@ export function tinkerTokenCompleter(session: SamplingSession, opts: TokenComple
   const temperature = opts.temperature ?? 1;
   return async (ob, stop, callOpts) => {
     const maxTokens = effectiveMaxTokens(opts.maxTokens, modelInputLength(ob), callOpts?.maxTokens, opts.contextWindow);
-    const res = await session.sample(ob, 1, { stop, max_tokens: maxTokens, temperature, seed: opts.seedFor() });
+    const res = await session.sample(ob, 1, { stop, max_tokens: maxTokens, temperature, seed: opts.seedFor() }, opts.recordStabilityInfo ? { recordStabilityInfo: true } : undefined);
     const seq = res.sequences[0];
     if (!seq) throw new Error('sampler returned no sequences');
-    return { tokens: seq.tokens, maybeLogprobs: seq.logprobs ?? null, stopReason: seq.stop_reason };
+    const out: TokensWithLogprobs = { tokens: seq.tokens, maybeLogprobs: seq.logprobs ?? null, stopReason: seq.stop_reason };
+    // What provenance spans name (SDK 0.38); left off when the sampler gave none.
+    if (seq.sequence_id) out.sequenceId = seq.sequence_id;
+    return out;
   };
 }
 

@@ -2,7 +2,8 @@
 // as opaque elements; consecutive observations that extend the accumulated sequence are merged
 // into one datum, and a non-prefix observation starts a new datum.
 
-import type { Datum, ImageChunk, ModelInputChunk, TensorData } from '../../backends/types.js';
+import type { Datum, ImageChunk, ModelInputChunk, ProvenanceSpan, TensorData } from '../../backends/types.js';
+import { CookbookError } from '../errors.js';
 import { f32 } from '../float32.js';
 import { chunkLength } from '../model-input.js';
 import { splitList } from '../misc-utils.js';
@@ -65,16 +66,36 @@ interface Accumulator {
   sampledLogprobs: number[];
   advantages: number[];
   mask: number[];
+  /**
+   * Where each position of fullSequence came from while every action so far has a sequence id;
+   * null once one does not.
+   */
+  spans: ProvenanceSpan[] | null;
 }
 
 function emptyAcc(): Accumulator {
-  return { fullSequence: [], sampledLogprobs: [], advantages: [], mask: [] };
+  return { fullSequence: [], sampledLogprobs: [], advantages: [], mask: [], spans: [] };
+}
+
+/** The same runs without their first position (the targets start one token in). */
+function dropFirstPosition(spans: ProvenanceSpan[]): ProvenanceSpan[] {
+  const [first, ...rest] = spans;
+  if (first.length === 1) return rest;
+  return [{ ...first, offset: first.offset + 1, length: first.length - 1 }, ...rest];
+}
+
+/** The same runs without their last position (the input stops one token short). */
+function dropLastPosition(spans: ProvenanceSpan[]): ProvenanceSpan[] {
+  const last = spans[spans.length - 1];
+  const rest = spans.slice(0, -1);
+  if (last.length === 1) return rest;
+  return [...rest, { ...last, length: last.length - 1 }];
 }
 
 function makeDatum(acc: Accumulator): Datum {
   const { modelInput, targetTokens } = createRightshiftedModelInputAndLeftshiftedTargets(toChunks(acc.fullSequence));
   const n = targetTokens.length;
-  return {
+  const datum: Datum = {
     model_input: modelInput,
     loss_fn_inputs: {
       target_tokens: { data: targetTokens, dtype: 'int64', shape: [n] },
@@ -83,10 +104,20 @@ function makeDatum(acc: Accumulator): Datum {
       mask: f32Tensor(acc.mask.slice(1)),
     },
   };
+  if (!acc.spans || acc.spans.length === 0) return datum;
+  const targetSpans = dropFirstPosition(acc.spans);
+  // Provenance only when something sampled is trained on (the reference's rule).
+  if (!targetSpans.some((span) => span.kind === 'sampled')) return datum;
+  return { ...datum, model_input_spans: dropLastPosition(acc.spans), loss_fn_input_spans: targetSpans };
 }
 
-/** The datums of one trajectory with its (float32) advantage. */
-export function trajectoryToData(traj: Trajectory, trajAdvantage: number): Datum[] {
+/**
+ * The datums of one trajectory with its (float32) advantage. With `includeProvenance` (default, as
+ * the reference) a datum whose actions all carry a sampling `sequenceId` also says where each token
+ * came from: observation tokens are positions of the prompt of the request that saw them, action
+ * tokens the sampled tokens of their sequence (SDK 0.38 Datum.with_provenance).
+ */
+export function trajectoryToData(traj: Trajectory, trajAdvantage: number, includeProvenance = true): Datum[] {
   const data: Datum[] = [];
   let acc = emptyAcc();
   for (const t of traj.transitions) {
@@ -101,6 +132,15 @@ export function trajectoryToData(traj: Trajectory, trajAdvantage: number): Datum
     }
     const deltaLen = flatLength(delta);
     const acTokens = t.ac.tokens;
+    if (!includeProvenance) acc.spans = null;
+    const sequenceId = t.ac.sequenceId ?? null;
+    // A transition without tokens contributes nothing to the datum, so needs no provenance.
+    if (sequenceId === null && (deltaLen > 0 || acTokens.length > 0)) acc.spans = null;
+    if (acc.spans && sequenceId !== null) {
+      // The new observation tokens are the end of this request's prompt.
+      if (deltaLen > 0) acc.spans.push({ kind: 'prompt', sequence_id: sequenceId, offset: flatLength(acc.fullSequence), length: deltaLen });
+      if (acTokens.length > 0) acc.spans.push({ kind: 'sampled', sequence_id: sequenceId, offset: 0, length: acTokens.length });
+    }
     const masked = (t.metrics[PARSE_ERROR_MASKED_METRIC_KEY] ?? 0) >= 1.0;
     const acLogprobs = acTokens.length === 0 ? [] : getLogprobs(t.ac);
     if (acLogprobs.length !== acTokens.length) {
@@ -154,7 +194,28 @@ export function assembleTrainingData(
 /** The datum as sent to the server: the mask stays client-side (spec §2.6, §9.5). */
 export function removeMask(datum: Datum): Datum {
   const { mask: _mask, ...rest } = datum.loss_fn_inputs;
-  return { model_input: datum.model_input, loss_fn_inputs: rest };
+  const sent: Datum = { model_input: datum.model_input, loss_fn_inputs: rest };
+  if (datum.model_input_spans) {
+    sent.model_input_spans = datum.model_input_spans;
+    sent.loss_fn_input_spans = datum.loss_fn_input_spans;
+  }
+  return sent;
+}
+
+/**
+ * The reference's `_check_provenance`: stable_reinforce trains on what the sampler recorded, so
+ * every datum must say where its tokens came from. Called on a step's data before any is sent.
+ */
+export function checkProvenance(data: readonly Datum[], lossFn: string): void {
+  if (lossFn !== 'stable_reinforce') return;
+  const i = data.findIndex((d) => d.loss_fn_input_spans === undefined);
+  if (i >= 0) {
+    throw new CookbookError(
+      `loss_fn 'stable_reinforce' needs provenance on every datum, and datum ${i} has none: one of its actions lacks a ` +
+        'sampling sequence id (TokensWithLogprobs.sequenceId, which a custom TokenCompleter must set) or none of its ' +
+        'targets is a sampled token. Fix the data or train with a different loss_fn.',
+    );
+  }
 }
 
 /**

@@ -35,7 +35,7 @@ const decodeLogs = (l: Record<string, unknown>): Record<string, string | number>
 interface TrajectoryJson {
   transitions: Array<{
     ob: ModelInput;
-    ac: { tokens: number[]; maybeLogprobs: Array<number | string> | null; stopReason: 'stop' | 'length' };
+    ac: { tokens: number[]; maybeLogprobs: Array<number | string> | null; stopReason: 'stop' | 'length'; sequenceId?: string };
     reward: number | string;
     episodeDone: boolean;
     metrics: Record<string, number | string>;
@@ -63,6 +63,8 @@ export function serializeTrajectoryGroup(group: TrajectoryGroup): string {
           tokens: t.ac.tokens,
           maybeLogprobs: t.ac.maybeLogprobs === null ? null : t.ac.maybeLogprobs.map(encodeNumber),
           stopReason: t.ac.stopReason,
+          // Provenance of the datums built from this rollout (claim check: ids stay in the run store).
+          ...(t.ac.sequenceId !== undefined ? { sequenceId: t.ac.sequenceId } : {}),
         },
         reward: encodeNumber(t.reward),
         episodeDone: t.episodeDone,
@@ -91,6 +93,7 @@ export function deserializeTrajectoryGroup(text: string): TrajectoryGroup {
         tokens: t.ac.tokens,
         maybeLogprobs: t.ac.maybeLogprobs === null ? null : t.ac.maybeLogprobs.map(decodeNumber),
         stopReason: t.ac.stopReason,
+        ...(t.ac.sequenceId !== undefined ? { sequenceId: t.ac.sequenceId } : {}),
       },
       reward: decodeNumber(t.reward),
       episodeDone: t.episodeDone,

@@ -41,6 +41,11 @@ export interface TokensWithLogprobs {
   tokens: number[];
   maybeLogprobs: number[] | null;
   stopReason: SampleStopReason;
+  /**
+   * The sampler's id of this sequence (SDK 0.38 SampledSequence.sequence_id), which provenance
+   * spans name; absent when the sampler gave none.
+   */
+  sequenceId?: string;
 }
 
 export function tokensWithLogprobs(
