@@ -18,6 +18,21 @@ import { startTestStack, testRun, waitUntil, withWorker, type TestStack } from '
 const config = join(import.meta.dirname, '..', 'fixtures', 'sl_small.json');
 const overrides = ['num_epochs=3']; // 15 steps, checkpoints after steps 4, 8 and 12
 
+type Ran = { run: ReturnType<typeof testRun>; result: RunResult };
+
+/** Completed after a recovery, with the uninterrupted run's metrics, checkpoints and final weights. */
+async function expectRecoveredAsClean(stack: TestStack, clean: Ran, crashed: Ran): Promise<void> {
+  expect(crashed.result.status).toBe('completed');
+  expect(crashed.result.recoveries).toBeGreaterThanOrEqual(1);
+  expect(metricsOf(crashed.run.run.logPath)).toEqual(metricsOf(clean.run.run.logPath));
+  expect(checkpointsOf(crashed.run.run.logPath)).toEqual(checkpointsOf(clean.run.run.logPath));
+  const [a, b] = await Promise.all([
+    weightsFingerprint(stack.engine.baseUrl, clean.result.finalCheckpoint!.samplerPath!),
+    weightsFingerprint(stack.engine.baseUrl, crashed.result.finalCheckpoint!.samplerPath!),
+  ]);
+  expect(b).toBe(a);
+}
+
 describe('a damaged checkpoint at recovery', () => {
   let stack: TestStack;
   beforeAll(async () => {
@@ -46,15 +61,7 @@ describe('a damaged checkpoint at recovery', () => {
       return [a, (await handle.result()) as RunResult];
     });
 
-    expect(crashedResult.status).toBe('completed');
-    expect(crashedResult.recoveries).toBeGreaterThanOrEqual(1);
-    expect(metricsOf(crashed.run.logPath)).toEqual(metricsOf(clean.run.logPath));
-    expect(checkpointsOf(crashed.run.logPath)).toEqual(checkpointsOf(clean.run.logPath));
-    const [a, b] = await Promise.all([
-      weightsFingerprint(stack.engine.baseUrl, cleanResult.finalCheckpoint!.samplerPath!),
-      weightsFingerprint(stack.engine.baseUrl, crashedResult.finalCheckpoint!.samplerPath!),
-    ]);
-    expect(b).toBe(a);
+    await expectRecoveredAsClean(stack, { run: clean, result: cleanResult }, { run: crashed, result: crashedResult });
     // The run's log names the refused checkpoint file.
     const history = JSON.stringify(await stack.client.workflow.getHandle(crashed.workflowId).fetchHistory());
     expect(history).toContain('CheckpointDamaged');
@@ -81,15 +88,7 @@ describe('a damaged checkpoint at recovery', () => {
       return [a, (await handle.result()) as RunResult];
     });
 
-    expect(crashedResult.status).toBe('completed');
-    expect(crashedResult.recoveries).toBeGreaterThanOrEqual(1);
-    expect(metricsOf(crashed.run.logPath)).toEqual(metricsOf(clean.run.logPath));
-    expect(checkpointsOf(crashed.run.logPath)).toEqual(checkpointsOf(clean.run.logPath));
-    const [a, b] = await Promise.all([
-      weightsFingerprint(stack.engine.baseUrl, cleanResult.finalCheckpoint!.samplerPath!),
-      weightsFingerprint(stack.engine.baseUrl, crashedResult.finalCheckpoint!.samplerPath!),
-    ]);
-    expect(b).toBe(a);
+    await expectRecoveredAsClean(stack, { run: clean, result: cleanResult }, { run: crashed, result: crashedResult });
     const history = JSON.stringify(await stack.client.workflow.getHandle(crashed.workflowId).fetchHistory());
     expect(history).toContain('CheckpointExpired');
     expect(history).toContain(rollingName);
