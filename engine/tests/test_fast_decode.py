@@ -12,7 +12,7 @@ capture and replay) run wherever CUDA is present.
 import pytest
 import torch
 
-from http_client import Client, corpus, greedy_load_beside_training, side_by_side
+from http_client import Client, corpus, datum, greedy_load_beside_training, side_by_side
 from tinker_engine.base_models import BaseModelCache, ModelRegistry, instance_sharing_weights
 from tinker_engine.fast_decode import FastJob, FastSampler, counter_uniform, filter_rows, unsupported_reason
 from tinker_engine.lora import LoraSpec, attach_lora
@@ -221,8 +221,10 @@ def test_engine_fast_sampler_answers_like_the_reference_sampler_beside_training(
     """Over HTTP: an engine with --sampler fast answers concurrent greedy requests exactly like one
     with the reference sampler, while training requests run on the other thread; seeded requests
     repeat their tokens exactly."""
-    fast = Client(fresh_engine(tmp_path / "fast", "--sampler", "fast").url)
-    plain = Client(fresh_engine(tmp_path / "plain", "--sampler", "reference").url)
+    # float32 on every device: this pins the mechanics token for token (the engine's own dtype is
+    # checked against full forwards below, with a tolerance for its rounding).
+    fast = Client(fresh_engine(tmp_path / "fast", "--sampler", "fast", "--dtype", "float32").url)
+    plain = Client(fresh_engine(tmp_path / "plain", "--sampler", "reference", "--dtype", "float32").url)
     prompts = corpus(6, 30)
 
     out = side_by_side({"f": fast, "p": plain}, lambda c: greedy_load_beside_training(c, prompts, seeded=2))
@@ -239,3 +241,33 @@ def test_engine_fast_sampler_answers_like_the_reference_sampler_beside_training(
     assert [(s["tokens"], s["stop_reason"]) for s in first] == [(s["tokens"], s["stop_reason"]) for s in again]
     for a, b in zip(first, again):
         assert torch.allclose(torch.tensor(a["logprobs"]), torch.tensor(b["logprobs"]), atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype,mean_tol,max_tol", [("float32", 1e-5, 1e-4), ("bfloat16", 0.03, 0.25)])
+def test_fast_sampler_logprobs_are_those_of_full_forwards_in_the_engines_dtype(fresh_engine, tmp_path, dtype,
+                                                                                mean_tol, max_tol):
+    """Seeded samples of a trained adapter, decoded in one batch on the fast path (bf16 base weights
+    are the CUDA default), carry the logprobs that a full forward of the reference path gives their
+    tokens — exactly up to float32 rounding, or within bf16 rounding of two kernel orders."""
+    c = Client(fresh_engine(tmp_path / "data", "--sampler", "fast", "--dtype", dtype).url)
+    model = c.create_model(c.session(), 0, seed=5)
+    c.forward_backward(model, 1, [datum(t) for t in corpus(2)])
+    c.optim_step(model, 2, lr=5e-2)
+    sampler = c.done(c.ok("save_weights_for_sampler", {
+        "model_id": model, "seq_id": 3, "sampling_session_seq_id": 0})["request_id"])["sampling_session_id"]
+    prompts = [p[: 4 + 5 * i] for i, p in enumerate(corpus(3, 16))]
+    ids = [c.ok("asample", {
+        "sampling_session_id": sampler, "seq_id": i, "num_samples": 3, "prompt": {"chunks": [{"tokens": p}]},
+        "sampling_params": {"max_tokens": 24, "seed": 40 + i, "temperature": 1.0},
+    })["request_id"] for i, p in enumerate(prompts)]
+    gaps = []
+    for i, (p, r) in enumerate(zip(prompts, ids)):
+        for seq in c.done(r)["sequences"]:
+            assert len(seq["tokens"]) == len(seq["logprobs"]) > 0
+            full = c.done(c.ok("asample", {
+                "sampling_session_id": sampler, "seq_id": 100 + len(gaps), "num_samples": 1, "prompt_logprobs": True,
+                "prompt": {"chunks": [{"tokens": p + seq["tokens"]}]}, "sampling_params": {"max_tokens": 1, "seed": 0},
+            })["request_id"])["prompt_logprobs"][len(p):]
+            gaps.extend(abs(a - b) for a, b in zip(seq["logprobs"], full))
+    gaps_t = torch.tensor(gaps)
+    assert gaps_t.mean() <= mean_tol and gaps_t.max() <= max_tol, (dtype, gaps_t.mean().item(), gaps_t.max().item())
