@@ -2,7 +2,8 @@
 in-process on one device (no HTTP), with torch.profiler's top operators for each.
 
 Usage: python profile_train.py [--device cuda] [--model DIR|tiny-qwen3] [--datums 8 --length 512]
-       [--variants] (also times the engine with determinism off and with other head chunk sizes)
+       [--variants] (also times the engine deterministic without NaN-filling new memory, with
+       determinism off, with other head chunk sizes, and the plain loop with determinism off)
 """
 
 import argparse
@@ -76,7 +77,7 @@ def main():
     device = torch.device(args.device)
     dtype = (torch.bfloat16 if device.type == "cuda" else torch.float32) if args.dtype == "auto" else getattr(torch, args.dtype)
     args.model_name = "bench" if os.path.isdir(args.model) else args.model
-    torch.use_deterministic_algorithms(True, warn_only=True)  # as the engine runs
+    torch.use_deterministic_algorithms(True, warn_only=True)  # as the engine runs (both rows below)
     seqs = sequences(args.datums, args.length)
     registry = ModelRegistry({"bench": args.model} if os.path.isdir(args.model) else None)
     spec = registry.resolve(args.model_name)
@@ -87,8 +88,15 @@ def main():
     tokens = args.datums * args.length
     rows = [("engine", ms_per_step(engine)), ("plain PyTorch + peft", ms_per_step(plain))]
     if args.variants:
+        # Deterministic kernels, but new memory not NaN-filled first (a cost on every allocation
+        # that deterministic mode adds on its own; it matters only to kernels that read memory
+        # they never wrote).
+        torch.utils.deterministic.fill_uninitialized_memory = False
+        rows.append(("engine, deterministic, no NaN fill", ms_per_step(engine)))
+        torch.utils.deterministic.fill_uninitialized_memory = True
         torch.use_deterministic_algorithms(False)
         rows.append(("engine, determinism off", ms_per_step(engine)))
+        rows.append(("plain PyTorch + peft, determinism off", ms_per_step(plain)))
         torch.use_deterministic_algorithms(True, warn_only=True)
         name = "CUDA_CHUNK_ELEMENTS" if device.type == "cuda" else "CHUNK_ELEMENTS"
         default = getattr(head, name)

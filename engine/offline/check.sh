@@ -135,7 +135,7 @@ done
 
 if wanted profile 30; then
   stage "profile"
-  if [ "$DEVICE" = cuda ]; then profile_args=("${MODEL_ARGS[@]}"); else profile_args=(--device cpu --datums 2 --length 64 --rows 12); fi
+  if [ "$DEVICE" = cuda ]; then profile_args=("${MODEL_ARGS[@]}" --variants); else profile_args=(--device cpu --datums 2 --length 64 --rows 12); fi
   timeout "$(slice 90)" "$PYTHON" bench/engine/profile_train.py "${profile_args[@]}" > "$OUT_DIR/profile.txt" 2>&1
   say "profile exit $?"
 fi
