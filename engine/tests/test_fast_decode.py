@@ -194,6 +194,25 @@ def test_a_lane_keeps_decoding_right_when_another_lane_grows_the_rope_tables(mod
         assert [s["tokens"] for s in results[key]["sequences"]] == [s["tokens"] for s in expected], key
 
 
+def test_a_failed_graph_capture_leaves_the_sampler_decoding_eagerly_and_right():
+    """Where capturing a decode step fails (here: graphs asked for on a machine without CUDA), the
+    step decodes eagerly instead, the sampler stops trying graphs, and every token is still the
+    reference path's: a capture problem costs speed, never requests."""
+    spec, tokenizer, base, adapted = build_models("cpu")
+    sampler = FastSampler("cpu", 1 << 30)
+    sampler.use_graphs = True
+    prompts = corpus(3, 12)
+    params = SamplingParams(max_tokens=7, temperature=0.0)
+    results: dict = {}
+    run(sampler, {0: [job(base, None, prompts[0], 2, params, spec, tokenizer, results, 0),
+                      job(base, adapted, prompts[1], 1, params, spec, tokenizer, results, 1)],
+                  3: [job(base, None, prompts[2], 1, params, spec, tokenizer, results, 2)]})
+    assert not sampler.use_graphs and not any(lane.use_graphs for lane in sampler.lanes + sampler.idle)
+    for k, (model, prompt, n) in enumerate([(base, prompts[0], 2), (adapted, prompts[1], 1), (base, prompts[2], 1)]):
+        expected = reference(model, prompt, n, params, spec, tokenizer, "cpu")
+        assert [s["tokens"] for s in results[k]["sequences"]] == [s["tokens"] for s in expected], k
+
+
 def test_a_request_larger_than_the_cache_budget_takes_the_reference_path(models):
     device, spec, tokenizer, base, _ = models
     fell_back, results = [], {}

@@ -474,7 +474,15 @@ class _Lane:
         length = min(_bucket(max_position + 1, MIN_LENGTH_BUCKET), self.length)
         graph = self.graphs.get((batch, length))
         if graph is None:
-            graph = self._capture(batch, length)
+            try:
+                graph = self._capture(batch, length)
+            except Exception:  # noqa: BLE001 - decoding eagerly is slower, never wrong
+                log.exception("CUDA graph capture failed: decoding without graphs from now on")
+                self.use_graphs = False
+                self.graphs.clear()
+                self.graph_pool = None
+                self._decode(n, max_position + 1)  # writes what the warm-up wrote, the same values
+                return
         graph.replay()
 
     def _capture(self, batch: int, length: int):
@@ -693,6 +701,10 @@ class FastSampler:
                 continue
             try:
                 finished = lane.step()
+                if not lane.use_graphs and self.use_graphs:  # capture failed: no new lane tries again
+                    self.use_graphs = False
+                    for other in self.lanes + self.idle:
+                        other.use_graphs, other.graphs = False, {}
             except Exception as e:  # fail the lane's requests, keep serving
                 log.exception("fast decode step failed")
                 for job in {id(r.job): r.job for r in lane.rows}.values():
