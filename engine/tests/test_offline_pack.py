@@ -7,7 +7,6 @@ list): everything else the engine needs must come from the pack."""
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 import sysconfig
