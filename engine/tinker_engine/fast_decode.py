@@ -478,12 +478,15 @@ class _Lane:
                 graph = self._capture(batch, length)
             except Exception:  # noqa: BLE001 - decoding eagerly is slower, never wrong
                 log.exception("CUDA graph capture failed: decoding without graphs from now on")
-                self.use_graphs = False
-                self.graphs.clear()
-                self.graph_pool = None
+                self.stop_graphs()
                 self._decode(n, max_position + 1)  # writes what the warm-up wrote, the same values
                 return
         graph.replay()
+
+    def stop_graphs(self) -> None:
+        self.use_graphs = False
+        self.graphs.clear()
+        self.graph_pool = None
 
     def _capture(self, batch: int, length: int):
         stream = torch.cuda.Stream()
@@ -704,7 +707,7 @@ class FastSampler:
                 if not lane.use_graphs and self.use_graphs:  # capture failed: no new lane tries again
                     self.use_graphs = False
                     for other in self.lanes + self.idle:
-                        other.use_graphs, other.graphs = False, {}
+                        other.stop_graphs()
             except Exception as e:  # fail the lane's requests, keep serving
                 log.exception("fast decode step failed")
                 for job in {id(r.job): r.job for r in lane.rows}.values():
