@@ -12,6 +12,8 @@
 #               the engine benchmark, one section at a time, on a random-weight checkpoint of
 #               Qwen3-0.6B's shapes (ENGINE_CHECK_PRESET), every baseline on the same device and dtype;
 #   4. profile  torch.profiler's top operators of the engine's and the plain loop's training step;
+#      decode   the fast sampler's decode step split into model, draws and host time (with and
+#               without CUDA graphs and the adapter), and its top operators;
 #   5. suite    the rest of the engine tests in float32 (not the SDK conformance tests, which
 #               install SDKs from PyPI, nor the pack's own test, which needs Node).
 # ENGINE_CHECK_STAGES picks stages (default: all, in that order). Each stage is cut off at its
@@ -19,7 +21,7 @@
 #   check.log   everything printed, stage by stage
 #   env.txt     versions, the GPU, nvidia-smi
 #   bench.json  every benchmark number and ratio so far (rewritten after each measurement)
-#   profile.txt, suite.log
+#   profile.txt, decode.txt, suite.log
 set -uo pipefail
 
 OUT_DIR=${1:-${OUT:-/tmp/engine-check}}
@@ -28,7 +30,7 @@ BUDGET=${ENGINE_CHECK_BUDGET:-480}
 PYTHON=${PYTHON:-python3}
 PRESET=${ENGINE_CHECK_PRESET:-qwen3-0.6b}
 WORK=${ENGINE_CHECK_WORK:-/tmp/engine-check-work}  # installed wheels, tokenizers, checkpoint
-STAGES=" ${ENGINE_CHECK_STAGES:-tests train concurrent overlap sample profile suite} "
+STAGES=" ${ENGINE_CHECK_STAGES:-tests train concurrent overlap sample profile decode suite} "
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 mkdir -p "$OUT_DIR" "$WORK"
 OUT_DIR=$(cd "$OUT_DIR" && pwd)
@@ -94,7 +96,7 @@ fi
 
 if [ "$DEVICE" = cuda ]; then
   CKPT=$WORK/checkpoint-$PRESET
-  if [ ! -f "$CKPT/config.json" ] && [[ $STAGES =~ " "(train|concurrent|overlap|sample|profile)" " ]]; then
+  if [ ! -f "$CKPT/config.json" ] && [[ $STAGES =~ " "(train|concurrent|overlap|sample|profile|decode)" " ]]; then
     stage "checkpoint $PRESET"
     timeout "$(slice 90)" "$PYTHON" bench/engine/make_checkpoint.py --preset "$PRESET" --out "$CKPT" 2>&1 \
       | tail -2 | tee -a "$LOG"
@@ -137,6 +139,13 @@ if wanted profile 30; then
   if [ "$DEVICE" = cuda ]; then profile_args=("${MODEL_ARGS[@]}" --variants); else profile_args=(--device cpu --datums 2 --length 64 --rows 12); fi
   timeout "$(slice 90)" "$PYTHON" bench/engine/profile_train.py "${profile_args[@]}" > "$OUT_DIR/profile.txt" 2>&1
   say "profile exit $?"
+fi
+
+if wanted decode 30; then
+  stage "decode profile"
+  if [ "$DEVICE" = cuda ]; then decode_args=("${MODEL_ARGS[@]}" --variants); else decode_args=(--device cpu --rows 8 --tokens 4 --profile-rows 12); fi
+  timeout "$(slice 60)" "$PYTHON" bench/engine/profile_decode.py "${decode_args[@]}" > "$OUT_DIR/decode.txt" 2>&1
+  say "decode profile exit $?"
 fi
 
 if wanted suite 30; then

@@ -14,7 +14,7 @@ import torch
 
 from http_client import Client, corpus, datum, greedy_load_beside_training, side_by_side
 from tinker_engine.base_models import BaseModelCache, ModelRegistry, instance_sharing_weights
-from tinker_engine.fast_decode import FastJob, FastSampler, counter_uniform, filter_rows, unsupported_reason
+from tinker_engine.fast_decode import FastJob, FastSampler, counter_uniform, draw_rows, filter_rows, unsupported_reason
 from tinker_engine.lora import LoraSpec, attach_lora
 from tinker_engine.sampler import SamplingParams, _filter_logits, generate
 
@@ -158,6 +158,22 @@ def test_row_filters_match_the_reference_filter():
         expected = _filter_logits(logits[i : i + 1], int(top_k[i]), float(top_p[i]))[0]
         assert torch.equal(torch.isinf(got[i]), torch.isinf(expected)), f"row {i}"
         assert torch.equal(got[i][~torch.isinf(got[i])], expected[~torch.isinf(expected)])
+
+
+def test_draws_at_temperature_one_take_the_short_path_to_the_same_tokens_and_logprobs():
+    """Rows that all draw from the model's own distribution skip the scaled copy and the softmax:
+    the same tokens and logprobs as the general path, which a temperature of 1.0 must not change."""
+    g = torch.Generator().manual_seed(1)
+    rows = 64
+    logits = torch.randn(rows, 5000, generator=g) * 4
+    args = (logits, torch.ones(rows), torch.full((rows,), -1), torch.ones(rows), torch.arange(rows) * 7919 + 3,
+            torch.arange(rows) % 9)
+    general = draw_rows(*args, False, False)
+    short = draw_rows(*args, False, False, True)
+    assert torch.equal(short[0], general[0])
+    assert torch.equal(short[1], general[1])
+    expected = torch.log_softmax(logits, dim=-1).gather(1, general[0][:, None])[:, 0]
+    assert torch.allclose(short[1], expected, atol=1e-5)
 
 
 def test_counter_uniform_is_a_pure_function_of_key_and_count():

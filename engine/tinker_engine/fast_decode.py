@@ -182,11 +182,14 @@ class BaseWeights:
 
 def _project(x: torch.Tensor, group: _Group, lora) -> torch.Tensor:
     y = F.linear(x, group.weight, group.bias)
-    if lora is not None:
-        # As peft does: the adapter path in float32, added before casting back.
-        a, b = lora
-        y = (y.float() + (x.float() @ a.T) @ b.T).to(y.dtype)
-    return y
+    if lora is None:
+        return y
+    # As peft does: the adapter path in float32, added before casting back. addmm_ adds it inside
+    # the second matmul: no [tokens, out] temporary and no pass of its own for the sum.
+    a, b = lora
+    out = y.float().reshape(-1, y.shape[-1])
+    out.addmm_((x.float() @ a.T).reshape(out.shape[0], -1), b.T)
+    return out.view(y.shape).to(y.dtype)
 
 
 def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -205,7 +208,7 @@ def _head_logits(base: BaseWeights, x: torch.Tensor, lora) -> torch.Tensor:
         logits = x.float() @ base.head.weight.float().T
     if lora is not None:
         a, b = lora
-        logits = logits + (x.float() @ a.T) @ b.T
+        logits.addmm_(x.float() @ a.T, b.T)
     return logits
 
 
@@ -242,18 +245,26 @@ def filter_rows(logits: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor) 
     return torch.full_like(logits, float("-inf")).scatter(-1, order, sorted_logits)
 
 
-def draw_rows(logits, temperature, top_k, top_p, keys, counts, any_filter: bool, any_greedy: bool):
+def draw_rows(logits, temperature, top_k, top_p, keys, counts, any_filter: bool, any_greedy: bool,
+              all_unit_temperature: bool = False):
     """One token and its logprob (under the model's own distribution) per row."""
-    scaled = logits / torch.where(temperature > 0, temperature, torch.ones_like(temperature))[:, None]
-    if any_filter:
-        scaled = filter_rows(scaled, top_k, top_p)
-    cdf = torch.softmax(scaled, dim=-1).cumsum_(dim=-1)
+    lse = torch.logsumexp(logits, dim=-1, keepdim=True)
+    if all_unit_temperature and not any_filter:
+        # Every row draws from the model's own distribution (RL's usual case): exp(logits − lse)
+        # is that softmax, without a scaled copy of the logits and a second normalisation.
+        probs = (logits - lse).exp_()
+    else:
+        scaled = logits / torch.where(temperature > 0, temperature, torch.ones_like(temperature))[:, None]
+        if any_filter:
+            scaled = filter_rows(scaled, top_k, top_p)
+        probs = torch.softmax(scaled, dim=-1)
+    cdf = probs.cumsum_(dim=-1)
     u = counter_uniform(keys, counts)
     chosen = torch.searchsorted(cdf, (u[:, None] * cdf[:, -1:]).contiguous(), right=True)[:, 0]
     chosen = chosen.clamp_(max=logits.shape[-1] - 1)
     if any_greedy:
         chosen = torch.where(temperature > 0, chosen, logits.argmax(dim=-1))
-    logprobs = logits.gather(1, chosen[:, None])[:, 0] - torch.logsumexp(logits, dim=-1)
+    logprobs = logits.gather(1, chosen[:, None])[:, 0] - lse[:, 0]
     return chosen, logprobs
 
 
@@ -516,6 +527,7 @@ class _Lane:
                 "keys": torch.tensor([r.key for r in self.rows], dtype=torch.long, device=device),
                 "any_filter": any(0 < p.top_k < self.base.vocab or p.top_p < 1.0 for p in params),
                 "any_greedy": any(p.temperature <= 0 for p in params),
+                "all_unit_temperature": all(p.temperature == 1.0 for p in params),
             }
         return self._row_state
 
@@ -526,7 +538,7 @@ class _Lane:
         counts = torch.tensor([len(r.job.tokens[r.index]) for r in self.rows], dtype=torch.long)
         chosen, logprobs = draw_rows(
             self.logits[:n], state["temperature"], state["top_k"], state["top_p"], state["keys"],
-            counts.to(self.base.device), state["any_filter"], state["any_greedy"],
+            counts.to(self.base.device), state["any_filter"], state["any_greedy"], state["all_unit_temperature"],
         )
         keep, finished = record_draws(self.rows, chosen.tolist(), logprobs.tolist())
         if len(keep) < n:
