@@ -229,6 +229,31 @@ def test_a_failed_graph_capture_leaves_the_sampler_decoding_eagerly_and_right():
         assert [s["tokens"] for s in results[k]["sequences"]] == [s["tokens"] for s in expected], k
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA only: stream synchronisation")
+def test_a_step_between_row_changes_waits_for_its_own_draws_alone():
+    """A decode step is queued before the host reads the step's draws, so the device decodes while
+    the host records them and checks stop conditions. Any stream or device sync in such a step
+    (a blocking upload, an .item()) would idle the device again: torch's sync debug mode raises on
+    one. Rows here never stop, so no row change (whose upload does sync) falls in the checked steps."""
+    spec, tokenizer, base, adapted = build_models("cuda")
+    sampler = FastSampler("cuda", 1 << 30)
+    failures: list = []
+    for i, prompt in enumerate(corpus(4, 10)):
+        sampler.submit(FastJob(("snap", 1), base, lambda: adapted, prompt, 1, SamplingParams(max_tokens=40, seed=i),
+                               [], tokenizer, on_done=failures.append, on_error=failures.append,
+                               fallback=lambda: failures.append("fallback")))
+    for _ in range(3):  # admission, graph capture: both synchronise
+        sampler.step()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        for _ in range(5):
+            sampler.step()
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    assert not failures and len(sampler.lanes[0].rows) == 4
+    assert all(len(r.job.tokens[0]) == 8 for r in sampler.lanes[0].rows)
+
+
 def test_a_request_larger_than_the_cache_budget_takes_the_reference_path(models):
     device, spec, tokenizer, base, _ = models
     fell_back, results = [], {}

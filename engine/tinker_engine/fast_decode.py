@@ -10,6 +10,10 @@ What makes it fast, and why each part is there:
   copies; a retired row's slot is filled by moving the last rows down.
 - On CUDA one decode step (all layers + the head) is a captured CUDA graph per (batch bucket,
   length bucket): a step costs a few kernel launches' worth of CPU time instead of hundreds.
+- The device does not wait for the host: a step queues the decode of every row's draw before it
+  reads the draws back (waiting for their copy alone), then records tokens, checks stop conditions
+  and retires stopped rows while that decode runs. Per-row counters live on the device between
+  row changes, so such a step uploads nothing.
 - Prompts are prefilled together, right-padded into one batch.
 - Draws come from a counter-based generator: the uniform of sample s's t-th token is a hash of
   (sample seed, t), so a row's draws never depend on which other rows share its batch.
@@ -516,15 +520,20 @@ class _Lane:
     # -- rows
 
     def row_state(self):
-        """Per-row sampling tensors, rebuilt only when the rows change."""
+        """Per-row tensors on the device: sampling parameters, draw counts, and the positions the
+        decode step reads. Built (and uploaded, a sync) only when the rows change; a step in between
+        advances counts and positions on the device, so it waits on nothing but its own draws."""
         if self._row_state is None:
             device = self.base.device
             params = [r.job.params for r in self.rows]
+            self.positions[: len(self.rows)] = torch.tensor([r.position for r in self.rows], dtype=torch.long)
             self._row_state = {
                 "temperature": torch.tensor([p.temperature for p in params], dtype=torch.float32, device=device),
                 "top_k": torch.tensor([p.top_k for p in params], dtype=torch.long, device=device),
                 "top_p": torch.tensor([p.top_p for p in params], dtype=torch.float32, device=device),
                 "keys": torch.tensor([r.key for r in self.rows], dtype=torch.long, device=device),
+                "counts": torch.tensor([len(r.job.tokens[r.index]) for r in self.rows], dtype=torch.long,
+                                       device=device),
                 "any_filter": any(0 < p.top_k < self.base.vocab or p.top_p < 1.0 for p in params),
                 "any_greedy": any(p.temperature <= 0 for p in params),
                 "all_unit_temperature": all(p.temperature == 1.0 for p in params),
@@ -532,28 +541,32 @@ class _Lane:
         return self._row_state
 
     def step(self) -> list:
-        """Draws one token per row, retires finished rows, decodes the rest. Returns finished jobs."""
+        """Draws one token per row, decodes every row's draw, then retires the rows that stopped.
+        Returns the jobs that finished.
+
+        Every row decodes its draw before the host knows which rows just stopped: the device
+        decodes while the host records the draws and checks stop conditions, instead of idling
+        until the host is done. A stopped row's one extra decode is dropped with its slot."""
         n = len(self.rows)
         state = self.row_state()
-        counts = torch.tensor([len(r.job.tokens[r.index]) for r in self.rows], dtype=torch.long)
         chosen, logprobs = draw_rows(
-            self.logits[:n], state["temperature"], state["top_k"], state["top_p"], state["keys"],
-            counts.to(self.base.device), state["any_filter"], state["any_greedy"], state["all_unit_temperature"],
+            self.logits[:n], state["temperature"], state["top_k"], state["top_p"], state["keys"], state["counts"],
+            state["any_filter"], state["any_greedy"], state["all_unit_temperature"],
         )
-        keep, finished = record_draws(self.rows, chosen.tolist(), logprobs.tolist())
+        drawn = _to_host(chosen, logprobs)
+        self.ids[:n] = chosen
+        self.decode(n, max(r.position for r in self.rows))
+        self.positions[:n] += 1
+        state["counts"] += 1
+        for r in self.rows:
+            r.position += 1
+        keep, finished = record_draws(self.rows, *drawn())
         if len(keep) < n:
             self._compact(keep)
-        if self.rows:
-            m = len(self.rows)
-            keep_index = torch.tensor(keep, dtype=torch.long, device=self.base.device)
-            self.ids[:m] = chosen[keep_index] if len(keep) < n else chosen
-            self.positions[:m] = torch.tensor([r.position for r in self.rows], dtype=torch.long)
-            self.decode(m, max(r.position for r in self.rows))
-            for r in self.rows:
-                r.position += 1
         return finished
 
     def _compact(self, keep: list) -> None:
+        """Moves the rows that go on down over the retired ones: cache, next-token logits."""
         n = len(self.rows)
         self.rows = [self.rows[i] for i in keep]
         self._row_state = None
@@ -564,9 +577,29 @@ class _Lane:
             used = max(self.rows[i].position for i, _ in moves)
             self.k[:, dst, :, :used] = self.k[:, src, :, :used]
             self.v[:, dst, :, :used] = self.v[:, src, :, :used]
+            self.logits[dst] = self.logits[src]
         # Rows past the live ones feed padding into a captured batch: keep them harmless.
         self.ids[len(keep) : n] = 0
         self.positions[len(keep) : n] = 0
+
+
+def _to_host(*tensors):
+    """Starts copying small device tensors to the host and returns a function that waits for those
+    copies alone (work queued after this call, such as the next decode, keeps running) and gives
+    their values as lists."""
+    if tensors[0].device.type != "cuda":
+        return lambda: [t.tolist() for t in tensors]
+    host = [torch.empty(t.shape, dtype=t.dtype, pin_memory=True) for t in tensors]
+    for h, t in zip(host, tensors):
+        h.copy_(t, non_blocking=True)
+    copied = torch.cuda.Event()
+    copied.record()
+
+    def wait():
+        copied.synchronize()
+        return [h.tolist() for h in host]
+
+    return wait
 
 
 class FastSampler:
