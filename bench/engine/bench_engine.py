@@ -170,7 +170,7 @@ def timed(fn, warmup, repeats):
 
 
 def peft_model(args, device, dtype):
-    spec = ModelRegistry({"bench": args.model} if os.path.isdir(args.model) else None).resolve(args.model_name)
+    spec = model_spec(args)
     base = BaseModelCache(device, dtype).model(spec)
     model = attach_lora(instance_sharing_weights(base), LoraSpec(rank=args.rank, seed=0))
     for p in model.parameters():
@@ -363,7 +363,7 @@ def card_peaks(device):
 
 def model_sizes(args, device, dtype):
     """(matmul parameters per token incl. the head, bytes of weights a decode step reads, KV bytes per token)."""
-    spec = ModelRegistry({"bench": args.model} if os.path.isdir(args.model) else None).resolve(args.model_name)
+    spec = model_spec(args)
     c = spec.config.get_text_config() if hasattr(spec.config, "get_text_config") else spec.config
     layers, hidden, inter = c.num_hidden_layers, c.hidden_size, c.intermediate_size
     head_dim = getattr(c, "head_dim", None) or hidden // c.num_attention_heads
@@ -377,14 +377,34 @@ def model_sizes(args, device, dtype):
 # -------------------------------------------------------------------------------- main
 
 
+def add_model_arguments(p: argparse.ArgumentParser) -> None:
+    """The model options every engine benchmark and profile takes."""
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--dtype", default="auto", help="auto: bfloat16 on CUDA, float32 on CPU")
+    p.add_argument("--model", default="tiny-qwen3", help="built-in name or a local HF checkpoint directory")
+    p.add_argument("--rank", type=int, default=32, help="LoRA rank")
+
+
+def model_spec(args):
+    return ModelRegistry({"bench": args.model} if os.path.isdir(args.model) else None).resolve(args.model_name)
+
+
+def resolve_model_arguments(args) -> tuple:
+    """(device, dtype) of parsed model options; sets args.model_name (a checkpoint directory is 'bench')."""
+    device = torch.device(args.device)
+    if args.dtype == "auto":
+        dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    else:
+        dtype = getattr(torch, args.dtype)
+    args.model_name = "bench" if os.path.isdir(args.model) else args.model
+    return device, dtype
+
+
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--dtype", default="auto")
-    p.add_argument("--model", default="tiny-qwen3", help="built-in name or a local HF checkpoint directory")
+    add_model_arguments(p)
     p.add_argument("--threads", type=int, default=os.cpu_count())
     p.add_argument("--sections", default="train,sample,concurrent,overlap")
-    p.add_argument("--rank", type=int, default=32)
     p.add_argument("--datums", type=int, default=None, help="default 8 on CUDA, 4 on CPU")
     p.add_argument("--length", type=int, default=None, help="default 512 on CUDA, 128 on CPU")
     p.add_argument("--steps", type=int, default=5)
@@ -401,14 +421,9 @@ def main():
     p.add_argument("--baseline-timeout", type=float, default=300.0,
                    help="seconds one round of a transformers baseline may take before it counts as failed")
     args = p.parse_args()
-    device = torch.device(args.device)
+    device, dtype = resolve_model_arguments(args)
     cuda = device.type == "cuda"
-    if args.dtype == "auto":
-        dtype = torch.bfloat16 if cuda else torch.float32
-    else:
-        dtype = getattr(torch, args.dtype)
     args.dtype = str(dtype).removeprefix("torch.")
-    args.model_name = "bench" if os.path.isdir(args.model) else args.model
     args.datums = args.datums or (8 if cuda else 4)
     args.length = args.length or (512 if cuda else 128)
     args.num_samples = args.num_samples or (8 if cuda else 4)

@@ -13,8 +13,6 @@ Usage: python profile_decode.py [--device cuda --model DIR] [--rows 64,512] [--t
 """
 
 import argparse
-import os
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -24,12 +22,15 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "engine"))
 
 from tinker_engine import fast_decode  # noqa: E402
-from tinker_engine.base_models import BaseModelCache, ModelRegistry, instance_sharing_weights  # noqa: E402
+from tinker_engine.base_models import BaseModelCache, instance_sharing_weights  # noqa: E402
 from tinker_engine.fast_decode import FastJob, FastSampler  # noqa: E402
 from tinker_engine.lora import LoraSpec, attach_lora  # noqa: E402
 from tinker_engine.sampler import SamplingParams  # noqa: E402
 
-from bench_engine import card_peaks, model_sizes, release, sync  # noqa: E402
+from bench_engine import (  # noqa: E402
+    add_model_arguments, card_peaks, model_sizes, model_spec, release, resolve_model_arguments, sync,
+)
+from profile_train import profile  # noqa: E402
 
 
 def adapted_model(base, rank: int):
@@ -79,8 +80,10 @@ class Parts:
         fast_decode._Lane.decode, fast_decode.draw_rows = self._decode, self._draw
 
 
-def run_rows(args, base, snapshot, rows: int, graphs: bool, profile_rows: int = 0) -> dict:
-    """Times --tokens decode steps of `rows` rows that never stop early; returns ms per step."""
+def run_rows(args, base, snapshot, rows: int, graphs: bool, profile_label: str | None = None) -> dict:
+    """Times --tokens decode steps of `rows` rows that never stop: ms per step as run and split into
+    parts, and the length bucket they reached. With profile_label, then prints the profile of two
+    eager steps."""
     sampler = FastSampler(args.device, args.cache_bytes, max_slots=max(rows, 8))
     sampler.use_graphs = graphs and args.device.type == "cuda"
     total = args.warmup + 2 * args.tokens + 8  # never reached: every step decodes all rows
@@ -105,21 +108,11 @@ def run_rows(args, base, snapshot, rows: int, graphs: bool, profile_rows: int = 
         for _ in range(args.tokens):
             sampler.step()
         split = time.perf_counter() - start
-    table = None
-    if profile_rows:
-        from torch.profiler import ProfilerActivity, profile
-
+    if profile_label:
         # Eager steps: a graph replay shows as one launch, eager steps show the operators inside it.
         for lane in sampler.lanes:
             lane.stop_graphs()
-
-        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if args.device.type == "cuda" else [])
-        with profile(activities=activities) as prof:
-            for _ in range(2):
-                sampler.step()
-            sync(args.device)
-        key_name = "self_cuda_time_total" if args.device.type == "cuda" else "self_cpu_time_total"
-        table = prof.key_averages().table(sort_by=key_name, row_limit=profile_rows, max_name_column_width=60)
+        profile(lambda: (sampler.step(), sync(args.device)), args.device, profile_label, args.profile_rows)
     lane = sampler.lanes[0]
     length = min(fast_decode._bucket(max(r.position for r in lane.rows) + 1, fast_decode.MIN_LENGTH_BUCKET), lane.length)
     sampler.fail_all(RuntimeError("profile done"))
@@ -127,15 +120,12 @@ def run_rows(args, base, snapshot, rows: int, graphs: bool, profile_rows: int = 
         raise RuntimeError(f"decode failed: {failures[0]!r}")
     n = args.tokens
     return {"as_run": 1000 * as_run, "model": 1000 * parts.model / n, "draws": 1000 * parts.draws / n,
-            "host": 1000 * (split - parts.model - parts.draws) / n, "length": length, "table": table}
+            "host": 1000 * (split - parts.model - parts.draws) / n, "length": length}
 
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--model", default="tiny-qwen3")
-    p.add_argument("--dtype", default="auto")
-    p.add_argument("--rank", type=int, default=32)
+    add_model_arguments(p)
     p.add_argument("--rows", default=None, help="comma list of concurrent rows; default 64,512 on CUDA, 32 on CPU")
     p.add_argument("--tokens", type=int, default=None, help="timed decode steps; default 64 on CUDA, 8 on CPU")
     p.add_argument("--warmup", type=int, default=3)
@@ -144,10 +134,8 @@ def main():
     p.add_argument("--profile-rows", type=int, default=20, help="operators listed (0: no torch.profiler table)")
     p.add_argument("--variants", action="store_true")
     args = p.parse_args()
-    args.device = torch.device(args.device)
+    args.device, dtype = resolve_model_arguments(args)
     cuda = args.device.type == "cuda"
-    dtype = (torch.bfloat16 if cuda else torch.float32) if args.dtype == "auto" else getattr(torch, args.dtype)
-    args.model_name = "bench" if os.path.isdir(args.model) else args.model
     rows_list = [int(x) for x in (args.rows or ("64,512" if cuda else "32")).split(",")]
     args.tokens = args.tokens or (64 if cuda else 8)
     args.prompt_tokens = [int(x) for x in args.prompt_tokens.split(",")]
@@ -156,7 +144,7 @@ def main():
     else:
         args.cache_bytes = int(0.4 * torch.cuda.get_device_properties(args.device).total_memory) if cuda else 2 << 30
     torch.use_deterministic_algorithms(True, warn_only=True)  # as the engine runs
-    spec = ModelRegistry({"bench": args.model} if os.path.isdir(args.model) else None).resolve(args.model_name)
+    spec = model_spec(args)
     base = BaseModelCache(args.device, dtype).model(spec)
     snapshot = adapted_model(base, args.rank)
     _, weight_bytes, kv_per_token = model_sizes(args, args.device, dtype)
@@ -172,11 +160,9 @@ def main():
     lines = []
     for rows in rows_list:
         for label, snap, use_graphs in variants:
-            first = label == variants[0][0]
-            r = run_rows(args, base, snap, rows, use_graphs, profile_rows=args.profile_rows if first else 0)
-            if r["table"]:
-                print(f"\n== {rows} rows, {label.split(',')[0]}: top operators of two eager steps")
-                print(r["table"])
+            profile_label = f"{rows} rows, LoRA rank {args.rank}, eager steps" \
+                if args.profile_rows and label == variants[0][0] else None
+            r = run_rows(args, base, snap, rows, use_graphs, profile_label)
             step_bytes = weight_bytes + rows * r["length"] * kv_per_token + rows * vocab * 4
             share = "" if bandwidth is None else f" {step_bytes / (r['model'] / 1000) / bandwidth:6.1%} of copy bandwidth"
             lines.append(f"{rows:5d} rows {label:34s} {r['as_run']:8.2f} ms/step {rows / r['as_run'] * 1000:10,.0f} tok/s"

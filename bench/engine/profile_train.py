@@ -7,7 +7,6 @@ Usage: python profile_train.py [--device cuda] [--model DIR|tiny-qwen3] [--datum
 """
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
@@ -18,12 +17,14 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "engine"))
 
 from tinker_engine import head  # noqa: E402
-from tinker_engine.base_models import BaseModelCache, ModelRegistry  # noqa: E402
+from tinker_engine.base_models import BaseModelCache  # noqa: E402
 from tinker_engine.lora import LoraSpec  # noqa: E402
 from tinker_engine.trainer import ADAM_DEFAULTS, TrainingModel  # noqa: E402
 from tinker_engine.wire import Datum, ForwardRequest  # noqa: E402
 
-from bench_engine import peft_model, plain_train_step, sequences, sync  # noqa: E402
+from bench_engine import (  # noqa: E402
+    add_model_arguments, model_spec, peft_model, plain_train_step, resolve_model_arguments, sequences, sync,
+)
 
 
 def engine_step(trainer, seqs, device):
@@ -64,23 +65,17 @@ def profile(step, device, label, rows):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--model", default="tiny-qwen3")
-    p.add_argument("--dtype", default="auto")
-    p.add_argument("--rank", type=int, default=32)
+    add_model_arguments(p)
     p.add_argument("--datums", type=int, default=8)
     p.add_argument("--length", type=int, default=512)
     p.add_argument("--rows", type=int, default=20)
     p.add_argument("--variants", action="store_true")
     p.add_argument("--no-profile", action="store_true")
     args = p.parse_args()
-    device = torch.device(args.device)
-    dtype = (torch.bfloat16 if device.type == "cuda" else torch.float32) if args.dtype == "auto" else getattr(torch, args.dtype)
-    args.model_name = "bench" if os.path.isdir(args.model) else args.model
+    device, dtype = resolve_model_arguments(args)
     torch.use_deterministic_algorithms(True, warn_only=True)  # as the engine runs (both rows below)
     seqs = sequences(args.datums, args.length)
-    registry = ModelRegistry({"bench": args.model} if os.path.isdir(args.model) else None)
-    spec = registry.resolve(args.model_name)
+    spec = model_spec(args)
     base = BaseModelCache(device, dtype).model(spec)
     trainer = TrainingModel(base, spec, LoraSpec(rank=args.rank), device, 8192)
     engine = engine_step(trainer, seqs, device)
