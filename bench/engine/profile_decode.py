@@ -1,8 +1,9 @@
 """Where a decode step of the fast sampler goes: its FastSampler in-process on one device (no HTTP),
 N single-sample rows of one LoRA snapshot decoding together, each step split into the model step
 (a CUDA graph replay on CUDA), the draws, and the host's bookkeeping; then torch.profiler's top
-operators of two eager steps (what a graph replay holds). With --variants, also without CUDA graphs and without the adapter (base
-model), which says what graphs buy and what the unmerged float32 LoRA path costs.
+operators of two eager steps (what a graph replay holds). With --variants, also without CUDA
+graphs and without the adapter (base model), which says what graphs buy and what the unmerged
+float32 LoRA path costs.
 
 The split is measured with a device sync around each part (on CUDA), so parts add up to a step
 whose launches could not overlap; the "as run" rate has no added syncs. Bandwidth counts the bytes
@@ -28,7 +29,7 @@ from tinker_engine.lora import LoraSpec, attach_lora  # noqa: E402
 from tinker_engine.sampler import SamplingParams  # noqa: E402
 
 from bench_engine import (  # noqa: E402
-    add_model_arguments, card_peaks, model_sizes, model_spec, release, resolve_model_arguments, sync,
+    add_model_arguments, card_peaks, model_sizes, model_spec, release, resolve_model_arguments, rl_prompts, sync,
 )
 from profile_train import profile  # noqa: E402
 
@@ -41,10 +42,6 @@ def adapted_model(base, rank: int):
             if "lora_B" in name:
                 p.normal_(0, 0.01, generator=torch.Generator(device=p.device).manual_seed(len(name)))
     return model
-
-
-def prompts(rows: int, lo: int, hi: int) -> list:
-    return [[1000 + (i * 131 + j * 17) % 30000 for j in range(lo + i % (hi - lo + 1))] for i in range(rows)]
 
 
 class Parts:
@@ -89,7 +86,7 @@ def run_rows(args, base, snapshot, rows: int, graphs: bool, profile_label: str |
     total = args.warmup + 2 * args.tokens + 8  # never reached: every step decodes all rows
     key = ("snapshot", id(snapshot)) if snapshot is not None else ("base",)
     failures = []
-    for i, prompt in enumerate(prompts(rows, *args.prompt_tokens)):
+    for i, prompt in enumerate(rl_prompts(rows, args)):
         params = SamplingParams(max_tokens=total, temperature=1.0, seed=i)
         sampler.submit(FastJob(key, base, (lambda: snapshot) if snapshot is not None else None, prompt, 1, params,
                                [], None, on_done=lambda r: None, on_error=failures.append,
