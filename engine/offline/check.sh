@@ -134,19 +134,19 @@ for section in train concurrent overlap sample; do
   fi
 done
 
-if wanted profile 30; then
-  stage "profile"
-  if [ "$DEVICE" = cuda ]; then profile_args=("${MODEL_ARGS[@]}" --variants); else profile_args=(--device cpu --datums 2 --length 64 --rows 12); fi
-  timeout "$(slice 90)" "$PYTHON" bench/engine/profile_train.py "${profile_args[@]}" > "$OUT_DIR/profile.txt" 2>&1
-  say "profile exit $?"
-fi
-
-if wanted decode 30; then
-  stage "decode profile"
-  if [ "$DEVICE" = cuda ]; then decode_args=("${MODEL_ARGS[@]}" --variants); else decode_args=(--device cpu --rows 8 --tokens 4 --profile-rows 12); fi
-  timeout "$(slice 60)" "$PYTHON" bench/engine/profile_decode.py "${decode_args[@]}" > "$OUT_DIR/decode.txt" 2>&1
-  say "decode profile exit $?"
-fi
+# profile_stage STAGE SHARE SCRIPT OUT_FILE CPU_ARGS...: a profile script on the checkpoint with
+# --variants on CUDA, on a small CPU configuration otherwise.
+profile_stage() {
+  local name=$1 share=$2 script=$3 out=$4; shift 4
+  wanted "$name" 30 || return 0
+  stage "$name"
+  local args=("$@")
+  [ "$DEVICE" = cuda ] && args=("${MODEL_ARGS[@]}" --variants)
+  timeout "$(slice "$share")" "$PYTHON" "bench/engine/$script" "${args[@]}" > "$OUT_DIR/$out" 2>&1
+  say "$name exit $?"
+}
+profile_stage profile 90 profile_train.py profile.txt --device cpu --datums 2 --length 64 --rows 12
+profile_stage decode 60 profile_decode.py decode.txt --device cpu --rows 8 --tokens 4 --profile-rows 12
 
 if wanted suite 30; then
   stage "suite (no SDK conformance)"
