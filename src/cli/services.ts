@@ -202,7 +202,9 @@ export async function startEngine(opts: EngineOpts): Promise<Service & { baseUrl
     args: [join(repoRoot, 'scripts', 'engine.mjs'), '--port', String(opts.port), '--data-dir', opts.dataDir, ...(opts.extraArgs ?? [])],
     logFile: opts.logFile ?? join(opts.dataDir, 'engine.log'),
     detached: opts.detached,
-    readyTimeoutMs: 120_000,
+    // A cold start imports PyTorch and transformers: on a busy disk (right after `npm ci`, say)
+    // that alone has taken two minutes. waitFor fails at once if the process exits instead.
+    readyTimeoutMs: 600_000,
     ready: () => httpOk(`${baseUrl}/api/v1/healthz`),
   });
   return Object.assign(service, { baseUrl });
