@@ -20,7 +20,14 @@ const only = process.argv[2]; // optional: "engine" or "ts"
 const extra = process.argv.slice(3);
 const out = mkdtempSync(join(tmpdir(), 'cookbook-test-results-'));
 
-const step = (msg) => console.log(`\n=== ${msg}`);
+// Stage timings are printed again beside the totals, so a CI log's tail says where the time went.
+const stages = [];
+const step = (msg) => {
+  stages.push({ msg, at: Date.now() });
+  console.log(`\n=== ${msg}`);
+};
+const stageTimings = () =>
+  stages.map((s, i) => `${s.msg}: ${Math.round(((stages[i + 1]?.at ?? Date.now()) - s.at) / 1000)} s`).join(' · ');
 step('installing test dependencies (cached)');
 // The engine suite reads the shipped tokenizers from node_modules too.
 ensureNodeModules(root, console.log);
@@ -65,6 +72,7 @@ if (only !== 'engine') {
 }
 
 rmSync(out, { recursive: true, force: true });
+console.log(`\n${stageTimings()}`);
 if (failedSuites > 0 && totals.failed === 0) totals.failed = failedSuites;
 console.log(`\n${totals.passed} passed, ${totals.failed} failed${totals.skipped ? `, ${totals.skipped} skipped` : ''}`);
 process.exit(totals.failed > 0 || failedSuites > 0 ? 1 : 0);

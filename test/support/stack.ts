@@ -4,7 +4,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { freePort, startEngine, startTemporalServer, startWorkerProcess, type Service } from '../../src/cli/services.js';
 import { resolveRun, startRun, type ResolvedRun } from '../../src/cli/train.js';
 import { createCookbookWorker } from '../../src/workers/worker.js';
@@ -121,4 +121,22 @@ export async function waitUntil(what: string, probe: () => Promise<boolean>, tim
     await new Promise((r) => setTimeout(r, everyMs));
   }
   throw new Error(`timed out waiting for ${what}`);
+}
+
+/**
+ * Waits until an activity (of `type`, when given) is running on a worker, as the server sees it: a
+ * kill test that must land mid-activity kills right after this, not after a guessed sleep that a
+ * slower or faster machine turns into a kill between activities.
+ */
+export async function untilActivityRunning(handle: WorkflowHandle, type?: string, timeoutMs = 300_000): Promise<void> {
+  const STARTED = 2; // temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED
+  await waitUntil(
+    `a running ${type ?? 'activity'}`,
+    async () =>
+      ((await handle.describe()).raw.pendingActivities ?? []).some(
+        (a) => Number(a.state) === STARTED && (type === undefined || a.activityType?.name === type),
+      ),
+    timeoutMs,
+    20,
+  );
 }

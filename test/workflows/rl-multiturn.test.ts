@@ -14,7 +14,7 @@ import { progressQuery } from '../../src/workflows/shared/messages.js';
 import type { RunResult } from '../../src/workflows/shared/training-run.js';
 import { checkHistories } from '../support/history.js';
 import { checkpointsOf, metricsOf, weightsFingerprint } from '../support/runs.js';
-import { startTestStack, testRun, waitUntil, withWorker, workerProcess, type TestStack } from '../support/stack.js';
+import { startTestStack, testRun, untilActivityRunning, waitUntil, withWorker, workerProcess, type TestStack } from '../support/stack.js';
 
 const fixture = (name: string) => join(import.meta.dirname, '..', 'fixtures', name);
 const summaries = (logPath: string, step: number) =>
@@ -58,7 +58,7 @@ describe('multi-turn RL', { timeout: 900_000 }, () => {
       expect(cleanResult.status).toBe('completed');
       const handle = await startRun(stack.client, crashed, stack.taskQueue);
       await waitUntil('step 1', async () => (await handle.query(progressQuery)).step >= 1, 300_000, 50);
-      await new Promise((r) => setTimeout(r, 500)); // into step 1's episodes
+      await untilActivityRunning(handle, 'rlRolloutGroup'); // into step 1's episodes
       await w.kill();
       w = await workerProcess(stack, `${worker}-2`);
       const crashedResult = (await handle.result()) as RunResult;

@@ -10,7 +10,7 @@ import { startRun } from '../../src/cli/train.js';
 import { progressQuery } from '../../src/workflows/shared/messages.js';
 import type { RunResult } from '../../src/workflows/shared/training-run.js';
 import { checkpointsOf, metricsOf, weightsFingerprint } from '../support/runs.js';
-import { startTestStack, testRun, waitUntil, workerProcess, type TestStack } from '../support/stack.js';
+import { startTestStack, testRun, untilActivityRunning, waitUntil, workerProcess, type TestStack } from '../support/stack.js';
 
 const fixture = join(import.meta.dirname, '..', 'fixtures', 'rl_guess_number_nudge_small.json');
 const summariesText = (logPath: string, step: number) => readFileSync(join(logPath, `iteration_${String(step).padStart(6, '0')}`, 'train_rollout_summaries.jsonl'), 'utf8');
@@ -33,7 +33,7 @@ describe('rollout hooks on the real stack', { timeout: 900_000 }, () => {
       expect(cleanResult.status).toBe('completed');
       const handle = await startRun(stack.client, crashed, stack.taskQueue);
       await waitUntil('step 1', async () => (await handle.query(progressQuery)).step >= 1, 300_000, 50);
-      await new Promise((r) => setTimeout(r, 500)); // into step 1's episodes
+      await untilActivityRunning(handle, 'rlRolloutGroup'); // into step 1's episodes
       await w.kill();
       w = await workerProcess(stack, 'hooks-2');
       const crashedResult = (await handle.result()) as RunResult;

@@ -8,7 +8,7 @@ import { startRun } from '../../src/cli/train.js';
 import { progressQuery } from '../../src/workflows/shared/messages.js';
 import type { RunResult } from '../../src/workflows/shared/training-run.js';
 import { checkpointsOf, metricsOf, weightsFingerprint } from '../support/runs.js';
-import { startTestStack, testRun, waitUntil, workerProcess, type TestStack } from '../support/stack.js';
+import { startTestStack, testRun, untilActivityRunning, waitUntil, workerProcess, type TestStack } from '../support/stack.js';
 
 const fixture = join(import.meta.dirname, '..', 'fixtures', 'rl_shorter_small.json');
 const summaries = (logPath: string, step: number) =>
@@ -38,7 +38,7 @@ describe('shorter (pairwise preference RL)', { timeout: 900_000 }, () => {
       expect(cleanResult.status).toBe('completed');
       const handle = await startRun(stack.client, crashed, stack.taskQueue);
       await waitUntil('step 1', async () => (await handle.query(progressQuery)).step >= 1, 300_000, 50);
-      await new Promise((r) => setTimeout(r, 300));
+      await untilActivityRunning(handle, 'rlRolloutGroup'); // into step 1's episodes
       await w.kill();
       w = await workerProcess(stack, 'shorter-2');
       const crashedResult = (await handle.result()) as RunResult;
