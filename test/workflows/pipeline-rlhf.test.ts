@@ -8,7 +8,7 @@ import { startRun } from '../../src/cli/train.js';
 import { progressQuery } from '../../src/workflows/shared/messages.js';
 import type { PipelineResult } from '../../src/workflows/pipeline.js';
 import { checkpointsOf, metricsOf, weightsFingerprint } from '../support/runs.js';
-import { startTestStack, testRun, waitUntil, workerProcess, type TestStack } from '../support/stack.js';
+import { startTestStack, testRun, untilActivityRunning, waitUntil, workerProcess, type TestStack } from '../support/stack.js';
 
 const config = join(import.meta.dirname, '..', '..', 'configs', 'pipeline_rlhf.json');
 
@@ -53,7 +53,7 @@ describe('RLHF pipeline (SFT → reward model → RL)', () => {
       const handle = await startRun(stack.client, crashed, stack.taskQueue);
       const rlId = `${crashed.workflowId}/2-rl`;
       await waitUntil('RL stage at step 2', async () => (await stack.client.workflow.getHandle(rlId).query(progressQuery)).step >= 2, 600_000, 50);
-      await new Promise((r) => setTimeout(r, 500)); // into step 2's rollouts and reward-model matchups
+      await untilActivityRunning(stack.client.workflow.getHandle(rlId), 'rlRolloutGroup'); // into step 2's rollouts and reward-model matchups
       await worker.kill();
       worker = await workerProcess(stack, 'rlhf-worker-2');
       const crashedResult = (await handle.result()) as PipelineResult;

@@ -7,7 +7,7 @@ import { progressQuery } from '../../src/workflows/shared/messages.js';
 import type { RunResult } from '../../src/workflows/shared/training-run.js';
 import { checkHistories } from '../support/history.js';
 import { checkpointsOf, metricsOf, weightsFingerprint } from '../support/runs.js';
-import { startTestStack, testRun, waitUntil, withWorker, workerProcess, type TestStack } from '../support/stack.js';
+import { startTestStack, testRun, untilActivityRunning, waitUntil, withWorker, workerProcess, type TestStack } from '../support/stack.js';
 
 const config = join(import.meta.dirname, '..', 'fixtures', 'rl_small.json');
 
@@ -64,7 +64,7 @@ describe('RL workflow', { timeout: 600_000 }, () => {
       const cleanResult = (await (await startRun(stack.client, clean, stack.taskQueue)).result()) as RunResult;
       const handle = await startRun(stack.client, crashed, stack.taskQueue);
       await waitUntil('step 2', async () => (await handle.query(progressQuery)).step >= 2, 120_000, 50);
-      await new Promise((r) => setTimeout(r, 700)); // into step 2's rollouts
+      await untilActivityRunning(handle, 'rlRolloutGroup'); // into step 2's rollouts
       await worker.kill();
       worker = await workerProcess(stack, 'rl-worker-2');
       const crashedResult = (await handle.result()) as RunResult;
