@@ -8,7 +8,7 @@
 #      default /tmp/engine-check-work; nothing system-wide) and unpacks the tokenizers;
 #   2. tests    the engine tests of the device paths (fast sampler with CUDA graphs, the
 #               mixed-precision head, the HTTP engine sampling beside training, the multi-tensor
-#               non-finite gradient check) on the device there;
+#               non-finite gradient check, sync-free uploads) on the device there;
 #   3. train, concurrent, overlap, sample
 #               the engine benchmark, one section at a time, on a random-weight checkpoint of
 #               Qwen3-0.6B's shapes (ENGINE_CHECK_PRESET), every baseline on the same device and dtype;
@@ -91,7 +91,7 @@ DEVICE=$("$PYTHON" -c "import torch; print('cuda' if torch.cuda.is_available() e
 if wanted tests; then
   stage "tests on $DEVICE"
   (cd engine && timeout "$(slice 90)" "$PYTHON" -m pytest -q -p no:cacheprovider \
-    tests/test_fast_decode.py tests/test_head.py tests/test_grads_finite.py ${ENGINE_CHECK_PYTEST_ARGS:-} 2>&1) | tee -a "$LOG"
+    tests/test_fast_decode.py tests/test_head.py tests/test_grads_finite.py tests/test_device_transfers.py ${ENGINE_CHECK_PYTEST_ARGS:-} 2>&1) | tee -a "$LOG"
   say "tests exit ${PIPESTATUS[0]}"
 fi
 
@@ -154,7 +154,8 @@ if wanted suite 30; then
   # In float32: the suite's expectations are float32's (bf16 is checked by the tests stage's
   # dtype test and measured by the benchmark).
   (cd engine && TINKER_ENGINE_DTYPE=float32 timeout "$(slice 100000)" "$PYTHON" -m pytest -q -p no:cacheprovider tests \
-    --ignore tests/test_fast_decode.py --ignore tests/test_head.py --ignore tests/test_grads_finite.py --ignore tests/test_offline_pack.py \
+    --ignore tests/test_fast_decode.py --ignore tests/test_head.py --ignore tests/test_grads_finite.py --ignore tests/test_device_transfers.py \
+    --ignore tests/test_offline_pack.py \
     --ignore tests/test_conformance_sdk.py --ignore tests/test_conformance_custom_loss.py 2>&1) > "$OUT_DIR/suite.log"
   say "suite exit ${PIPESTATUS[0]}: $(tail -1 "$OUT_DIR/suite.log")"
 fi

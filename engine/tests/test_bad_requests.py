@@ -155,3 +155,25 @@ def test_api_keys(engine, fresh_engine):
     locked = fresh_engine(None, "--api-key", "tml-secret")
     expect(Client(locked.url, api_key="tml-wrong").get("get_server_capabilities"), 401, "invalid API key")
     assert Client(locked.url, api_key="tml-secret").get("get_server_capabilities").status == 200
+
+
+def test_a_non_finite_loss_in_any_micro_batch_fails_the_request_and_keeps_the_weights(fresh_engine):
+    # One datum per micro-batch: the non-finite loss is in the middle, after a backward has added
+    # gradients and before another does; the request fails and none of them reaches the weights.
+    c = Client(fresh_engine(None, "--max-batch-tokens", "4").url)
+    model = c.create_model(c.session(), 0, seed=1)
+    probe = [datum(corpus(1, 20, 700)[0])]
+    before = c.forward_logprobs(model, 1, probe)[0]
+
+    def rl_datum(sampling_logprob):
+        d = tokens_datum(GOOD, GOOD)
+        d["loss_fn_inputs"].pop("weights")
+        d["loss_fn_inputs"]["logprobs"] = {"data": [sampling_logprob] * 4, "dtype": "float32"}
+        d["loss_fn_inputs"]["advantages"] = {"data": [1.0] * 4, "dtype": "float32"}
+        return d
+
+    r = c.post("forward_backward", fb_body(model, 2, [rl_datum(-1.0), rl_datum(-1e30), rl_datum(-1.0)], "importance_sampling"))
+    failed = c.result(r.json()["request_id"])
+    assert "loss is -inf (non-finite)" in failed["error"] and failed["category"] == "user"
+    c.optim_step(model, 3, lr=0.5)  # would move the weights if any micro-batch's gradients had leaked
+    assert c.forward_logprobs(model, 4, probe)[0] == before

@@ -50,8 +50,10 @@ def resolve_config(loss_fn: str, config: dict) -> dict:
 
 def _threshold(inputs: dict, config: dict, name: str, like: torch.Tensor) -> torch.Tensor:
     # Per-token thresholds in loss_fn_inputs win over the scalar in loss_fn_config (§9.6).
-    value = inputs[name] if name in inputs else config[name]
-    return torch.as_tensor(value, dtype=like.dtype, device=like.device)
+    if name in inputs:
+        return inputs[name].to(like.dtype)
+    # A fill on the device: a scalar copied from the host would wait for all queued work on CUDA.
+    return torch.full((), config[name], dtype=like.dtype, device=like.device)
 
 
 def cross_entropy(logprobs, inputs, config):

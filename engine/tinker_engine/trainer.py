@@ -31,6 +31,16 @@ def body_and_head(hf_model):
     return hf_model.get_decoder(), hf_model.get_output_embeddings()
 
 
+def upload(t: torch.Tensor, device) -> torch.Tensor:
+    """Host → device without a stream sync. On CUDA a plain .to() from pageable memory waits for all
+    queued work, which would make the host's kernel launches wait for the device's execution; a
+    pinned staging copy with a non-blocking transfer does not (the caching host allocator keeps the
+    staging buffer alive until the copy has run)."""
+    if device.type != "cuda":
+        return t.to(device)
+    return t.pin_memory().to(device, non_blocking=True)
+
+
 def target_logprobs(hf_model, datums: list, device) -> list:
     """Per-datum tensors shaped like target_tokens: log p_θ(target_tokens[i] | tokens[:i+1])."""
     body, head = body_and_head(hf_model)
@@ -40,16 +50,16 @@ def target_logprobs(hf_model, datums: list, device) -> list:
     ids = torch.zeros((len(datums), max_len), dtype=torch.long)
     for i, d in enumerate(datums):
         ids[i, : lengths[i]] = torch.from_numpy(d.tokens)
-    hidden = body(input_ids=ids.to(device), use_cache=False).last_hidden_state
-    rows = torch.cat([hidden[i, : lengths[i]] for i in range(len(datums))])
     widths = [1 if d.inputs["target_tokens"].ndim == 1 else d.inputs["target_tokens"].shape[1] for d in datums]
     k = max(widths)
-    targets = torch.zeros((rows.shape[0], k), dtype=torch.long)
+    targets = torch.zeros((sum(lengths), k), dtype=torch.long)
     offset = 0
     for d, n, w in zip(datums, lengths, widths):
         targets[offset : offset + n, :w] = torch.from_numpy(d.inputs["target_tokens"].reshape(n, w))
         offset += n
-    logprobs = HeadProjection(head).target_logprobs(rows, targets.to(device))
+    hidden = body(input_ids=upload(ids, device), use_cache=False).last_hidden_state
+    rows = torch.cat([hidden[i, : lengths[i]] for i in range(len(datums))])
+    logprobs = HeadProjection(head).target_logprobs(rows, upload(targets, device))
     out, offset = [], 0
     for d, n, w in zip(datums, lengths, widths):
         lp = logprobs[offset : offset + n, :w]
@@ -116,7 +126,10 @@ class TrainingModel:
         loss_fn = custom or LOSSES[req.loss_fn]
         hf = self.peft.get_base_model()
         saved_grads = None if req.forward_only else self._grads_snapshot()
-        outputs, total = [], 0.0
+        # No host sync inside the loop: on a GPU the next micro-batch's forward is queued while this
+        # one's backward runs. Losses and logprobs come back in one transfer after the last one; a
+        # non-finite loss then fails the request and its gradients are restored like any failure.
+        losses, logprobs_D = [], []
         try:
             for batch in micro_batches(req.data, self.max_batch_tokens):
                 with torch.set_grad_enabled(not req.forward_only):
@@ -124,20 +137,23 @@ class TrainingModel:
                     loss = None
                     for d, lp in zip(batch, logprobs):
                         inputs = {
-                            k: torch.from_numpy(v).to(self.device) for k, v in d.inputs.items() if k != "target_tokens"
+                            k: upload(torch.from_numpy(v), self.device) for k, v in d.inputs.items() if k != "target_tokens"
                         }
                         try:
                             datum_loss = loss_fn(lp, inputs, req.loss_fn_config)
                         except LossError as e:  # the uploaded loss failed on this data: the request's fault
                             raise RequestFailed(str(e)) from None
                         loss = datum_loss if loss is None else loss + datum_loss
-                value = float(loss.detach())
-                if not math.isfinite(value):
-                    raise RequestFailed(f"loss is {value} (non-finite); gradients were not updated")
                 if not req.forward_only:
                     loss.backward()
+                losses.append(loss.detach())
+                logprobs_D.extend(lp.detach() for lp in logprobs)
+            total = 0.0
+            for value in torch.stack(losses).tolist():
+                if not math.isfinite(value):
+                    raise RequestFailed(f"loss is {value} (non-finite); gradients were not updated")
                 total += value
-                outputs.extend({"logprobs": lp} for lp in _to_numpy(logprobs))
+            outputs = [{"logprobs": lp} for lp in _to_numpy(logprobs_D)]
             if saved_grads is not None and not self._grads_finite():
                 raise RequestFailed("gradients are non-finite (NaN/inf); gradients were not updated")
         except BaseException:
