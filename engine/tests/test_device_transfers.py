@@ -60,10 +60,9 @@ def test_uploads_and_clipped_losses_queue_no_sync():
     torch.cuda.set_sync_debug_mode("error")  # raises on any stream or device sync
     try:
         inputs = {k: upload(torch.from_numpy(v), dev) for k, v in host.items()}
-        per_token = dict(inputs)
-        del inputs["clip_low_threshold"]
+        per_token = inputs.pop("clip_low_threshold")
         for name in ("cross_entropy", "importance_sampling", "ppo", "cispo"):
-            LOSSES[name](lp, inputs, resolve_config(name, {}) if name != "cross_entropy" else {})
-        LOSSES["ppo"](lp, per_token, resolve_config("ppo", {}))
+            LOSSES[name](lp, inputs, resolve_config(name, {}))
+        LOSSES["ppo"](lp, {**inputs, "clip_low_threshold": per_token}, resolve_config("ppo", {}))
     finally:
         torch.cuda.set_sync_debug_mode(0)

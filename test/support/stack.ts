@@ -124,18 +124,15 @@ export async function waitUntil(what: string, probe: () => Promise<boolean>, tim
 }
 
 /**
- * Waits until an activity (of `type`, when given) is running on a worker, as the server sees it: a
- * kill test that must land mid-activity kills right after this, not after a guessed sleep that a
- * slower or faster machine turns into a kill between activities.
+ * Waits until an activity of `type` is running on a worker, as the server sees it: a kill test that
+ * must land mid-activity kills right after this, not after a guessed sleep that a slower or faster
+ * machine turns into a kill between activities.
  */
-export async function untilActivityRunning(handle: WorkflowHandle, type?: string, timeoutMs = 300_000): Promise<void> {
+export async function untilActivityRunning(handle: WorkflowHandle, type: string, timeoutMs = 300_000): Promise<void> {
   const STARTED = 2; // temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED
   await waitUntil(
-    `a running ${type ?? 'activity'}`,
-    async () =>
-      ((await handle.describe()).raw.pendingActivities ?? []).some(
-        (a) => Number(a.state) === STARTED && (type === undefined || a.activityType?.name === type),
-      ),
+    `a running ${type}`,
+    async () => ((await handle.describe()).raw.pendingActivities ?? []).some((a) => Number(a.state) === STARTED && a.activityType?.name === type),
     timeoutMs,
     20,
   );
