@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "engine"))
 
 from tinker_engine import fast_decode  # noqa: E402
 from tinker_engine.base_models import BaseModelCache, instance_sharing_weights  # noqa: E402
+from tinker_engine.cli import configure_determinism  # noqa: E402
 from tinker_engine.fast_decode import FastJob, FastSampler  # noqa: E402
 from tinker_engine.lora import LoraSpec, attach_lora  # noqa: E402
 from tinker_engine.sampler import SamplingParams  # noqa: E402
@@ -131,6 +132,7 @@ def main():
     p.add_argument("--profile-rows", type=int, default=20, help="operators listed (0: no torch.profiler table)")
     p.add_argument("--variants", action="store_true")
     args = p.parse_args()
+    configure_determinism()  # as the engine runs; before CUDA starts (cuBLAS workspace setting)
     args.device, dtype = resolve_model_arguments(args)
     cuda = args.device.type == "cuda"
     rows_list = [int(x) for x in (args.rows or ("64,512" if cuda else "32")).split(",")]
@@ -140,7 +142,6 @@ def main():
         args.cache_bytes = int(args.kv_cache_gb * (1 << 30))
     else:
         args.cache_bytes = int(0.4 * torch.cuda.get_device_properties(args.device).total_memory) if cuda else 2 << 30
-    torch.use_deterministic_algorithms(True, warn_only=True)  # as the engine runs
     spec = model_spec(args)
     base = BaseModelCache(args.device, dtype).model(spec)
     snapshot = adapted_model(base, args.rank)

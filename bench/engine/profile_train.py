@@ -2,7 +2,7 @@
 in-process on one device (no HTTP), with torch.profiler's top operators for each.
 
 Usage: python profile_train.py [--device cuda] [--model DIR|tiny-qwen3] [--datums 8 --length 512]
-       [--variants] (also times the engine deterministic without NaN-filling new memory, with
+       [--variants] (also times the engine with deterministic mode's NaN fill of new memory, with
        determinism off, with other head chunk sizes, and the plain loop with determinism off)
 """
 
@@ -18,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "engine"))
 
 from tinker_engine import head  # noqa: E402
 from tinker_engine.base_models import BaseModelCache  # noqa: E402
+from tinker_engine.cli import configure_determinism  # noqa: E402
 from tinker_engine.lora import LoraSpec  # noqa: E402
 from tinker_engine.trainer import ADAM_DEFAULTS, TrainingModel  # noqa: E402
 from tinker_engine.wire import Datum, ForwardRequest  # noqa: E402
@@ -61,6 +62,9 @@ def profile(step, device, label, rows):
     key = "self_cuda_time_total" if device.type == "cuda" else "self_cpu_time_total"
     print(f"\n== {label}: top operators by {key}")
     print(prof.key_averages().table(sort_by=key, row_limit=rows, max_name_column_width=60))
+    if device.type == "cuda":  # what a launch-bound step pays for: one launch (or graph node) each
+        kernels = sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
+        print(f"{label}: {kernels / 2:,.0f} GPU kernels and copies per step")
 
 
 def main():
@@ -73,7 +77,7 @@ def main():
     p.add_argument("--no-profile", action="store_true")
     args = p.parse_args()
     device, dtype = resolve_model_arguments(args)
-    torch.use_deterministic_algorithms(True, warn_only=True)  # as the engine runs (both rows below)
+    configure_determinism()  # as the engine runs (both rows below)
     seqs = sequences(args.datums, args.length)
     spec = model_spec(args)
     base = BaseModelCache(device, dtype).model(spec)
@@ -83,16 +87,15 @@ def main():
     tokens = args.datums * args.length
     rows = [("engine", ms_per_step(engine)), ("plain PyTorch + peft", ms_per_step(plain))]
     if args.variants:
-        # Deterministic kernels, but new memory not NaN-filled first (a cost on every allocation
-        # that deterministic mode adds on its own; it matters only to kernels that read memory
-        # they never wrote).
-        torch.utils.deterministic.fill_uninitialized_memory = False
-        rows.append(("engine, deterministic, no NaN fill", ms_per_step(engine)))
+        # PyTorch's default in deterministic mode, which the engine turns off: every new tensor
+        # NaN-filled before its op writes it (a kernel and a memory pass per allocation).
         torch.utils.deterministic.fill_uninitialized_memory = True
+        rows.append(("engine, deterministic, NaN fill", ms_per_step(engine)))
+        torch.utils.deterministic.fill_uninitialized_memory = False
         torch.use_deterministic_algorithms(False)
         rows.append(("engine, determinism off", ms_per_step(engine)))
         rows.append(("plain PyTorch + peft, determinism off", ms_per_step(plain)))
-        torch.use_deterministic_algorithms(True, warn_only=True)
+        configure_determinism()
         name = "CUDA_CHUNK_ELEMENTS" if device.type == "cuda" else "CHUNK_ELEMENTS"
         default = getattr(head, name)
         for chunk in (default >> 2, default << 2):
