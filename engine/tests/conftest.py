@@ -16,6 +16,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 API_KEY = "tml-test"
 
 
+def pytest_configure(config):
+    # pytest shows warnings its own way, past the filter fast_decode installs for the engine.
+    config.addinivalue_line("filterwarnings", "ignore:put_ does not have a deterministic implementation")
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -14,7 +14,7 @@ import torch
 
 from http_client import Client, corpus, datum, greedy_load_beside_training, side_by_side
 from tinker_engine.base_models import BaseModelCache, ModelRegistry, instance_sharing_weights
-from tinker_engine.fast_decode import FastJob, FastSampler, counter_uniform, draw_rows, filter_rows, unsupported_reason
+from tinker_engine.fast_decode import BaseWeights, FastJob, FastSampler, counter_uniform, draw_rows, filter_rows, unsupported_reason
 from tinker_engine.lora import LoraSpec, attach_lora
 from tinker_engine.sampler import SamplingParams, _filter_logits, generate
 
@@ -227,6 +227,58 @@ def test_a_failed_graph_capture_leaves_the_sampler_decoding_eagerly_and_right():
     for k, (model, prompt, n) in enumerate([(base, prompts[0], 2), (adapted, prompts[1], 1), (base, prompts[2], 1)]):
         expected = reference(model, prompt, n, params, spec, tokenizer, "cpu")
         assert [s["tokens"] for s in results[k]["sequences"]] == [s["tokens"] for s in expected], k
+
+
+@pytest.mark.parametrize("name", ["tiny-qwen3", "tiny-llama3"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
+def test_decode_norms_are_the_models_norms_fused(name, dtype):
+    device = DEVICES[-1]
+    base = BaseModelCache(torch.device(device), dtype).model(ModelRegistry().resolve(name))
+    weights = BaseWeights(base)
+    decoder = base.get_decoder()
+    pairs = [(decoder.norm, weights.norm)]
+    for layer, fused in zip(decoder.layers, weights.layers):
+        pairs += [(layer.input_layernorm, fused["ln1"]), (layer.post_attention_layernorm, fused["ln2"])]
+        if getattr(layer.self_attn, "q_norm", None) is not None:
+            pairs += [(layer.self_attn.q_norm, fused["q_norm"]), (layer.self_attn.k_norm, fused["k_norm"])]
+    generator = torch.Generator().manual_seed(0)
+    for module, fused in pairs:
+        assert fused is not module, type(module).__name__
+        with torch.no_grad():
+            module.weight.copy_(torch.rand(module.weight.shape, generator=generator) * 2)  # not all ones
+            x = (torch.randn(7, 3, module.weight.shape[0], generator=generator) * 4).to(device, dtype)
+            expected, got = module(x), fused(x)
+        assert got.dtype == expected.dtype
+        # float32: the same statistics and products; bfloat16: the weight is applied before rounding.
+        rtol = 1e-6 if dtype == torch.float32 else 2 ** -7
+        torch.testing.assert_close(got.float(), expected.float(), rtol=rtol, atol=1e-6)
+
+
+# Operators that deterministic mode runs through a sort of their indices on CUDA (in case some
+# repeat): several kernels each, in a step that is otherwise a few kernels per layer.
+SORTING_UNDER_DETERMINISM = {"aten::index_copy_", "aten::index_copy", "aten::index_put_", "aten::_index_put_impl_",
+                             "aten::scatter_", "aten::scatter", "aten::scatter_add_", "aten::index_add_"}
+
+
+def test_a_decode_step_writes_its_cache_without_operators_that_sort_under_determinism(models):
+    device, spec, tokenizer, base, adapted = models
+    sampler = FastSampler(device, 1 << 30)
+    sampler.use_graphs = False  # eager, so that the profiler sees the operators a graph would hold
+    results: dict = {}
+    params = SamplingParams(max_tokens=20, temperature=1.0, seed=1)
+    for k, prompt in enumerate(corpus(3, 9)):
+        sampler.submit(job(base, adapted, prompt[: 5 + k], 1, params, spec, tokenizer, results, k))
+    sampler.step()
+    lane = sampler.lanes[0]
+    from torch.profiler import profile
+
+    with profile() as prof:
+        lane.decode(len(lane.rows), max(r.position for r in lane.rows))
+    names = {e.name for e in prof.events()}
+    assert "aten::put_" in names, "the cache writes are put_"
+    assert not names & SORTING_UNDER_DETERMINISM
+    run(sampler, {0: []})
+    assert sorted(results) == [0, 1, 2]
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA only: stream synchronisation")

@@ -25,6 +25,7 @@ where the durable runs' crash-equality guarantee rests on bitwise reproducible s
 """
 
 import logging
+import warnings
 from dataclasses import dataclass, field
 
 import torch
@@ -34,6 +35,9 @@ from .head import mm_float32_out
 from .sampler import SamplingParams, StopChecker, _unwrap, record_draws, sample_seed
 
 log = logging.getLogger("tinker_engine")
+# Deterministic mode warns about every put_ without accumulation, since repeated offsets would
+# leave the result to the kernel's timing; the decode step's offsets never repeat.
+warnings.filterwarnings("ignore", message="put_ does not have a deterministic implementation")
 
 SUPPORTED_MODEL_TYPES = ("llama", "qwen2", "qwen3", "mistral")
 POSITION_ONLY_ROPE = ("default", "linear", "llama3", "yarn")
@@ -121,6 +125,21 @@ class _Group:
         return a.to(device), b
 
 
+# Norm classes of the supported families, all weight · x/√(mean(x²) + ε) with float32 statistics.
+RMS_NORMS = ("LlamaRMSNorm", "Qwen2RMSNorm", "Qwen3RMSNorm", "MistralRMSNorm")
+
+
+def _fused_norm(module):
+    """An RMSNorm module as F.rms_norm: one fused kernel on CUDA where the module's eager code is
+    eight (two casts, pow, mean, add, rsqrt, two muls). The weight is applied before the single
+    rounding to the input's dtype, so in bfloat16 a value may differ from the module's by that
+    rounding. Other norms (or None) are returned as they are."""
+    if module is None or type(module).__name__ not in RMS_NORMS:
+        return module
+    weight, eps = module.weight.detach(), module.variance_epsilon
+    return lambda x: F.rms_norm(x, weight.shape, weight, eps)
+
+
 def _layer_modules(layer) -> list:
     """The module lists of a decoder layer's groups, in a fixed order."""
     a, m = layer.self_attn, layer.mlp
@@ -136,16 +155,16 @@ class BaseWeights:
         decoder = hf.get_decoder()
         self.config = config
         self.embed = decoder.embed_tokens
-        self.norm = decoder.norm
+        self.norm = _fused_norm(decoder.norm)
         self.rotary = decoder.rotary_emb
         self.layers = []
         for layer in decoder.layers:
             attn = layer.self_attn
             self.layers.append({
-                "ln1": layer.input_layernorm,
-                "ln2": layer.post_attention_layernorm,
-                "q_norm": getattr(attn, "q_norm", None),
-                "k_norm": getattr(attn, "k_norm", None),
+                "ln1": _fused_norm(layer.input_layernorm),
+                "ln2": _fused_norm(layer.post_attention_layernorm),
+                "q_norm": _fused_norm(getattr(attn, "q_norm", None)),
+                "k_norm": _fused_norm(getattr(attn, "k_norm", None)),
                 "act": layer.mlp.act_fn,
                 "groups": [_Group(ms) for ms in _layer_modules(layer)],
                 "scaling": attn.scaling,
@@ -462,16 +481,20 @@ class _Lane:
         # captured graph of this lane reads.
         cos_t, sin_t = self.rope
         cos, sin = cos_t[positions][:, None], sin_t[positions][:, None]  # [B, 1, d]
-        # Flat cache row of (slot, kv head) for this step's writes: index_copy_ keeps capture simple.
+        # Where this step's keys and values go in a layer's cache, element by element: a row of
+        # head_dim offsets per (slot, kv head). Writes are put_ of distinct offsets: deterministic,
+        # and one kernel. Under deterministic mode on CUDA, index_copy_ (or an indexed assignment)
+        # would first sort its indices in case some repeat, several kernels more per write.
         heads = torch.arange(base.num_kv_heads, device=base.device)
-        write_at = ((torch.arange(batch, device=base.device)[:, None] * base.num_kv_heads + heads) * self.length
-                    + positions[:, None]).reshape(-1)
+        rows = (torch.arange(batch, device=base.device)[:, None] * base.num_kv_heads + heads) * self.length \
+            + positions[:, None]
+        write_at = rows.reshape(-1, 1) * base.head_dim + torch.arange(base.head_dim, device=base.device)
         visible = (torch.arange(length, device=base.device)[None] <= positions[:, None])[:, None, None, :]
         groups = base.num_heads // base.num_kv_heads
 
         def attend(i, q, k, v, scaling):
-            self.k[i].view(-1, base.head_dim).index_copy_(0, write_at, k.reshape(-1, base.head_dim))
-            self.v[i].view(-1, base.head_dim).index_copy_(0, write_at, v.reshape(-1, base.head_dim))
+            self.k[i].put_(write_at, k.reshape(write_at.shape))
+            self.v[i].put_(write_at, v.reshape(write_at.shape))
             # The query heads of one kv head are its "query positions": no repeat of the cache.
             q = q.view(batch, base.num_kv_heads, groups, base.head_dim)
             keys, values = self.k[i, :batch, :, :length], self.v[i, :batch, :, :length]
