@@ -19,6 +19,7 @@ def host_inputs(n=64):
         "advantages": rng.normal(0.0, 1.0, n).astype(np.float32),
         "weights": np.ones(n, dtype=np.float32),
         "clip_low_threshold": np.full(n, 0.7, dtype=np.float32),
+        "sequence_ratio_mask": (np.arange(n) >= n // 4).astype(np.float32),  # a prompt, then sampled tokens
     }
 
 
@@ -52,7 +53,7 @@ def test_thresholds_from_config_and_from_inputs_clip_as_float32_tensors_would(de
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA only")
-def test_uploads_and_clipped_losses_queue_no_sync():
+def test_uploads_and_the_built_in_losses_queue_no_sync():
     dev = torch.device("cuda")
     host = host_inputs()
     lp = torch.from_numpy(host["logprobs"] + 0.1).to(dev)
@@ -61,7 +62,7 @@ def test_uploads_and_clipped_losses_queue_no_sync():
     try:
         inputs = {k: upload(torch.from_numpy(v), dev) for k, v in host.items()}
         per_token = inputs.pop("clip_low_threshold")
-        for name in ("cross_entropy", "importance_sampling", "ppo", "cispo"):
+        for name in ("cross_entropy", "importance_sampling", "ppo", "cispo", "dro", "gspo"):
             LOSSES[name](lp, inputs, resolve_config(name, {}))
         LOSSES["ppo"](lp, {**inputs, "clip_low_threshold": per_token}, resolve_config("ppo", {}))
     finally:

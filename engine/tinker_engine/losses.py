@@ -96,9 +96,12 @@ def gspo(logprobs, inputs, config):
     sequence ratio — the geometric mean of the token ratios over the tokens sequence_ratio_mask
     marks — with the gradient of its own logprob, then PPO's clipped objective."""
     in_ratio = inputs["sequence_ratio_mask"] != 0
-    # A datum that marks no token has no ratio; validation admits it only when every advantage is
+    # The mean over the marked tokens without selecting them: a selection's size comes from the
+    # mask's values, which on CUDA makes the host wait for the device, datum after datum. A datum
+    # that marks no token gets a log ratio of 0; validation admits it only when every advantage is
     # zero, where any finite ratio gives the same (zero) loss and gradient.
-    log_ratio = (logprobs.detach() - inputs["logprobs"])[in_ratio].mean() if in_ratio.any() else logprobs.new_zeros(())
+    marked = torch.where(in_ratio, logprobs.detach() - inputs["logprobs"], 0.0)
+    log_ratio = marked.sum() / in_ratio.sum().clamp(min=1)
     ratio = torch.exp(log_ratio + logprobs - logprobs.detach())
     lo = _threshold(inputs, config, "clip_low_threshold", ratio)
     hi = _threshold(inputs, config, "clip_high_threshold", ratio)
