@@ -112,7 +112,7 @@ def run_rows(args, base, snapshot, rows: int, graphs: bool, profile_label: str |
             lane.stop_graphs()
         profile(lambda: (sampler.step(), sync(args.device)), args.device, profile_label, args.profile_rows)
     lane = sampler.lanes[0]
-    length = min(fast_decode._bucket(max(r.position for r in lane.rows) + 1, fast_decode.MIN_LENGTH_BUCKET), lane.length)
+    length = min(fast_decode.length_bucket(max(r.position for r in lane.rows) + 1), lane.length)
     sampler.fail_all(RuntimeError("profile done"))
     if any(not isinstance(f, RuntimeError) or str(f) != "profile done" for f in failures):
         raise RuntimeError(f"decode failed: {failures[0]!r}")

@@ -14,7 +14,10 @@ import torch
 
 from http_client import Client, corpus, datum, greedy_load_beside_training, side_by_side
 from tinker_engine.base_models import BaseModelCache, ModelRegistry, instance_sharing_weights
-from tinker_engine.fast_decode import BaseWeights, FastJob, FastSampler, counter_uniform, draw_rows, filter_rows, unsupported_reason
+from tinker_engine.fast_decode import (
+    MIN_LENGTH_BUCKET, BaseWeights, FastJob, FastSampler, counter_uniform, decode_bucket, draw_rows, filter_rows,
+    length_bucket, unsupported_reason,
+)
 from tinker_engine.lora import LoraSpec, attach_lora
 from tinker_engine.sampler import SamplingParams, _filter_logits, generate
 
@@ -208,6 +211,17 @@ def test_a_lane_keeps_decoding_right_when_another_lane_grows_the_rope_tables(mod
                                           ("long", adapted, long_prompt, 1, params_long)):
         expected = reference(model, prompt, n, params, spec, tokenizer, device)
         assert [s["tokens"] for s in results[key]["sequences"]] == [s["tokens"] for s in expected], key
+
+
+def test_decode_buckets_pad_a_step_by_at_most_a_quarter_with_four_buckets_per_octave():
+    for floor, top in ((8, 512), (MIN_LENGTH_BUCKET, 8192)):
+        buckets = [decode_bucket(n, floor) for n in range(1, top + 1)]
+        assert all(b >= n for n, b in enumerate(buckets, 1)) and buckets == sorted(buckets)
+        assert all(b - n <= max(n // 4, floor - 1) for n, b in enumerate(buckets, 1))
+    assert sorted({decode_bucket(n, 8) for n in range(1, 513)}) == [
+        1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384, 448, 512]
+    assert [length_bucket(n) for n in (1, 64, 65, 129, 300, 513, 4000)] == [64, 64, 128, 192, 320, 640, 4096]
+    assert len({length_bucket(n) for n in range(1, 4097)}) == 20  # powers of two: 7
 
 
 def test_a_failed_graph_capture_leaves_the_sampler_decoding_eagerly_and_right():

@@ -42,6 +42,7 @@ warnings.filterwarnings("ignore", message="put_ does not have a deterministic im
 SUPPORTED_MODEL_TYPES = ("llama", "qwen2", "qwen3", "mistral")
 POSITION_ONLY_ROPE = ("default", "linear", "llama3", "yarn")
 MIN_LENGTH_BUCKET = 64
+BATCH_STEP = 8  # decode batches above 8 rows run at multiples of 8 (or more: decode_bucket)
 PREFILL_TOKENS = 16384  # padded prompt tokens per prefill batch
 MAX_IDLE_LANES = 2
 
@@ -341,6 +342,24 @@ def _bucket(n: int, minimum: int = 1) -> int:
     return size
 
 
+def decode_bucket(n: int, floor: int) -> int:
+    """The batch or length a decode step of n rows (or n cache positions) runs at: n rounded up to
+    a multiple of an eighth of the power of two above it, and of `floor`; powers of two up to
+    `floor`. Four buckets per octave pad a step by at most a quarter (or `floor`) where powers of
+    two pad by up to double, and attention reads every padded row's keys up to the padded length:
+    a decode step at hundreds of rows is mostly those reads. The price is twice as many CUDA
+    graphs, each captured once per lane."""
+    if n <= floor:
+        return _bucket(n)
+    step = max(floor, (1 << (n - 1).bit_length()) >> 3)
+    return -(-n // step) * step
+
+
+def length_bucket(positions: int) -> int:
+    """The cache length a decode step attends to when its rows reach `positions` positions."""
+    return decode_bucket(max(positions, MIN_LENGTH_BUCKET), MIN_LENGTH_BUCKET)
+
+
 class _Lane:
     """The rows of one sampler snapshot: their slot cache, per-row state, and CUDA graphs."""
 
@@ -508,8 +527,8 @@ class _Lane:
         if not self.use_graphs:
             self._decode(n, max_position + 1)
             return
-        batch = min(_bucket(n), self.slots)
-        length = min(_bucket(max_position + 1, MIN_LENGTH_BUCKET), self.length)
+        batch = min(decode_bucket(n, BATCH_STEP), self.slots)
+        length = min(length_bucket(max_position + 1), self.length)
         graph = self.graphs.get((batch, length))
         if graph is None:
             try:
