@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from tinker_engine.losses import LOSSES, resolve_config
-from tinker_engine.trainer import upload
+from tinker_engine.transfers import upload
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 

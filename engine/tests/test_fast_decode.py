@@ -300,7 +300,7 @@ def test_a_step_between_row_changes_waits_for_its_own_draws_alone():
     """A decode step is queued before the host reads the step's draws, so the device decodes while
     the host records them and checks stop conditions. Any stream or device sync in such a step
     (a blocking upload, an .item()) would idle the device again: torch's sync debug mode raises on
-    one. Rows here never stop, so no row change (whose upload does sync) falls in the checked steps."""
+    one. Rows here never stop: the test after this one checks steps where rows change."""
     spec, tokenizer, base, adapted = build_models("cuda")
     sampler = FastSampler("cuda", 1 << 30)
     failures: list = []
@@ -318,6 +318,35 @@ def test_a_step_between_row_changes_waits_for_its_own_draws_alone():
         torch.cuda.set_sync_debug_mode("default")
     assert not failures and len(sampler.lanes[0].rows) == 4
     assert all(len(r.job.tokens[0]) == 8 for r in sampler.lanes[0].rows)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA only: stream synchronisation")
+def test_steps_where_rows_retire_and_requests_join_queue_no_sync():
+    """Rows that stop move others down the cache and rebuild the per-row state; a request that
+    arrives is prefilled and copied to its samples' slots. Their uploads go through pinned memory,
+    so none of these steps makes the host wait for the device either."""
+    spec, tokenizer, base, adapted = build_models("cuda")
+    sampler = FastSampler("cuda", 1 << 30)
+    sampler.use_graphs = False  # a capture synchronises (once per bucket); this test is about uploads
+    results: dict = {}
+    prompts = corpus(6, 10)
+
+    def submit(k, max_tokens, n=1):
+        sampler.submit(job(base, adapted, prompts[k], n, SamplingParams(max_tokens=max_tokens, seed=k), spec,
+                           tokenizer, results, k))
+
+    for k, max_tokens in enumerate((6, 7, 9, 30)):
+        submit(k, max_tokens)
+    sampler.step()  # the first admission creates the lane, which waits for the adapter's copy
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        for step in range(12):
+            if step == 2:
+                submit(4, 5, n=3)  # prefill and slot copies mid-flight
+            sampler.step()
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    assert sorted(results) == [0, 1, 2, 4] and len(sampler.lanes[0].rows) == 1
 
 
 def test_a_request_larger_than_the_cache_budget_takes_the_reference_path(models):

@@ -13,7 +13,8 @@ What makes it fast, and why each part is there:
 - The device does not wait for the host: a step queues the decode of every row's draw before it
   reads the draws back (waiting for their copy alone), then records tokens, checks stop conditions
   and retires stopped rows while that decode runs. Per-row counters live on the device between
-  row changes, so such a step uploads nothing.
+  row changes, so such a step uploads nothing; what a row change or a prefill uploads goes through
+  pinned memory without a sync (transfers.py), so no step makes the host wait for the device.
 - Prompts are prefilled together, right-padded into one batch.
 - Draws come from a counter-based generator: the uniform of sample s's t-th token is a hash of
   (sample seed, t), so a row's draws never depend on which other rows share its batch.
@@ -33,6 +34,7 @@ import torch.nn.functional as F
 
 from .head import mm_float32_out
 from .sampler import SamplingParams, StopChecker, _unwrap, record_draws, sample_seed
+from .transfers import start_download, upload
 
 log = logging.getLogger("tinker_engine")
 # Deterministic mode warns about every put_ without accumulation, since repeated offsets would
@@ -469,10 +471,10 @@ class _Lane:
         ids = torch.zeros((len(prompts), width), dtype=torch.long)
         for i, p in enumerate(prompts):
             ids[i, : len(p)] = torch.tensor(p)
-        ids = ids.to(base.device)
+        ids = upload(ids, base.device)
         cos, sin = base.rope(width)
         cos, sin = cos[:width, None], sin[:width, None]  # [T, 1, d]: broadcast over heads
-        slot_index = torch.tensor(slots, dtype=torch.long, device=base.device)
+        slot_index = upload(torch.tensor(slots, dtype=torch.long), base.device)
 
         def attend(i, q, k, v, scaling):
             # q [J, T, H, d]; causal attention never reads the right padding of a shorter prompt.
@@ -483,11 +485,11 @@ class _Lane:
             return out.transpose(1, 2).reshape(*q.shape[:1], width, -1)
 
         hidden = self._layers(base.embed(ids), cos, sin, attend)
-        last = torch.tensor([len(p) - 1 for p in prompts], device=base.device)
+        last = upload(torch.tensor([len(p) - 1 for p in prompts]), base.device)
         self.logits[slot_index] = self._head(hidden[torch.arange(len(prompts), device=base.device), last])
 
     def copy_slot(self, src: int, dst: list) -> None:
-        index = torch.tensor(dst, dtype=torch.long, device=self.base.device)
+        index = upload(torch.tensor(dst, dtype=torch.long), self.base.device)
         self.k[:, index] = self.k[:, src : src + 1].clone()
         self.v[:, index] = self.v[:, src : src + 1].clone()
         self.logits[index] = self.logits[src].clone()
@@ -563,19 +565,22 @@ class _Lane:
 
     def row_state(self):
         """Per-row tensors on the device: sampling parameters, draw counts, and the positions the
-        decode step reads. Built (and uploaded, a sync) only when the rows change; a step in between
-        advances counts and positions on the device, so it waits on nothing but its own draws."""
+        decode step reads. Built and uploaded only when the rows change (without a sync, like every
+        upload here); a step in between advances counts and positions on the device."""
         if self._row_state is None:
             device = self.base.device
+
+            def up(values, dtype):
+                return upload(torch.tensor(values, dtype=dtype), device)
+
             params = [r.job.params for r in self.rows]
-            self.positions[: len(self.rows)] = torch.tensor([r.position for r in self.rows], dtype=torch.long)
+            self.positions[: len(self.rows)] = up([r.position for r in self.rows], torch.long)
             self._row_state = {
-                "temperature": torch.tensor([p.temperature for p in params], dtype=torch.float32, device=device),
-                "top_k": torch.tensor([p.top_k for p in params], dtype=torch.long, device=device),
-                "top_p": torch.tensor([p.top_p for p in params], dtype=torch.float32, device=device),
-                "keys": torch.tensor([r.key for r in self.rows], dtype=torch.long, device=device),
-                "counts": torch.tensor([len(r.job.tokens[r.index]) for r in self.rows], dtype=torch.long,
-                                       device=device),
+                "temperature": up([p.temperature for p in params], torch.float32),
+                "top_k": up([p.top_k for p in params], torch.long),
+                "top_p": up([p.top_p for p in params], torch.float32),
+                "keys": up([r.key for r in self.rows], torch.long),
+                "counts": up([len(r.job.tokens[r.index]) for r in self.rows], torch.long),
                 "any_filter": any(0 < p.top_k < self.base.vocab or p.top_p < 1.0 for p in params),
                 "any_greedy": any(p.temperature <= 0 for p in params),
                 "all_unit_temperature": all(p.temperature == 1.0 for p in params),
@@ -595,7 +600,7 @@ class _Lane:
             self.logits[:n], state["temperature"], state["top_k"], state["top_p"], state["keys"], state["counts"],
             state["any_filter"], state["any_greedy"], state["all_unit_temperature"],
         )
-        drawn = _to_host(chosen, logprobs)
+        drawn = start_download(chosen, logprobs)
         self.ids[:n] = chosen
         self.decode(n, max(r.position for r in self.rows))
         self.positions[:n] += 1
@@ -614,8 +619,8 @@ class _Lane:
         self._row_state = None
         moves = [(i, src) for i, src in enumerate(keep) if src != i]
         if moves:
-            dst = torch.tensor([m[0] for m in moves], dtype=torch.long, device=self.base.device)
-            src = torch.tensor([m[1] for m in moves], dtype=torch.long, device=self.base.device)
+            dst = upload(torch.tensor([m[0] for m in moves], dtype=torch.long), self.base.device)
+            src = upload(torch.tensor([m[1] for m in moves], dtype=torch.long), self.base.device)
             used = max(self.rows[i].position for i, _ in moves)
             self.k[:, dst, :, :used] = self.k[:, src, :, :used]
             self.v[:, dst, :, :used] = self.v[:, src, :, :used]
@@ -623,25 +628,6 @@ class _Lane:
         # Rows past the live ones feed padding into a captured batch: keep them harmless.
         self.ids[len(keep) : n] = 0
         self.positions[len(keep) : n] = 0
-
-
-def _to_host(*tensors):
-    """Starts copying small device tensors to the host and returns a function that waits for those
-    copies alone (work queued after this call, such as the next decode, keeps running) and gives
-    their values as lists."""
-    if tensors[0].device.type != "cuda":
-        return lambda: [t.tolist() for t in tensors]
-    host = [torch.empty(t.shape, dtype=t.dtype, pin_memory=True) for t in tensors]
-    for h, t in zip(host, tensors):
-        h.copy_(t, non_blocking=True)
-    copied = torch.cuda.Event()
-    copied.record()
-
-    def wait():
-        copied.synchronize()
-        return [h.tolist() for h in host]
-
-    return wait
 
 
 class FastSampler:

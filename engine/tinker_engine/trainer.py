@@ -16,6 +16,7 @@ from .head import HeadProjection
 from .lora import LoraSpec, adapter_state, attach_lora, check_adapter_state, load_adapter_state
 from .custom_loss import Accumulator, LossError
 from .losses import LOSSES, OUTPUT_TYPE
+from .transfers import upload
 from .wire import ForwardRequest
 
 ADAM_DEFAULTS = {
@@ -29,16 +30,6 @@ ADAM_DEFAULTS = {
 def body_and_head(hf_model):
     """The decoder stack and the output head of a causal LM (works through peft wrappers)."""
     return hf_model.get_decoder(), hf_model.get_output_embeddings()
-
-
-def upload(t: torch.Tensor, device) -> torch.Tensor:
-    """Host → device without a stream sync. On CUDA a plain .to() from pageable memory waits for all
-    queued work, which would make the host's kernel launches wait for the device's execution; a
-    pinned staging copy with a non-blocking transfer does not (the caching host allocator keeps the
-    staging buffer alive until the copy has run)."""
-    if device.type != "cuda":
-        return t.to(device)
-    return t.pin_memory().to(device, non_blocking=True)
 
 
 def target_logprobs(hf_model, datums: list, device) -> list:
