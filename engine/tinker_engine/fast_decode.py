@@ -182,7 +182,7 @@ class BaseWeights:
         self.dtype = self.head.weight.dtype
         self.device = self.head.weight.device
         self.mm_float32_out = mm_float32_out(self.device, self.dtype)
-        self._rope = None  # (cos, sin) tables [T, head_dim]
+        self._rope = None  # (cos, signed sin) tables [T, head_dim]: see _rotate
 
     def lora_of(self, model) -> list | None:
         """Per layer per group (A, B) — plus the head's as the last entry — of a peft snapshot."""
@@ -202,7 +202,8 @@ class BaseWeights:
             positions = torch.arange(size, device=self.device)[None]
             dummy = torch.zeros(1, dtype=self.dtype, device=self.device)
             cos, sin = self.rotary(dummy, positions)
-            self._rope = (cos[0], sin[0])
+            cos, sin, half = cos[0], sin[0], sin.shape[-1] // 2
+            self._rope = (cos, torch.cat((-sin[:, :half], sin[:, half:]), dim=-1))  # sin signed for _rotate
         return self._rope
 
 
@@ -218,10 +219,11 @@ def _project(x: torch.Tensor, group: _Group, lora) -> torch.Tensor:
     return out.view(y.shape).to(y.dtype)
 
 
-def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    half = x.shape[-1] // 2
-    rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
-    return x * cos + rotated * sin
+def _rotate(x: torch.Tensor, cos: torch.Tensor, signed_sin: torch.Tensor) -> torch.Tensor:
+    """Rotary embedding, x·cos + rotate_half(x)·sin, with rotate_half(x)·sin computed as
+    roll(x, half)·[−sin₁, sin₂]: the same values bit for bit (a sign flip is exact), and one kernel
+    where negating and concatenating the halves are two."""
+    return x * cos + x.roll(x.shape[-1] // 2, dims=-1) * signed_sin
 
 
 def _head_logits(base: BaseWeights, x: torch.Tensor, lora) -> torch.Tensor:
@@ -379,7 +381,7 @@ class _Lane:
         self.use_graphs = use_graphs
         self.graphs: dict = {}
         self.graph_pool = None
-        self.rope = None  # (cos, sin) tables this lane's graphs read; held so a base's regrowth frees none
+        self.rope = None  # (cos, signed sin) tables this lane's graphs read; held so a base's regrowth frees none
         self._row_state = None
 
     # -- memory
