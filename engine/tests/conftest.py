@@ -18,7 +18,9 @@ API_KEY = "tml-test"
 
 def pytest_configure(config):
     # pytest shows warnings its own way, past the filter fast_decode installs for the engine.
-    config.addinivalue_line("filterwarnings", "ignore:put_ does not have a deterministic implementation")
+    from tinker_engine.fast_decode import PUT_WARNING
+
+    config.addinivalue_line("filterwarnings", f"ignore:{PUT_WARNING}")
 
 
 def free_port() -> int:

@@ -39,7 +39,8 @@ from .transfers import start_download, upload
 log = logging.getLogger("tinker_engine")
 # Deterministic mode warns about every put_ without accumulation, since repeated offsets would
 # leave the result to the kernel's timing; the decode step's offsets never repeat.
-warnings.filterwarnings("ignore", message="put_ does not have a deterministic implementation")
+PUT_WARNING = "put_ does not have a deterministic implementation"
+warnings.filterwarnings("ignore", message=PUT_WARNING)
 
 SUPPORTED_MODEL_TYPES = ("llama", "qwen2", "qwen3", "mistral")
 POSITION_ONLY_ROPE = ("default", "linear", "llama3", "yarn")
