@@ -1,11 +1,14 @@
 // Services of the local stack never outlive their parent: a parent SIGKILLed with a service
-// running (as a test runner killed mid-suite would be) leaves no orphan behind.
+// running (as a test runner killed mid-suite would be) leaves no orphan behind. A test's server
+// whose free port was taken before it bound it starts again on another.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { repoRoot } from '../../src/cli/services.js';
+import { httpOk, repoRoot, startEngine, type EngineOpts } from '../../src/cli/services.js';
+import { onFreePort } from '../support/free-port.js';
 
 const alive = (pid: number) => {
   try {
@@ -45,4 +48,26 @@ describe('local stack services', () => {
     for (let i = 0; i < 100 && alive(servicePid); i++) await new Promise((r) => setTimeout(r, 100));
     expect(alive(servicePid)).toBe(false);
   }, 60_000);
+
+  it('a test engine whose port was taken before it bound it is started again on another port', async () => {
+    const squatter = createServer();
+    await new Promise<void>((resolve) => squatter.listen(0, '127.0.0.1', resolve));
+    const takenPort = (squatter.address() as { port: number }).port;
+    const dir = mkdtempSync(join(tmpdir(), 'port-race-'));
+    const tried: number[] = [];
+    // The first attempt is handed the squatted port, as if another process had won the race.
+    const { opts, service } = await onFreePort({ dataDir: join(dir, 'engine') }, (o: EngineOpts) => {
+      tried.push(tried.length === 0 ? takenPort : o.port);
+      return startEngine({ ...o, port: tried.at(-1)! });
+    });
+    try {
+      expect(tried).toEqual([takenPort, opts.port]);
+      expect(opts.port).not.toBe(takenPort);
+      expect(await httpOk(`${service.baseUrl}/api/v1/healthz`)).toBe(true);
+    } finally {
+      await service.stop();
+      squatter.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 600_000);
 });

@@ -3,12 +3,13 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, startEngine as startEngineService, type Service } from '../../src/cli/services.js';
+import { startEngine as startEngineService, type Service } from '../../src/cli/services.js';
+import { onFreePort } from './free-port.js';
 
 export interface StartEngineOptions {
   /** Default: a fresh temp dir, removed by stop(). A given dir is kept. */
   dataDir?: string;
-  /** Default: a free port. */
+  /** Default: a free port (another one if something takes it before the engine binds it). */
   port?: number;
   extraArgs?: string[];
 }
@@ -29,9 +30,11 @@ export interface EngineHandle {
 export async function startEngine(opts: StartEngineOptions = {}): Promise<EngineHandle> {
   const ownsDir = opts.dataDir === undefined;
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'tinker-engine-'));
-  const port = opts.port ?? (await freePort());
-  const launch = () => startEngineService({ port, dataDir, extraArgs: opts.extraArgs });
-  let service: Service & { baseUrl: string } = await launch();
+  const given = { dataDir, extraArgs: opts.extraArgs };
+  const launch = (port: number) => startEngineService({ ...given, port });
+  const started = opts.port === undefined ? await onFreePort(given, startEngineService) : { opts: { port: opts.port }, service: await launch(opts.port) };
+  const port = started.opts.port;
+  let service: Service & { baseUrl: string } = started.service;
   return {
     baseUrl: service.baseUrl,
     port,
@@ -44,7 +47,7 @@ export async function startEngine(opts: StartEngineOptions = {}): Promise<Engine
     kill: () => service.kill(),
     async restart() {
       await service.kill();
-      service = await launch();
+      service = await launch(port);
     },
   };
 }

@@ -5,10 +5,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
-import { freePort, startEngine, startTemporalServer, startWorkerProcess, type Service } from '../../src/cli/services.js';
+import { startEngine, startTemporalServer, startWorkerProcess, type Service } from '../../src/cli/services.js';
 import { resolveRun, startRun, type ResolvedRun } from '../../src/cli/train.js';
 import { createCookbookWorker } from '../../src/workers/worker.js';
 import type { RunResult } from '../../src/workflows/shared/training-run.js';
+import { onFreePort } from './free-port.js';
 
 export interface TestStack {
   dir: string;
@@ -25,22 +26,6 @@ export interface TestStack {
 }
 
 let counter = 0;
-
-/**
- * Starts a server on a port free a moment ago. Another process can take that port before the
- * server binds it (an outgoing connection's ephemeral port, another test's server): the server
- * then exits before it is ready, and is started again on another port.
- */
-async function onFreePort<O extends { port: number }, S extends Service>(opts: Omit<O, 'port'>, start: (opts: O) => Promise<S>): Promise<{ opts: O; service: S }> {
-  for (let attempt = 1; ; attempt++) {
-    const withPort = { ...opts, port: await freePort() } as O;
-    try {
-      return { opts: withPort, service: await start(withPort) };
-    } catch (err) {
-      if (attempt >= 3 || !/exited \(.*\) before it was ready/.test(String(err))) throw err;
-    }
-  }
-}
 
 export async function startTestStack(opts: { persist?: boolean; engineArgs?: string[] } = {}): Promise<TestStack> {
   const dir = mkdtempSync(join(tmpdir(), 'cookbook-test-'));

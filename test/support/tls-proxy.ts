@@ -5,7 +5,8 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { freePort, portOpen, spawnService, type Service } from '../../src/cli/services.js';
+import { portOpen, spawnService, type Service } from '../../src/cli/services.js';
+import { onFreePort } from './free-port.js';
 
 export interface TestCerts {
   ca: string;
@@ -73,10 +74,20 @@ export function makeCerts(dir: string): TestCerts {
   };
 }
 
+interface TlsProxyOpts {
+  dir: string;
+  upstreamPort: number;
+  certs: TestCerts;
+}
+
 /** nginx on 127.0.0.1:<free port> that demands a client cert signed by `certs.ca` and forwards gRPC. */
-export async function startTlsProxy(opts: { dir: string; upstreamPort: number; certs: TestCerts }): Promise<Service & { address: string }> {
+export async function startTlsProxy(opts: TlsProxyOpts): Promise<Service & { address: string }> {
+  return (await onFreePort(opts, startTlsProxyOn)).service;
+}
+
+async function startTlsProxyOn(opts: TlsProxyOpts & { port: number }): Promise<Service & { address: string }> {
   const nginx = ensureNginx();
-  const port = await freePort();
+  const { port } = opts;
   const dir = join(opts.dir, 'nginx');
   mkdirSync(join(dir, 'tmp'), { recursive: true });
   const { certs } = opts;
