@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Service } from '../../src/cli/services.js';
 import { cookbookOn as cookbook } from '../support/cli.js';
 import { startTestStack, waitUntil, workerProcess, type TestStack } from '../support/stack.js';
-import { progressQuery, type Progress } from '../../src/workflows/shared/messages.js';
+import { pauseSignal, progressQuery, type Progress } from '../../src/workflows/shared/messages.js';
 import type { PipelineProgress } from '../../src/workflows/pipeline.js';
 
 const root = join(import.meta.dirname, '..', '..');
@@ -75,13 +75,17 @@ describe('cookbook sweep', { timeout: 600_000 }, () => {
     expect(started.out).toContain('sweep of pipeline on tiny-qwen3: 1 points, ≤2 at once, ranked by test/nll (min)');
     const point = `${id}/000-stages.1.learning_rate=0.01`;
     const query = <T>(wid: string) => stack.client.workflow.getHandle(wid).query(progressQuery) as Promise<T>;
-    await waitUntil('the point has a running stage', async () => (await query<PipelineProgress>(point)).stages.some((s) => s.status === 'running'), 300_000, 50);
-    expect((await cookbook(stack, ['pause', id])).code).toBe(0);
-    let stageId = '';
-    await waitUntil('the running stage paused', async () => {
-      stageId = (await query<PipelineProgress>(point)).stages.find((s) => s.status === 'running')?.workflowId ?? '';
-      return stageId !== '' && (await query<Progress>(stageId)).status === 'paused';
-    }, 120_000, 100);
+    // A pause is honoured at the stage's next step boundary, and a stage that ends first leaves the
+    // point holding between stages, with none running to set. So it is sent straight to the sweep
+    // (not through a CLI process that takes seconds to start on a loaded machine) once the last
+    // stage is a step in, with five of its six steps to go.
+    const stageId = `${point}/1-dpo`;
+    await waitUntil('the point in its DPO stage', async () => {
+      const running = (await query<PipelineProgress>(point)).stages.find((s) => s.status === 'running');
+      return running?.workflowId === stageId && (await query<Progress>(stageId)).step >= 1;
+    }, 300_000, 50);
+    await stack.client.workflow.getHandle(id).signal(pauseSignal);
+    await waitUntil('the running stage paused', async () => (await query<Progress>(stageId)).status === 'paused', 120_000, 100);
 
     const set = await cookbook(stack, ['set', id, 'lr_multiplier=0.5']);
     expect(set.code).toBe(0);
