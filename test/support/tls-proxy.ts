@@ -82,12 +82,11 @@ interface TlsProxyOpts {
 
 /** nginx on 127.0.0.1:<free port> that demands a client cert signed by `certs.ca` and forwards gRPC. */
 export async function startTlsProxy(opts: TlsProxyOpts): Promise<Service & { address: string }> {
-  return (await onFreePort(opts, startTlsProxyOn)).service;
+  return (await onFreePort({ ...opts, nginx: ensureNginx() }, startTlsProxyOn)).service;
 }
 
-async function startTlsProxyOn(opts: TlsProxyOpts & { port: number }): Promise<Service & { address: string }> {
-  const nginx = ensureNginx();
-  const { port } = opts;
+async function startTlsProxyOn(opts: TlsProxyOpts & { nginx: string; port: number }): Promise<Service & { address: string }> {
+  const { nginx, port } = opts;
   const dir = join(opts.dir, 'nginx');
   mkdirSync(join(dir, 'tmp'), { recursive: true });
   const { certs } = opts;
