@@ -3,7 +3,8 @@
 // modules when missing (npm's cache in ~/.npm) and what the suites need outside the clone (the
 // Temporal CLI, the engine's Python environment, the official SDKs and the Python reference, all
 // cached under ~/.cache/durable-cookbook), then runs the engine's pytest suite and the TypeScript vitest
-// suite, and ends with one line `N passed, N failed` over both.
+// suite, and ends with one line `N passed, N failed` over both. `npm run test:unit` is its `unit` mode: the
+// node modules and the in-process vitest suites only, so it too works as a fresh clone's first command.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,7 +17,8 @@ import { runEngineTests } from './lib/engine-test.mjs';
 import { ensureNodeModules } from './lib/node-modules.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const only = process.argv[2]; // optional: "engine" or "ts"
+const only = process.argv[2]; // optional: "engine", "ts", or "unit" (the in-process suites, no servers)
+const UNIT_SUITES = ['test/unit', 'test/cookbook', 'test/replay'];
 const extra = process.argv.slice(3);
 const out = mkdtempSync(join(tmpdir(), 'cookbook-test-results-'));
 
@@ -31,15 +33,17 @@ const stageTimings = () =>
 step('installing test dependencies (cached)');
 // The engine suite reads the shipped tokenizers from node_modules too.
 ensureNodeModules(root, console.log);
-process.env.TEMPORAL_CLI = await ensureTemporalCli({ log: console.log });
-await ensureEngineEnv();
+if (only !== 'unit') {
+  process.env.TEMPORAL_CLI = await ensureTemporalCli({ log: console.log });
+  await ensureEngineEnv();
+}
 // The Python reference for the parity suite (test/parity), sharing the engine venv's PyTorch.
-if (only !== 'engine') await ensureReferenceEnv();
+if (only !== 'engine' && only !== 'unit') await ensureReferenceEnv();
 
 const totals = { passed: 0, failed: 0, skipped: 0 };
 let failedSuites = 0;
 
-if (only !== 'ts') {
+if (only !== 'ts' && only !== 'unit') {
   step('engine suite (pytest)');
   const r = await runEngineTests({ junitXml: join(out, 'engine.xml'), extraArgs: only === 'engine' ? extra : [] });
   const xml = existsSync(join(out, 'engine.xml')) ? readFileSync(join(out, 'engine.xml'), 'utf8') : '';
@@ -54,7 +58,7 @@ if (only !== 'ts') {
 if (only !== 'engine') {
   step('TypeScript suite (vitest)');
   const json = join(out, 'vitest.json');
-  const r = spawnSync(process.execPath, [join(root, 'node_modules', 'vitest', 'vitest.mjs'), 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${json}`, ...(only === 'ts' ? extra : [])], {
+  const r = spawnSync(process.execPath, [join(root, 'node_modules', 'vitest', 'vitest.mjs'), 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${json}`, ...(only === 'unit' ? [...UNIT_SUITES, ...extra] : only === 'ts' ? extra : [])], {
     cwd: root,
     stdio: 'inherit',
     env: process.env,
