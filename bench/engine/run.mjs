@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { engineProcessEnv, ensureEngineEnv } from '../../scripts/lib/engine-env.mjs';
+import { engineProcessEnv, ensureEngineEnv } from '../../src/stack/engine-env.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);

@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
 
-import { REPO_ROOT, ensureEngineEnv } from '../../scripts/lib/engine-env.mjs';
+import { REPO_ROOT, ensureEngineEnv } from '../../src/stack/engine-env.mjs';
 
 // Left to the machine: PyTorch and what it is built with (a wheel of another build would not
 // match its CUDA), numpy (binary extensions there are built against it) and the test runner.

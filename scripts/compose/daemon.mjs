@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pidAlive } from '../lib/engine-env.mjs';
+import { pidAlive } from '../../src/stack/engine-env.mjs';
 import { run, sleep, waitFor } from './proc.mjs';
 
 async function serverVersion(env) {

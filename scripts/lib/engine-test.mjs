@@ -5,7 +5,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { ENGINE_DIR, engineProcessEnv, ensureEngineEnv } from './engine-env.mjs';
+import { ENGINE_DIR, engineProcessEnv, ensureEngineEnv } from '../../src/stack/engine-env.mjs';
 
 /**
  * @param {{ args?: string[], extraArgs?: string[], junitXml?: string }} [opts]

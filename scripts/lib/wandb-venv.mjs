@@ -4,7 +4,7 @@
 // protobuf classes) and `wandb sync`, instead of trusting our own decoder.
 import fs from 'node:fs';
 import path from 'node:path';
-import { buildCachedVenv, cacheRoot } from './engine-env.mjs';
+import { buildCachedVenv, cacheRoot } from '../../src/stack/engine-env.mjs';
 
 export const WANDB_VERSION = '0.22.3';
 

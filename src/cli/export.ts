@@ -17,6 +17,7 @@ import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { ConfigError } from '../cookbook/config/overrides.js';
 import { apiKeyFor } from '../workers/worker.js';
+import { ENGINE_DIR, engineProcessEnv, ensureEngineEnv } from '../stack/engine-env.mjs';
 
 export const EXPORT_FORMATS = ['peft', 'merged'] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
@@ -226,12 +227,11 @@ async function download(url: string, file: string, checkpoint: string): Promise<
 
 /** engine/tinker_engine/export.py in the engine's venv; exit status 2 = bad input (one line on stderr). */
 async function runConverter(args: string[]): Promise<{ out: string; files: string[] }> {
-  const { ensureEngineEnv, engineProcessEnv, ENGINE_DIR } = await import('../../scripts/lib/engine-env.mjs' as string);
-  const { python } = (await ensureEngineEnv()) as { python: string };
+  const { python } = await ensureEngineEnv();
   return new Promise((resolvePromise, reject) => {
     const child = spawn(python, ['-m', 'tinker_engine.export', ...args], {
-      cwd: ENGINE_DIR as string,
-      env: (engineProcessEnv as (e: Record<string, string>) => NodeJS.ProcessEnv)({ HF_HUB_OFFLINE: '1', TRANSFORMERS_VERBOSITY: 'error' }),
+      cwd: ENGINE_DIR,
+      env: engineProcessEnv({ HF_HUB_OFFLINE: '1', TRANSFORMERS_VERBOSITY: 'error' }),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';

@@ -6,7 +6,8 @@ import { createServer, connect } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SEARCH_ATTRIBUTES } from '../workflows/shared/search-attributes.js';
-import { ensureTemporalCli } from '../../scripts/lib/temporal-bin.mjs';
+import { ensureEngineEnv } from '../stack/engine-env.mjs';
+import { ensureTemporalCli } from '../stack/temporal-bin.mjs';
 
 export const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -73,12 +74,12 @@ let reaperProc: { proc: ChildProcess; ready: Promise<ChildProcess> } | undefined
 
 /**
  * Services run in their own process groups, so they would outlive a parent that dies without
- * stopping them; one reaper process per parent stops them then (scripts/reaper.mjs). Its channel
+ * stopping them; one reaper process per parent stops them then (src/stack/reaper.mjs). Its channel
  * is unref'd: it never keeps the parent alive.
  */
 function reaper(): Promise<ChildProcess> {
   if (!reaperProc || !reaperProc.proc.connected) {
-    const proc = spawn(process.execPath, [join(repoRoot, 'scripts', 'reaper.mjs')], { stdio: ['ignore', 'ignore', 'ignore', 'ipc'], detached: true });
+    const proc = spawn(process.execPath, [join(repoRoot, 'src', 'stack', 'reaper.mjs')], { stdio: ['ignore', 'ignore', 'ignore', 'ipc'], detached: true });
     proc.unref();
     const ready = new Promise<ChildProcess>((resolve, reject) => {
       proc.once('message', () => {
@@ -193,13 +194,12 @@ export interface EngineOpts {
 
 /** The local Tinker-compatible engine (builds its Python environment on first use). */
 export async function startEngine(opts: EngineOpts): Promise<Service & { baseUrl: string }> {
-  const { ensureEngineEnv } = await import('../../scripts/lib/engine-env.mjs' as string);
   await ensureEngineEnv();
   const baseUrl = `http://127.0.0.1:${opts.port}`;
   const service = await spawnService({
     name: 'engine',
     command: process.execPath,
-    args: [join(repoRoot, 'scripts', 'engine.mjs'), '--port', String(opts.port), '--data-dir', opts.dataDir, ...(opts.extraArgs ?? [])],
+    args: [join(repoRoot, 'src', 'stack', 'engine.mjs'), '--port', String(opts.port), '--data-dir', opts.dataDir, ...(opts.extraArgs ?? [])],
     logFile: opts.logFile ?? join(opts.dataDir, 'engine.log'),
     detached: opts.detached,
     // A cold start imports PyTorch and transformers: on a busy disk (right after `npm ci`, say)

@@ -1,4 +1,4 @@
-// The whole client surface against the REAL local engine over HTTP (scripts/engine.mjs).
+// The whole client surface against the REAL local engine over HTTP (src/stack/engine.mjs).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTinkerBackend, type TinkerBackend } from '../../src/backends/tinker-backend.js';
 import { BackendError, type Datum, type TrainingSession } from '../../src/backends/types.js';

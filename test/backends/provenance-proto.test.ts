@@ -7,8 +7,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { decodeForwardBackwardRequest, encodeForwardBackwardRequest } from '../../src/backends/proto.js';
 import type { Datum, ProvenanceSpan } from '../../src/backends/types.js';
 import { forwardBackwardJsonBody } from '../../src/backends/wire-json.js';
-// @ts-expect-error: plain ESM helper without types
-import { ensureEngineEnv } from '../../scripts/lib/engine-env.mjs';
+import { ensureEngineEnv } from '../../src/stack/engine-env.mjs';
 
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
 

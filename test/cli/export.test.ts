@@ -10,8 +10,7 @@ import { createTinkerBackend, type TinkerBackend } from '../../src/backends/tink
 import { exportCheckpoint } from '../../src/cli/export.js';
 import { type EngineHandle, startEngine } from '../support/engine.js';
 import { sftDatum } from '../backends/helpers.js';
-// @ts-expect-error: plain ESM helper without types
-import { ENGINE_DIR, engineProcessEnv, ensureEngineEnv } from '../../scripts/lib/engine-env.mjs';
+import { ENGINE_DIR, engineProcessEnv, ensureEngineEnv } from '../../src/stack/engine-env.mjs';
 
 const MODEL = 'tiny-qwen3';
 const BIN = join(__dirname, '..', '..', 'bin', 'cookbook.mjs');

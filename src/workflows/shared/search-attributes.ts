@@ -1,5 +1,5 @@
 // Typed search attributes that make runs filterable in the Temporal UI list. The dev server
-// registers them at start (see scripts/lib/stack.mjs); keep the two lists in step.
+// registers them at start (src/cli/services.ts, startTemporalServer); keep the two lists in step.
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 
 export const KindKey = defineSearchAttributeKey('CookbookKind', SearchAttributeType.KEYWORD);

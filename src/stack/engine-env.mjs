@@ -6,9 +6,12 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+
+import { cacheRoot } from './cache.mjs';
+
+export { cacheRoot };
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const ENGINE_DIR = path.join(REPO_ROOT, 'engine');
@@ -16,9 +19,6 @@ const REQUIREMENTS = path.join(ENGINE_DIR, 'requirements.txt');
 const MARKER = '.complete';
 const STALE_LOCK_MS = 60 * 60 * 1000;
 
-export function cacheRoot() {
-  return process.env.DURABLE_COOKBOOK_CACHE || path.join(os.homedir(), '.cache', 'durable-cookbook');
-}
 
 export function engineVenvPath() {
   const hash = createHash('sha256').update(fs.readFileSync(REQUIREMENTS)).digest('hex').slice(0, 12);

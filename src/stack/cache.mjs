@@ -3,4 +3,6 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 
-export const cacheRoot = process.env.DURABLE_COOKBOOK_CACHE ?? join(homedir(), '.cache', 'durable-cookbook');
+export function cacheRoot() {
+  return process.env.DURABLE_COOKBOOK_CACHE || join(homedir(), '.cache', 'durable-cookbook');
+}

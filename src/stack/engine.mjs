@@ -5,7 +5,7 @@
 import { spawn } from 'node:child_process';
 import os from 'node:os';
 
-import { ENGINE_DIR, engineProcessEnv, ensureEngineEnv } from './lib/engine-env.mjs';
+import { ENGINE_DIR, engineProcessEnv, ensureEngineEnv } from './engine-env.mjs';
 
 const { python } = await ensureEngineEnv();
 const child = spawn(python, ['-m', 'tinker_engine', ...process.argv.slice(2)], {
