@@ -1,10 +1,13 @@
 #!/usr/bin/env node
-// `npm test`: the whole suite, also as the first command on a fresh clone. Installs the node
+// `npm test`: the gate CI runs, also as the first command on a fresh clone. Installs the node
 // modules when missing (npm's cache in ~/.npm) and what the suites need outside the clone (the
 // Temporal CLI, the engine's Python environment, the official SDKs and the Python reference, all
 // cached under ~/.cache/durable-cookbook), then runs the engine's pytest suite and the TypeScript vitest
-// suite, and ends with one line `N passed, N failed` over both. `npm run test:unit` is its `unit` mode: the
-// node modules and the in-process vitest suites only, so it too works as a fresh clone's first command.
+// suite, prints the slowest test files and where their time went (and writes every file's figures to
+// test-results/durations.json), and ends with one line `N passed, N failed` over both.
+// Modes (first argument): `full` (`npm run test:full`: the fuller tier too, docs/testing.md), `unit`
+// (`npm run test:unit`: the node modules and the in-process vitest suites only, so it too works as a
+// fresh clone's first command), `ts` and `engine` (one of the two suites; more arguments go to it).
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,12 +18,20 @@ import { ensureEngineEnv } from '../src/stack/engine-env.mjs';
 import { ensureReferenceEnv } from './lib/reference-env.mjs';
 import { runEngineTests } from './lib/engine-test.mjs';
 import { ensureNodeModules } from './lib/node-modules.mjs';
+import { fileDurations, slowestTable, writeDurations } from './lib/test-report.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const only = process.argv[2]; // optional: "engine", "ts", or "unit" (the in-process suites, no servers)
+const mode = process.argv[2]; // optional: "full", "engine", "ts", or "unit" (the in-process suites, no servers)
+const full = mode === 'full';
+const only = full ? undefined : mode;
 const UNIT_SUITES = ['test/unit', 'test/cookbook', 'test/replay'];
 const extra = process.argv.slice(3);
 const out = mkdtempSync(join(tmpdir(), 'cookbook-test-results-'));
+// The fuller tier's files and pytest marks; the shared stack for files that kill no server; the spans
+// the test helpers time (test/support/timing.ts).
+process.env.COOKBOOK_TEST_TIER = full ? 'full' : 'gate';
+if (only !== 'unit') process.env.COOKBOOK_TEST_SHARED_STACK = '1';
+process.env.COOKBOOK_TEST_TIMINGS = join(out, 'timings.jsonl');
 
 // Stage timings are printed again beside the totals, so a CI log's tail says where the time went.
 const stages = [];
@@ -45,7 +56,7 @@ let failedSuites = 0;
 
 if (only !== 'ts' && only !== 'unit') {
   step('engine suite (pytest)');
-  const r = await runEngineTests({ junitXml: join(out, 'engine.xml'), extraArgs: only === 'engine' ? extra : [] });
+  const r = await runEngineTests({ junitXml: join(out, 'engine.xml'), extraArgs: [...(full ? [] : ['-m', 'not full']), ...(only === 'engine' ? extra : [])] });
   const xml = existsSync(join(out, 'engine.xml')) ? readFileSync(join(out, 'engine.xml'), 'utf8') : '';
   const attr = (name) => Number((xml.match(new RegExp(`<testsuite[^>]*\\b${name}="(\\d+)"`)) ?? [])[1] ?? 0);
   const tests = attr('tests'), failures = attr('failures') + attr('errors'), skipped = attr('skipped');
@@ -75,6 +86,11 @@ if (only !== 'engine') {
   if (r.status !== 0) failedSuites++;
 }
 
+const durations = fileDurations({ root, vitestJson: join(out, 'vitest.json'), engineXml: join(out, 'engine.xml'), timings: process.env.COOKBOOK_TEST_TIMINGS });
+if (durations.length > 0) {
+  writeDurations(join(root, 'test-results', 'durations.json'), durations);
+  console.log(`\n${slowestTable(durations)}\n(every file: test-results/durations.json)`);
+}
 rmSync(out, { recursive: true, force: true });
 console.log(`\n${stageTimings()}`);
 if (failedSuites > 0 && totals.failed === 0) totals.failed = failedSuites;

@@ -49,9 +49,9 @@ async function outcome(stack: TestStack, run: ReturnType<typeof testRun>, result
   };
 }
 
-const stack = await startTestStack();
+const stack = await startTestStack({ own: true });
 const worker = await workerProcess(stack, 'load-worker');
-const sampler = new MemorySampler(() => ({ worker: worker.proc.pid, engine: stack.engine.proc.pid }), 500);
+const sampler = new MemorySampler(() => ({ worker: worker.proc.pid, engine: stack.engine.proc?.pid }), 500);
 try {
   console.log(`${specs.length} runs (${values.sl} SL of ${values['sl-steps']} steps, ${values.rl} RL of 3 steps) on one worker process and one engine`);
   const soloStart = Date.now();

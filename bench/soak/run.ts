@@ -26,7 +26,7 @@ const config = join(import.meta.dirname, '..', '..', 'test', 'fixtures', 'sl_sma
 
 const stack = await startTestStack({ persist: true });
 let worker: Service = await workerProcess(stack, 'soak-worker-0');
-const sampler = new MemorySampler(() => ({ worker: worker.proc.pid, engine: stack.engine.proc.pid }), 5000);
+const sampler = new MemorySampler(() => ({ worker: worker.proc.pid, engine: stack.engine.proc?.pid }), 5000);
 const kills: string[] = [];
 let timer: NodeJS.Timeout | undefined;
 try {

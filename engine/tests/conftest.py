@@ -21,6 +21,8 @@ def pytest_configure(config):
     from tinker_engine.fast_decode import PUT_WARNING
 
     config.addinivalue_line("filterwarnings", f"ignore:{PUT_WARNING}")
+    # `npm test` (the gate) runs `-m "not full"`; `npm run test:full` runs these too (docs/testing.md).
+    config.addinivalue_line("markers", "full: the fuller tier only (long variants of checks the gate also makes)")
 
 
 def free_port() -> int:

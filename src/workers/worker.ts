@@ -1,5 +1,8 @@
 // Builds the cookbook worker: the workflow bundle, the activities wired to a Tinker backend, and
 // the connection to Temporal. Used by the worker process, the demo and the tests.
+import { createHash } from 'node:crypto';
+import { mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { bundleWorkflowCode, NativeConnection, Worker, type NativeConnectionOptions, type WorkflowBundle } from '@temporalio/worker';
 import { ApplicationFailure } from '@temporalio/activity';
@@ -12,12 +15,51 @@ import { createTinkerBackend } from '../backends/index.js';
 export const DEFAULT_TASK_QUEUE = 'cookbook';
 const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 
+const srcDir = fileURLToPath(new URL('..', import.meta.url));
+
 let bundle: Promise<WorkflowBundle> | undefined;
 
-/** Bundles the workflow code once per process (webpack takes a second or two). */
+/**
+ * Bundles the workflow code once per process (webpack takes a few seconds on a busy machine). With
+ * COOKBOOK_WORKFLOW_BUNDLE_CACHE naming a folder, processes share one bundle there (the test suite
+ * starts hundreds of workers), keyed by every source file the bundle could include and the SDK's
+ * version, so any change to either bundles again.
+ */
 export function workflowBundle(): Promise<WorkflowBundle> {
-  bundle ??= bundleWorkflowCode({ workflowsPath, logger: quietBundlerLogger }).then(({ code }) => ({ code }));
+  bundle ??= cachedBundle(process.env.COOKBOOK_WORKFLOW_BUNDLE_CACHE);
   return bundle;
+}
+
+async function cachedBundle(cacheDir: string | undefined): Promise<WorkflowBundle> {
+  const build = () => bundleWorkflowCode({ workflowsPath, logger: quietBundlerLogger }).then(({ code }) => ({ code }));
+  if (!cacheDir) return build();
+  const file = join(cacheDir, `workflows-${bundleKey()}.js`);
+  try {
+    return { code: readFileSync(file, 'utf8') };
+  } catch {
+    const fresh = await build();
+    // Written under a name of its own and renamed: a reader never sees half a bundle.
+    mkdirSync(cacheDir, { recursive: true });
+    const tmp = `${file}.${process.pid}.tmp`;
+    writeFileSync(tmp, fresh.code);
+    renameSync(tmp, file);
+    return fresh;
+  }
+}
+
+/** The bundle's inputs: every file under src/ (workflows import the cookbook library) and the SDK version. */
+function bundleKey(): string {
+  const hash = createHash('sha256');
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) walk(path);
+      else hash.update(path).update(readFileSync(path));
+    }
+  };
+  walk(srcDir);
+  hash.update(JSON.parse(readFileSync(join(srcDir, '..', 'node_modules', '@temporalio', 'workflow', 'package.json'), 'utf8')).version);
+  return hash.digest('hex').slice(0, 16);
 }
 
 const quietBundlerLogger = {

@@ -11,6 +11,7 @@ import type { RunResult } from '../../src/workflows/shared/training-run.js';
 import { rng } from '../support/rng.js';
 import { checkpointsOf, metricsOf, weightsFingerprint } from '../support/runs.js';
 import { startTestStack, testRun, workerProcess, type TestStack } from '../support/stack.js';
+import { timed } from '../support/timing.js';
 
 export type Target = 'worker' | 'engine' | 'temporal';
 
@@ -27,6 +28,13 @@ export interface Baseline {
   checkpoints: Array<Record<string, unknown>>;
   fingerprint: string;
   steps: number;
+}
+
+export interface TrialOptions {
+  kills: number;
+  targets: Target[];
+  maxGapMs: number;
+  overrides?: string[];
 }
 
 export const CHAOS_CONFIG = join(import.meta.dirname, '..', 'fixtures', 'sl_chaos.json');
@@ -71,10 +79,12 @@ export class ChaosLab {
     return testRun(this.stack, this.subject.config, overrides, this.subject.kind);
   }
 
-  async baseline(overrides: string[] = []): Promise<Baseline> {
-    const run = this.run(overrides);
-    const result = await this.finish(run, await this.startAndWaitForStart(run));
-    return this.observe(run, result);
+  baseline(overrides: string[] = []): Promise<Baseline> {
+    return timed('chaos baseline', async () => {
+      const run = this.run(overrides);
+      const result = await this.finish(run, await this.startAndWaitForStart(run));
+      return this.observe(run, result);
+    });
   }
 
   async kill(target: Target): Promise<void> {
@@ -89,7 +99,11 @@ export class ChaosLab {
   }
 
   /** One trial: `kills` SIGKILLs at seeded moments while the run goes on, then compare. */
-  async trial(seed: number, baseline: Baseline, opts: { kills: number; targets: Target[]; maxGapMs: number; overrides?: string[] }): Promise<TrialOutcome> {
+  trial(seed: number, baseline: Baseline, opts: TrialOptions): Promise<TrialOutcome> {
+    return timed('chaos trials', () => this.untimedTrial(seed, baseline, opts));
+  }
+
+  private async untimedTrial(seed: number, baseline: Baseline, opts: TrialOptions): Promise<TrialOutcome> {
     const random = rng(seed);
     const run = this.run(opts.overrides);
     const t0 = Date.now();

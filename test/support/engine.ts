@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startEngine as startEngineService, type Service } from '../../src/cli/services.js';
 import { onFreePort } from './free-port.js';
+import { timed } from './timing.js';
 
 export interface StartEngineOptions {
   /** Default: a fresh temp dir, removed by stop(). A given dir is kept. */
@@ -32,7 +33,9 @@ export async function startEngine(opts: StartEngineOptions = {}): Promise<Engine
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'tinker-engine-'));
   const given = { dataDir, extraArgs: opts.extraArgs };
   const launch = (port: number) => startEngineService({ ...given, port });
-  const started = opts.port === undefined ? await onFreePort(given, startEngineService) : { opts: { port: opts.port }, service: await launch(opts.port) };
+  const started = await timed('engine start', async () =>
+    opts.port === undefined ? await onFreePort(given, startEngineService) : { opts: { port: opts.port }, service: await launch(opts.port) },
+  );
   const port = started.opts.port;
   let service: Service & { baseUrl: string } = started.service;
   return {
@@ -47,7 +50,7 @@ export async function startEngine(opts: StartEngineOptions = {}): Promise<Engine
     kill: () => service.kill(),
     async restart() {
       await service.kill();
-      service = await launch(port);
+      service = await timed('engine start', () => launch(port));
     },
   };
 }

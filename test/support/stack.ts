@@ -1,21 +1,33 @@
 // A real local stack for workflow tests: the Temporal dev server (CLI binary), the engine over
 // HTTP, and a worker in this process or in its own (for kill tests). Everything binds 127.0.0.1
-// on free ports and is torn down by stop().
+// on free ports and is torn down by stop(). Files that never kill a server share the run's one
+// stack (support/shared-stack.ts) and keep to their own task queue, run folders and model ids.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
+import { inject } from 'vitest';
 import { startEngine, startTemporalServer, startWorkerProcess, type Service } from '../../src/cli/services.js';
 import { resolveRun, startRun, type ResolvedRun } from '../../src/cli/train.js';
 import { createCookbookWorker } from '../../src/workers/worker.js';
 import type { RunResult } from '../../src/workflows/shared/training-run.js';
 import { onFreePort } from './free-port.js';
+import { timed } from './timing.js';
+
+/** A server of the stack: what tests do with it (the shared stack's cannot be killed). */
+export interface StackService {
+  logFile: string;
+  /** The process, for a stack's own servers. */
+  proc?: { pid?: number };
+  stop(): Promise<void>;
+  kill(): Promise<void>;
+}
 
 export interface TestStack {
   dir: string;
-  temporal: Service;
+  temporal: StackService;
   temporalAddress: string;
-  engine: Service & { baseUrl: string };
+  engine: StackService & { baseUrl: string };
   client: Client;
   taskQueue: string;
   /** Restarts the Temporal server on the same SQLite file (requires persist: true). */
@@ -25,9 +37,25 @@ export interface TestStack {
   stop(): Promise<void>;
 }
 
+export interface TestStackOptions {
+  /** Temporal keeps its state in a SQLite file, so restartTemporal() finds the runs again. */
+  persist?: boolean;
+  engineArgs?: string[];
+  /**
+   * Servers of this file's own, which it may kill and restart. Without it (and without persist or
+   * engineArgs) the file runs on the shared stack when the run has one.
+   */
+  own?: boolean;
+}
+
 let counter = 0;
 
-export async function startTestStack(opts: { persist?: boolean; engineArgs?: string[] } = {}): Promise<TestStack> {
+export async function startTestStack(opts: TestStackOptions = {}): Promise<TestStack> {
+  const shared = opts.own || opts.persist || opts.engineArgs ? null : sharedStackInfo();
+  return timed('stack start', () => (shared ? sharedStack(shared.temporalAddress, shared.engineUrl, shared.engineLog) : ownStack(opts)));
+}
+
+async function ownStack(opts: TestStackOptions): Promise<TestStack> {
   const dir = mkdtempSync(join(tmpdir(), 'cookbook-test-'));
   const [t, e] = await Promise.all([
     onFreePort({ dbFile: opts.persist ? join(dir, 'temporal.sqlite') : undefined, logFile: join(dir, 'temporal.log') }, startTemporalServer),
@@ -35,11 +63,9 @@ export async function startTestStack(opts: { persist?: boolean; engineArgs?: str
   ]);
   const { opts: temporalOpts, service: temporal } = t;
   const { opts: engineOpts, service: engine } = e;
-  const port = temporalOpts.port;
-  const temporalAddress = `127.0.0.1:${port}`;
-  // A loaded machine can take a while to answer gRPC after the port opens.
-  const connection = await Connection.connect({ address: temporalAddress, connectTimeout: '60s' });
-  const stack: TestStack = {
+  const temporalAddress = `127.0.0.1:${temporalOpts.port}`;
+  const connection = await connect(temporalAddress);
+  const stack: TestStack & { temporal: Service; engine: Service & { baseUrl: string } } = {
     dir,
     temporal,
     temporalAddress,
@@ -48,11 +74,11 @@ export async function startTestStack(opts: { persist?: boolean; engineArgs?: str
     taskQueue: `test-${process.pid}-${++counter}`,
     async restartTemporal() {
       await stack.temporal.kill();
-      stack.temporal = await startTemporalServer(temporalOpts);
+      stack.temporal = await timed('temporal start', () => startTemporalServer(temporalOpts));
     },
     async restartEngine() {
       await stack.engine.kill();
-      stack.engine = await startEngine(engineOpts);
+      stack.engine = await timed('engine start', () => startEngine(engineOpts));
     },
     async stop() {
       await connection.close().catch(() => undefined);
@@ -63,6 +89,41 @@ export async function startTestStack(opts: { persist?: boolean; engineArgs?: str
   return stack;
 }
 
+async function sharedStack(temporalAddress: string, engineUrl: string, engineLog: string): Promise<TestStack> {
+  const dir = mkdtempSync(join(tmpdir(), 'cookbook-test-'));
+  const connection = await connect(temporalAddress);
+  const refuse = (what: string) => async () => {
+    throw new Error(`the shared test stack's ${what} cannot be killed or restarted: start this file's own with startTestStack({ own: true })`);
+  };
+  const foreign = (name: string, logFile: string) => ({ logFile, stop: refuse(name), kill: refuse(name) });
+  return {
+    dir,
+    temporal: foreign('Temporal server', ''),
+    temporalAddress,
+    engine: { ...foreign('engine', engineLog), baseUrl: engineUrl },
+    client: new Client({ connection }),
+    taskQueue: `test-${process.pid}-${++counter}`,
+    restartTemporal: refuse('Temporal server'),
+    restartEngine: refuse('engine'),
+    async stop() {
+      await connection.close().catch(() => undefined);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The run's shared stack, if any: none outside vitest (bench/ drives stacks too) or without one. */
+function sharedStackInfo() {
+  try {
+    return inject('sharedStack');
+  } catch {
+    return null;
+  }
+}
+
+// A loaded machine can take a while to answer gRPC after the port opens.
+const connect = (address: string) => Connection.connect({ address, connectTimeout: '60s' });
+
 /** Resolves a run config like the CLI does, with a fresh log dir inside the stack's temp dir. */
 export function testRun(stack: TestStack, configPath: string, overrides: string[] = [], kind = 'sl'): ResolvedRun {
   const id = `${kind}-test-${Date.now()}-${++counter}`;
@@ -71,12 +132,14 @@ export function testRun(stack: TestStack, configPath: string, overrides: string[
 
 /** Runs `fn` with a worker polling in this process (its backend: the engine, or `tinkerBaseUrl`), then shuts the worker down. */
 export async function withWorker<T>(stack: TestStack, fn: () => Promise<T>, opts: { tinkerBaseUrl?: string } = {}): Promise<T> {
-  const w = await createCookbookWorker({
-    temporalAddress: stack.temporalAddress,
-    tinkerBaseUrl: opts.tinkerBaseUrl ?? stack.engine.baseUrl,
-    taskQueue: stack.taskQueue,
-    tinkerApiKey: 'tml-test',
-  });
+  const w = await timed('worker start', () =>
+    createCookbookWorker({
+      temporalAddress: stack.temporalAddress,
+      tinkerBaseUrl: opts.tinkerBaseUrl ?? stack.engine.baseUrl,
+      taskQueue: stack.taskQueue,
+      tinkerApiKey: 'tml-test',
+    }),
+  );
   try {
     return await w.worker.runUntil(fn);
   } finally {
@@ -85,13 +148,15 @@ export async function withWorker<T>(stack: TestStack, fn: () => Promise<T>, opts
 }
 
 export function workerProcess(stack: TestStack, name = 'worker'): Promise<Service> {
-  return startWorkerProcess({
-    temporalAddress: stack.temporalAddress,
-    tinkerBaseUrl: stack.engine.baseUrl,
-    taskQueue: stack.taskQueue,
-    logFile: join(stack.dir, `${name}.log`),
-    env: { TINKER_API_KEY: 'tml-test' },
-  });
+  return timed('worker start', () =>
+    startWorkerProcess({
+      temporalAddress: stack.temporalAddress,
+      tinkerBaseUrl: stack.engine.baseUrl,
+      taskQueue: stack.taskQueue,
+      logFile: join(stack.dir, `${name}.log`),
+      env: { TINKER_API_KEY: 'tml-test' },
+    }),
+  );
 }
 
 export async function runToEnd(stack: TestStack, run: ResolvedRun): Promise<RunResult> {
@@ -99,13 +164,15 @@ export async function runToEnd(stack: TestStack, run: ResolvedRun): Promise<RunR
   return (await handle.result()) as RunResult;
 }
 
-export async function waitUntil(what: string, probe: () => Promise<boolean>, timeoutMs = 120_000, everyMs = 250): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await probe().catch(() => false)) return;
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-  throw new Error(`timed out waiting for ${what}`);
+export function waitUntil(what: string, probe: () => Promise<boolean>, timeoutMs = 120_000, everyMs = 250): Promise<void> {
+  return timed('waits', async () => {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      if (await probe().catch(() => false)) return;
+      await new Promise((r) => setTimeout(r, everyMs));
+    }
+    throw new Error(`timed out waiting for ${what}`);
+  });
 }
 
 /**

@@ -1,0 +1,41 @@
+// vitest globalSetup: one Temporal dev server and one engine for the whole run, started once in the
+// main process and handed to every test file through `inject('sharedStack')`. A file that does not
+// kill or restart a server runs on it (startTestStack() in support/stack.ts) with its own task queue,
+// run folders and model ids, so files stay isolated while the start-up is paid once. Only when
+// COOKBOOK_TEST_SHARED_STACK=1 (scripts/test.mjs sets it): a run of single files with plain
+// `npx vitest run` starts nothing it may not need, and its files start their own stacks.
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TestProject } from 'vitest/node';
+import { startEngine, startTemporalServer } from '../../src/cli/services.js';
+import { onFreePort } from './free-port.js';
+
+export interface SharedStackInfo {
+  temporalAddress: string;
+  engineUrl: string;
+  engineLog: string;
+}
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    sharedStack: SharedStackInfo | null;
+  }
+}
+
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  if (process.env.COOKBOOK_TEST_SHARED_STACK !== '1') {
+    project.provide('sharedStack', null);
+    return async () => undefined;
+  }
+  // Under the run's own TMPDIR (run-tmpdir.ts ran first), so the run's cleanup takes it too.
+  const dir = mkdtempSync(join(tmpdir(), 'cookbook-shared-stack-'));
+  const [t, e] = await Promise.all([
+    onFreePort({ logFile: join(dir, 'temporal.log') }, startTemporalServer),
+    onFreePort({ dataDir: join(dir, 'engine') }, startEngine),
+  ]);
+  project.provide('sharedStack', { temporalAddress: `127.0.0.1:${t.opts.port}`, engineUrl: e.service.baseUrl, engineLog: e.service.logFile });
+  return async () => {
+    await Promise.all([t.service.stop(), e.service.stop()]);
+  };
+}
