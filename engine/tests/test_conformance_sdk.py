@@ -31,7 +31,8 @@ def close(a, b, tol):
     return len(a) == len(b) and all(abs(x - y) <= tol for x, y in zip(a, b))
 
 
-@pytest.mark.parametrize("version", ["0.38.0", "0.25.0", "0.16.1"])
+# The newest SDK (what hosted users run) in the gate; the older lines in the fuller tier.
+@pytest.mark.parametrize("version", ["0.38.0", pytest.param("0.25.0", marks=pytest.mark.full), pytest.param("0.16.1", marks=pytest.mark.full)])
 def test_official_sdk_flow(version, engine):
     r = run_flow(version, engine)
     assert {"tiny-qwen3", "tiny-llama3"} <= set(r["models"])

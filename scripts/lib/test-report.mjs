@@ -1,5 +1,5 @@
 // Where a test run's time went, per file: vitest's JSON report (each file's start and end), the
-// engine suite's JUnit XML (each test's time, summed per file) and the spans the test helpers time
+// engine suite's JUnit XML (each test's time, summed per file), the spans the test helpers time
 // (test/support/timing.ts: stack, engine, Temporal and worker start-ups, waits on events, chaos
 // baselines and trials). Prints the slowest files with those spans beside their totals and writes
 // every file's figures as JSON.
@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, relative } from 'node:path';
 
 /** The span categories, in the order the table shows them (test/support/timing.ts names them). */
-const CATEGORIES = ['stack start', 'engine start', 'temporal start', 'worker start', 'waits', 'chaos baseline', 'chaos trials'];
+const CATEGORIES = ['import and collect', 'stack start', 'engine start', 'temporal start', 'worker start', 'waits', 'chaos baseline', 'chaos trials'];
 
 /**
  * @param {{ root: string, vitestJson?: string, engineXml?: string, timings?: string }} inputs
@@ -18,9 +18,16 @@ export function fileDurations({ root, vitestJson, engineXml, timings }) {
   if (vitestJson && existsSync(vitestJson)) {
     const report = JSON.parse(readFileSync(vitestJson, 'utf8'));
     const spans = spansByFile(timings, root);
-    for (const r of report.testResults ?? []) {
+    // Files run one after another (fileParallelism: false): a file's time starts where the one
+    // before it ended, so its import and collection (before vitest's startTime) count as its own.
+    let previousEnd = report.startTime;
+    for (const r of [...(report.testResults ?? [])].sort((a, b) => a.startTime - b.startTime)) {
       const file = relative(root, r.name);
-      files.push({ file, suite: 'vitest', seconds: round((r.endTime - r.startTime) / 1000), tests: r.assertionResults?.length ?? 0, spans: spans.get(file) ?? {} });
+      const began = Math.min(r.startTime, previousEnd ?? r.startTime);
+      previousEnd = r.endTime;
+      const fileSpans = { ...(spans.get(file) ?? {}) };
+      if (r.startTime > began) fileSpans['import and collect'] = round((r.startTime - began) / 1000);
+      files.push({ file, suite: 'vitest', seconds: round((r.endTime - began) / 1000), tests: r.assertionResults?.length ?? 0, spans: fileSpans });
     }
   }
   if (engineXml && existsSync(engineXml)) {

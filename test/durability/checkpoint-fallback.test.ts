@@ -36,7 +36,7 @@ async function expectRecoveredAsClean(stack: TestStack, clean: Ran, crashed: Ran
 describe('a damaged checkpoint at recovery', () => {
   let stack: TestStack;
   beforeAll(async () => {
-    stack = await startTestStack();
+    stack = await startTestStack({ own: true });
   });
   afterAll(async () => {
     await stack?.stop();

@@ -28,7 +28,7 @@ const resultsOf = (r: EvalWorkflowResult) => {
 describe('eval workflow under a crash (worker or engine)', () => {
   let stack: TestStack;
   beforeAll(async () => {
-    stack = await startTestStack();
+    stack = await startTestStack({ own: true });
   });
   afterAll(async () => {
     await stack?.stop();

@@ -15,9 +15,10 @@ describe('test timing report', () => {
   writeFileSync(
     join(dir, 'vitest.json'),
     JSON.stringify({
+      startTime: 0,
       testResults: [
         { name: '/repo/test/a.test.ts', startTime: 1_000, endTime: 31_000, assertionResults: [{}, {}] },
-        { name: '/repo/test/b.test.ts', startTime: 31_000, endTime: 36_000, assertionResults: [{}] },
+        { name: '/repo/test/b.test.ts', startTime: 33_000, endTime: 36_000, assertionResults: [{}] },
       ],
     }),
   );
@@ -38,23 +39,24 @@ describe('test timing report', () => {
   );
   const files: FileDuration[] = fileDurations({ root, vitestJson: join(dir, 'vitest.json'), engineXml: join(dir, 'engine.xml'), timings: join(dir, 'timings.jsonl') });
 
-  it('totals each file of both suites, slowest first, with its spans summed', () => {
+  it('totals each file of both suites, slowest first, with its spans summed and its import counted', () => {
+    // a: from the run's start (1 s of import) to its end; b: from a's end (2 s of import) to its own.
     expect(files.map((f) => [f.file, f.suite, f.seconds, f.tests])).toEqual([
-      ['test/a.test.ts', 'vitest', 30, 2],
+      ['test/a.test.ts', 'vitest', 31, 2],
       ['engine/tests/test_x.py', 'pytest', 10, 2],
       ['test/b.test.ts', 'vitest', 5, 1],
       ['engine/tests/test_z.py', 'pytest', 0.3, 1],
     ]);
-    expect(files[0].spans).toEqual({ 'stack start': 8, 'worker start': 3 });
-    expect(files[2].spans).toEqual({ waits: 2 });
+    expect(files[0].spans).toEqual({ 'import and collect': 1, 'stack start': 8, 'worker start': 3 });
+    expect(files[2].spans).toEqual({ 'import and collect': 2, waits: 2 });
   });
 
   it('prints the n slowest with the spans and what they leave', () => {
     const table: string = slowestTable(files, 2);
     const lines = table.split('\n');
-    expect(lines[0]).toMatch(/^2 slowest test files \(of 4, 45 s in all/);
-    expect(lines[1].trim().split(/\s{2,}/)).toEqual(['seconds', 'stack start', 'worker start', 'rest', 'tests', 'file']);
-    expect(lines[2].trim().split(/\s{2,}/)).toEqual(['30', '8', '3', '19', '2', 'test/a.test.ts']);
+    expect(lines[0]).toMatch(/^2 slowest test files \(of 4, 46 s in all/);
+    expect(lines[1].trim().split(/\s{2,}/)).toEqual(['seconds', 'import and collect', 'stack start', 'worker start', 'rest', 'tests', 'file']);
+    expect(lines[2].trim().split(/\s{2,}/)).toEqual(['31', '1', '8', '3', '19', '2', 'test/a.test.ts']);
     expect(lines[3].trim().split(/\s+/)).toEqual(['10', '10', '2', 'engine/tests/test_x.py']);
     expect(lines).toHaveLength(4);
   });

@@ -16,7 +16,7 @@ const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 describe('DPO workflow', { timeout: 600_000 }, () => {
   let stack: TestStack;
   beforeAll(async () => {
-    stack = await startTestStack();
+    stack = await startTestStack({ own: true });
   });
   afterAll(async () => {
     await stack?.stop();

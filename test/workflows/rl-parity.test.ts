@@ -13,6 +13,7 @@ import { progressQuery } from '../../src/workflows/shared/messages.js';
 import type { RunResult } from '../../src/workflows/shared/training-run.js';
 import { checkHistories, overlappingActivities } from '../support/history.js';
 import { checkpointsOf, metricsOf, weightsFingerprint } from '../support/runs.js';
+import { once } from '../support/once.js';
 import { startTestStack, testRun, waitUntil, workerProcess, type TestStack } from '../support/stack.js';
 
 // The arithmetic env plus a token-parity reward (test/fixtures/envs/token-parity.ts), so that
@@ -23,18 +24,23 @@ const config = join(import.meta.dirname, '..', 'fixtures', 'rl_parity.json');
 describe('RL parity: gspo, streaming minibatches, num_epochs', { timeout: 900_000 }, () => {
   let stack: TestStack;
   beforeAll(async () => {
-    stack = await startTestStack();
+    stack = await startTestStack({ own: true });
   });
   afterAll(async () => {
     await stack?.stop();
   });
 
-  it('a worker killed mid-epoch 2 is replaced and the run equals an uninterrupted one', async () => {
+  /** The uninterrupted run every kill test compares with; a worker must be polling when a test first asks for it. */
+  const uninterrupted = once(async () => {
     const clean = testRun(stack, config, [], 'rl');
+    return { clean, cleanResult: (await (await startRun(stack.client, clean, stack.taskQueue)).result()) as RunResult };
+  });
+
+  it('a worker killed mid-epoch 2 is replaced and the run equals an uninterrupted one', async () => {
     const crashed = testRun(stack, config, [], 'rl');
     let worker = await workerProcess(stack, 'rl-parity-worker-1');
     try {
-      const cleanResult = (await (await startRun(stack.client, clean, stack.taskQueue)).result()) as RunResult;
+      const { clean, cleanResult } = await uninterrupted();
       expect(cleanResult.status).toBe('completed');
       expect(cleanResult.steps).toBe(4);
 
@@ -87,11 +93,10 @@ describe('RL parity: gspo, streaming minibatches, num_epochs', { timeout: 900_00
   // (the engine answers its sequence ids from the dedupe cache), then substep 1 — and the run
   // equals the uninterrupted one, so no optimizer step was applied twice or skipped.
   it('a worker killed between two substeps of a streaming step: the run equals an uninterrupted one', async () => {
-    const clean = testRun(stack, config, [], 'rl');
     const crashed = testRun(stack, config, [], 'rl');
     let worker = await workerProcess(stack, 'rl-substeps-worker-1');
     try {
-      const cleanResult = (await (await startRun(stack.client, clean, stack.taskQueue)).result()) as RunResult;
+      const { clean, cleanResult } = await uninterrupted();
       expect(cleanResult.status).toBe('completed');
       const cleanUnits = await trainingUnits(stack.client, clean.workflowId);
       expect(cleanUnits.filter((u) => u.type === 'rlStreamSubstep').map((u) => [u.step, u.substep])).toEqual([[0, 0], [0, 1], [1, 0], [1, 1], [2, 0], [2, 1], [3, 0], [3, 1]]);
@@ -132,11 +137,10 @@ describe('RL parity: gspo, streaming minibatches, num_epochs', { timeout: 900_00
   // with it, so the run restores the checkpoint saved after step 1 and replays step 2 whole
   // (rollouts still sampling when the failure surfaced are settled first).
   it('an engine killed between two substeps of a streaming step: restored and replayed, the run equals an uninterrupted one', async () => {
-    const clean = testRun(stack, config, [], 'rl');
     const crashed = testRun(stack, config, [], 'rl');
     const worker = await workerProcess(stack, 'rl-substeps-engine-worker');
     try {
-      const cleanResult = (await (await startRun(stack.client, clean, stack.taskQueue)).result()) as RunResult;
+      const { clean, cleanResult } = await uninterrupted();
       const handle = await startRun(stack.client, crashed, stack.taskQueue);
       const firstSubstepOfStep2 = join(crashed.run.logPath, '.cookbook', 'store', 'streaming', 'step_000002', 'substep_0000.json');
       await waitUntil('step 2 substep 0 trained', async () => existsSync(firstSubstepOfStep2), 300_000, 5);

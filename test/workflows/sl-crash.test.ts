@@ -1,33 +1,40 @@
 // Exactly-once steps under a worker crash: a worker process is SIGKILLed in the middle of a run
 // (mid-step, so the engine may have applied a step the workflow has not heard of), a new worker
-// takes over, and the run ends with the metrics and final weights of an uninterrupted run.
+// takes over, and the run ends with the metrics and final weights of an uninterrupted run. One
+// uninterrupted run (pipelined: sl.test.ts shows both loops end equal) is the baseline of every test.
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRun } from '../../src/cli/train.js';
 import { progressQuery } from '../../src/workflows/shared/messages.js';
 import type { RunResult } from '../../src/workflows/shared/training-run.js';
 import { checkpointsOf, metricsOf, weightsFingerprint } from '../support/runs.js';
+import { once } from '../support/once.js';
 import { startTestStack, testRun, waitUntil, workerProcess, type TestStack } from '../support/stack.js';
 
 const config = join(import.meta.dirname, '..', 'fixtures', 'sl_small.json');
 
+let stack: TestStack;
+beforeAll(async () => {
+  stack = await startTestStack({ own: true });
+});
+afterAll(async () => {
+  await stack?.stop();
+});
+
+/** The uninterrupted run; a worker must be polling when a test first asks for it. */
+const uninterrupted = once(async () => {
+  const clean = testRun(stack, config);
+  return { clean, cleanResult: (await (await startRun(stack.client, clean, stack.taskQueue)).result()) as RunResult };
+});
+
 // Both loops: pipelined (submit_ahead 1, the default: a kill can land between a step's submission
 // and its collection, with the next step already queued) and unpipelined (submit_ahead 0).
 for (const [loop, overrides] of [['pipelined', []], ['unpipelined', ['submit_ahead=0']]] as Array<[string, string[]]>) describe(`supervised workflow under a worker crash (${loop})`, () => {
-  let stack: TestStack;
-  beforeAll(async () => {
-    stack = await startTestStack();
-  });
-  afterAll(async () => {
-    await stack?.stop();
-  });
-
   it('a SIGKILLed worker is replaced and the run equals an uninterrupted one', async () => {
-    const clean = testRun(stack, config, overrides);
     const crashed = testRun(stack, config, overrides);
 
     let worker = await workerProcess(stack, 'worker-clean');
-    const cleanResult = (await (await startRun(stack.client, clean, stack.taskQueue)).result()) as RunResult;
+    const { clean, cleanResult } = await uninterrupted();
 
     const handle = await startRun(stack.client, crashed, stack.taskQueue);
     // Kill twice: once in the first epoch and once in the second, each while a step is in flight.
@@ -52,11 +59,10 @@ for (const [loop, overrides] of [['pipelined', []], ['unpipelined', ['submit_ahe
   });
 
   it('an engine restart mid-run restores the last checkpoint, replays, and equals an uninterrupted run', async () => {
-    const clean = testRun(stack, config, overrides);
     const crashed = testRun(stack, config, overrides);
     const worker = await workerProcess(stack, 'worker-engine-test');
     try {
-      const cleanResult = (await (await startRun(stack.client, clean, stack.taskQueue)).result()) as RunResult;
+      const { clean, cleanResult } = await uninterrupted();
       const handle = await startRun(stack.client, crashed, stack.taskQueue);
       // After the checkpoint of step 4 and before the next one: steps 5.. are replayed from it.
       await waitUntil('step 6', async () => (await handle.query(progressQuery)).step >= 6, 120_000, 50);

@@ -17,7 +17,7 @@ const HOUR = 3600_000;
 describe('rolling checkpoints', () => {
   let stack: TestStack;
   beforeAll(async () => {
-    stack = await startTestStack();
+    stack = await startTestStack({ own: true });
   });
   afterAll(async () => {
     await stack?.stop();

@@ -24,7 +24,7 @@ describe('experiment tracking of a training run', () => {
   let stack: TestStack;
   let wandb: FakeWandb;
   beforeAll(async () => {
-    [stack, wandb] = await Promise.all([startTestStack(), startFakeWandb(KEY)]);
+    [stack, wandb] = await Promise.all([startTestStack({ own: true }), startFakeWandb(KEY)]);
   });
   afterAll(async () => {
     await Promise.all([stack?.stop(), wandb?.close()]);
