@@ -19,14 +19,18 @@ export function fileDurations({ root, vitestJson, engineXml, timings }) {
     const report = JSON.parse(readFileSync(vitestJson, 'utf8'));
     const spans = spansByFile(timings, root);
     // Files run one after another (fileParallelism: false): a file's time starts where the one
-    // before it ended, so its import and collection (before vitest's startTime) count as its own.
+    // before it ended. What comes before vitest's startTime for it is its import and collection and
+    // its top-level beforeAll hooks; the hooks' timed spans are taken out of the import's share.
     let previousEnd = report.startTime;
     for (const r of [...(report.testResults ?? [])].sort((a, b) => a.startTime - b.startTime)) {
       const file = relative(root, r.name);
       const began = Math.min(r.startTime, previousEnd ?? r.startTime);
       previousEnd = r.endTime;
-      const fileSpans = { ...(spans.get(file) ?? {}) };
-      if (r.startTime > began) fileSpans['import and collect'] = round((r.startTime - began) / 1000);
+      const { totals = {}, list = [] } = spans.get(file) ?? {};
+      const fileSpans = { ...totals };
+      const hooks = list.filter((sp) => sp.at !== undefined && sp.at >= began && sp.at < r.startTime).reduce((sum, sp) => sum + sp.ms, 0);
+      const gap = r.startTime - began - hooks;
+      if (gap > 0) fileSpans['import and collect'] = round(gap / 1000);
       files.push({ file, suite: 'vitest', seconds: round((r.endTime - began) / 1000), tests: r.assertionResults?.length ?? 0, spans: fileSpans });
     }
   }
@@ -57,9 +61,10 @@ function spansByFile(timings, root) {
     }
     if (!span.file) continue;
     const file = relative(root, span.file);
-    const spans = byFile.get(file) ?? {};
-    spans[span.category] = round((spans[span.category] ?? 0) + span.ms / 1000);
-    byFile.set(file, spans);
+    const entry = byFile.get(file) ?? { totals: {}, list: [] };
+    entry.totals[span.category] = round((entry.totals[span.category] ?? 0) + span.ms / 1000);
+    entry.list.push(span);
+    byFile.set(file, entry);
   }
   return byFile;
 }

@@ -16,10 +16,11 @@ export async function timed<T>(category: TimeCategory, fn: () => Promise<T>): Pr
   const out = process.env.COOKBOOK_TEST_TIMINGS;
   if (!out || inside.getStore()) return fn();
   const started = performance.now();
+  const at = Date.now();
   try {
     return await inside.run(category, fn);
   } finally {
-    const line = { file: currentTestFile(), category, ms: Math.round(performance.now() - started) };
+    const line = { file: currentTestFile(), category, at, ms: Math.round(performance.now() - started) };
     try {
       appendFileSync(out, `${JSON.stringify(line)}\n`);
     } catch {

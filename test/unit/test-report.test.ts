@@ -29,7 +29,8 @@ describe('test timing report', () => {
   writeFileSync(
     join(dir, 'timings.jsonl'),
     [
-      { file: '/repo/test/a.test.ts', category: 'stack start', ms: 8_000 },
+      { file: '/repo/test/a.test.ts', category: 'stack start', at: 200, ms: 800 }, // a beforeAll, before vitest's startTime
+      { file: '/repo/test/a.test.ts', category: 'stack start', at: 5_000, ms: 7_200 },
       { file: '/repo/test/a.test.ts', category: 'worker start', ms: 1_500 },
       { file: '/repo/test/a.test.ts', category: 'worker start', ms: 1_500 },
       { file: '/repo/test/b.test.ts', category: 'waits', ms: 2_000 },
@@ -40,14 +41,14 @@ describe('test timing report', () => {
   const files: FileDuration[] = fileDurations({ root, vitestJson: join(dir, 'vitest.json'), engineXml: join(dir, 'engine.xml'), timings: join(dir, 'timings.jsonl') });
 
   it('totals each file of both suites, slowest first, with its spans summed and its import counted', () => {
-    // a: from the run's start (1 s of import) to its end; b: from a's end (2 s of import) to its own.
+    // a: from the run's start (1 s before its tests, 0.8 s of it a timed hook) to its end; b: from a's end (2 s of import) to its own.
     expect(files.map((f) => [f.file, f.suite, f.seconds, f.tests])).toEqual([
       ['test/a.test.ts', 'vitest', 31, 2],
       ['engine/tests/test_x.py', 'pytest', 10, 2],
       ['test/b.test.ts', 'vitest', 5, 1],
       ['engine/tests/test_z.py', 'pytest', 0.3, 1],
     ]);
-    expect(files[0].spans).toEqual({ 'import and collect': 1, 'stack start': 8, 'worker start': 3 });
+    expect(files[0].spans).toEqual({ 'import and collect': 0.2, 'stack start': 8, 'worker start': 3 });
     expect(files[2].spans).toEqual({ 'import and collect': 2, waits: 2 });
   });
 
@@ -56,7 +57,7 @@ describe('test timing report', () => {
     const lines = table.split('\n');
     expect(lines[0]).toMatch(/^2 slowest test files \(of 4, 46 s in all/);
     expect(lines[1].trim().split(/\s{2,}/)).toEqual(['seconds', 'import and collect', 'stack start', 'worker start', 'rest', 'tests', 'file']);
-    expect(lines[2].trim().split(/\s{2,}/)).toEqual(['31', '1', '8', '3', '19', '2', 'test/a.test.ts']);
+    expect(lines[2].trim().split(/\s{2,}/)).toEqual(['31', '0', '8', '3', '20', '2', 'test/a.test.ts']);
     expect(lines[3].trim().split(/\s+/)).toEqual(['10', '10', '2', 'engine/tests/test_x.py']);
     expect(lines).toHaveLength(4);
   });

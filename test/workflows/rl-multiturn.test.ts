@@ -15,6 +15,7 @@ import type { RunResult } from '../../src/workflows/shared/training-run.js';
 import { checkHistories } from '../support/history.js';
 import { checkpointsOf, metricsOf, weightsFingerprint } from '../support/runs.js';
 import { startTestStack, testRun, untilActivityRunning, waitUntil, withWorker, workerProcess, type TestStack } from '../support/stack.js';
+import { fullTier } from '../support/tier.js';
 
 const fixture = (name: string) => join(import.meta.dirname, '..', 'fixtures', name);
 const summaries = (logPath: string, step: number) =>
@@ -105,7 +106,8 @@ describe('multi-turn RL', { timeout: 900_000 }, () => {
     expect(hygiene.maxPayloadBytes).toBeLessThan(16 * 1024);
   });
 
-  it('guess the number: episodes run turn by turn with the feedback transcript in the summaries', async () => {
+  // Fuller tier: the env's turns are unit-tested (test/cookbook/rl/multiturn.test.ts); twenty questions runs multi-turn on the stack in the gate.
+  if (fullTier) it('guess the number: episodes run turn by turn with the feedback transcript in the summaries', async () => {
     const run = testRun(stack, fixture('rl_guess_number_small.json'), [], 'rl');
     const result = await withWorker(stack, async () => (await (await startRun(stack.client, run, stack.taskQueue)).result()) as RunResult);
     expect(result.status).toBe('completed');
@@ -121,7 +123,7 @@ describe('multi-turn RL', { timeout: 900_000 }, () => {
     }
   });
 
-  it('tic-tac-toe self-play: the two players of a game are one group; the test set plays the optimal opponent', async () => {
+  if (fullTier) it('tic-tac-toe self-play: the two players of a game are one group; the test set plays the optimal opponent', async () => {
     const run = testRun(stack, fixture('rl_tictactoe_small.json'), [], 'rl');
     const result = await withWorker(stack, async () => (await (await startRun(stack.client, run, stack.taskQueue)).result()) as RunResult);
     expect(result.status).toBe('completed');

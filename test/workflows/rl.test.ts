@@ -8,6 +8,7 @@ import type { RunResult } from '../../src/workflows/shared/training-run.js';
 import { checkHistories } from '../support/history.js';
 import { checkpointsOf, metricsOf, weightsFingerprint } from '../support/runs.js';
 import { startTestStack, testRun, untilActivityRunning, waitUntil, withWorker, workerProcess, type TestStack } from '../support/stack.js';
+import { fullTier } from '../support/tier.js';
 
 const config = join(import.meta.dirname, '..', 'fixtures', 'rl_small.json');
 
@@ -102,7 +103,8 @@ describe('RL workflow', { timeout: 600_000 }, () => {
 // The same async run against an engine that decodes concurrent sample requests in one batch
 // (`--continuous-batching`): rollouts of different sampler versions share the engine's decode
 // step, and the staleness bound and episode counts hold as on the one-request-at-a-time engine.
-describe('RL on a continuously batching engine', { timeout: 600_000 }, () => {
+// Fuller tier: the engine's continuous batching is the engine suite's (engine/tests/test_batching.py).
+if (fullTier) describe('RL on a continuously batching engine', { timeout: 600_000 }, () => {
   let stack: TestStack;
   beforeAll(async () => {
     stack = await startTestStack({ engineArgs: ['--continuous-batching'] });
