@@ -12,6 +12,7 @@ import { resolveRun, startRun, type ResolvedRun } from '../../src/cli/train.js';
 import { createCookbookWorker } from '../../src/workers/worker.js';
 import type { RunResult } from '../../src/workflows/shared/training-run.js';
 import { onFreePort } from './free-port.js';
+import { once } from './once.js';
 import { timed } from './timing.js';
 
 /** A server of the stack: what tests do with it (the shared stack's cannot be killed). */
@@ -162,6 +163,17 @@ export function workerProcess(stack: TestStack, name = 'worker'): Promise<Servic
 export async function runToEnd(stack: TestStack, run: ResolvedRun): Promise<RunResult> {
   const handle = await startRun(stack.client, run, stack.taskQueue);
   return (await handle.result()) as RunResult;
+}
+
+/**
+ * An uninterrupted run of a config, run on first use and shared by a file's kill tests, each of
+ * which compares its crashed run with it. A worker must be polling the stack's task queue then.
+ */
+export function uninterruptedRun(stack: () => TestStack, config: string, kind = 'sl'): () => Promise<{ clean: ResolvedRun; cleanResult: RunResult }> {
+  return once(async () => {
+    const clean = testRun(stack(), config, [], kind);
+    return { clean, cleanResult: await runToEnd(stack(), clean) };
+  });
 }
 
 export function waitUntil(what: string, probe: () => Promise<boolean>, timeoutMs = 120_000, everyMs = 250): Promise<void> {

@@ -13,8 +13,7 @@ import { progressQuery } from '../../src/workflows/shared/messages.js';
 import type { RunResult } from '../../src/workflows/shared/training-run.js';
 import { checkHistories, overlappingActivities } from '../support/history.js';
 import { checkpointsOf, metricsOf, weightsFingerprint } from '../support/runs.js';
-import { once } from '../support/once.js';
-import { startTestStack, testRun, waitUntil, workerProcess, type TestStack } from '../support/stack.js';
+import { startTestStack, testRun, uninterruptedRun, waitUntil, workerProcess, type TestStack } from '../support/stack.js';
 
 // The arithmetic env plus a token-parity reward (test/fixtures/envs/token-parity.ts), so that
 // advantages are not all zero; gspo, 2 epochs of 2 batches = 4 steps; each step 2 substeps × 2
@@ -30,11 +29,7 @@ describe('RL parity: gspo, streaming minibatches, num_epochs', { timeout: 900_00
     await stack?.stop();
   });
 
-  /** The uninterrupted run every kill test compares with; a worker must be polling when a test first asks for it. */
-  const uninterrupted = once(async () => {
-    const clean = testRun(stack, config, [], 'rl');
-    return { clean, cleanResult: (await (await startRun(stack.client, clean, stack.taskQueue)).result()) as RunResult };
-  });
+  const uninterrupted = uninterruptedRun(() => stack, config, 'rl');
 
   it('a worker killed mid-epoch 2 is replaced and the run equals an uninterrupted one', async () => {
     const crashed = testRun(stack, config, [], 'rl');

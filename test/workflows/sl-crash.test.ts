@@ -8,8 +8,7 @@ import { startRun } from '../../src/cli/train.js';
 import { progressQuery } from '../../src/workflows/shared/messages.js';
 import type { RunResult } from '../../src/workflows/shared/training-run.js';
 import { checkpointsOf, metricsOf, weightsFingerprint } from '../support/runs.js';
-import { once } from '../support/once.js';
-import { startTestStack, testRun, waitUntil, workerProcess, type TestStack } from '../support/stack.js';
+import { startTestStack, testRun, uninterruptedRun, waitUntil, workerProcess, type TestStack } from '../support/stack.js';
 import { inFullTier } from '../support/tier.js';
 
 const config = join(import.meta.dirname, '..', 'fixtures', 'sl_small.json');
@@ -22,15 +21,11 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-/** The uninterrupted run; a worker must be polling when a test first asks for it. */
-const uninterrupted = once(async () => {
-  const clean = testRun(stack, config);
-  return { clean, cleanResult: (await (await startRun(stack.client, clean, stack.taskQueue)).result()) as RunResult };
-});
+const uninterrupted = uninterruptedRun(() => stack, config);
 
 // Both loops: pipelined (submit_ahead 1, the default: a kill can land between a step's submission
 // and its collection, with the next step already queued) and, in the fuller tier, unpipelined
-// (submit_ahead 0; the gate's chaos suite has no unpipelined trial, sl.test.ts shows both loops equal).
+// (submit_ahead 0), compared with the same pipelined run: sl.test.ts shows the two loops end equal.
 for (const [loop, overrides] of inFullTier<[string, string[]]>([['pipelined', []]], [['unpipelined', ['submit_ahead=0']]])) describe(`supervised workflow under a worker crash (${loop})`, () => {
   it('a SIGKILLed worker is replaced and the run equals an uninterrupted one', async () => {
     const crashed = testRun(stack, config, overrides);
