@@ -97,6 +97,8 @@ export interface CookbookWorkerOptions {
   /** Read from TINKER_API_KEY by default; never put in a workflow payload. */
   tinkerApiKey?: string;
   shutdownGraceTime?: string;
+  /** How long a workflow task waits for the worker that ran the workflow last (default 2 s). */
+  stickyQueueScheduleToStartTimeout?: string;
   maxConcurrentActivityTaskExecutions?: number;
   maxConcurrentWorkflowTaskExecutions?: number;
 }
@@ -148,6 +150,11 @@ export async function createCookbookWorker(opts: CookbookWorkerOptions): Promise
     workflowBundle: await workflowBundle(),
     activities: createActivities({ backendFor }),
     shutdownGraceTime: opts.shutdownGraceTime ?? '10s',
+    // A workflow task goes first to the sticky queue of the worker that ran the workflow last; when
+    // that worker was killed, the task waits this long before any other worker may take it. The SDK's
+    // 10 s added ten idle seconds to every recovery from a killed worker; a worker that lives polls its
+    // sticky queue all the time, and a miss costs one replay of a history continue-as-new keeps short.
+    stickyQueueScheduleToStartTimeout: opts.stickyQueueScheduleToStartTimeout ?? '2s',
     maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivityTaskExecutions ?? 64,
     ...(opts.maxConcurrentWorkflowTaskExecutions ? { maxConcurrentWorkflowTaskExecutions: opts.maxConcurrentWorkflowTaskExecutions } : {}),
   });

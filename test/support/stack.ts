@@ -6,7 +6,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
-import { inject } from 'vitest';
 import { startEngine, startTemporalServer, startWorkerProcess, type Service } from '../../src/cli/services.js';
 import { resolveRun, startRun, type ResolvedRun } from '../../src/cli/train.js';
 import { createCookbookWorker } from '../../src/workers/worker.js';
@@ -52,7 +51,7 @@ export interface TestStackOptions {
 let counter = 0;
 
 export async function startTestStack(opts: TestStackOptions = {}): Promise<TestStack> {
-  const shared = opts.own || opts.persist || opts.engineArgs ? null : sharedStackInfo();
+  const shared = opts.own || opts.persist || opts.engineArgs ? null : await sharedStackInfo();
   return timed('stack start', () => (shared ? sharedStack(shared.temporalAddress, shared.engineUrl, shared.engineLog) : ownStack(opts)));
 }
 
@@ -113,10 +112,13 @@ async function sharedStack(temporalAddress: string, engineUrl: string, engineLog
   };
 }
 
-/** The run's shared stack, if any: none outside vitest (bench/ drives stacks too) or without one. */
-function sharedStackInfo() {
+/**
+ * The run's shared stack, if any: none without one, and none outside vitest — bench/ and the chaos
+ * command drive stacks too, and importing vitest outside a test run throws.
+ */
+async function sharedStackInfo() {
   try {
-    return inject('sharedStack');
+    return (await import('vitest')).inject('sharedStack');
   } catch {
     return null;
   }

@@ -6,7 +6,6 @@
 // what they leave of its total is time in the tests' own work (runs, checks).
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { appendFileSync } from 'node:fs';
-import { expect } from 'vitest';
 
 export type TimeCategory = 'stack start' | 'engine start' | 'temporal start' | 'worker start' | 'waits' | 'chaos baseline' | 'chaos trials';
 
@@ -20,7 +19,8 @@ export async function timed<T>(category: TimeCategory, fn: () => Promise<T>): Pr
   try {
     return await inside.run(category, fn);
   } finally {
-    const line = { file: currentTestFile(), category, at, ms: Math.round(performance.now() - started) };
+    const ms = Math.round(performance.now() - started);
+    const line = { file: await currentTestFile(), category, at, ms };
     try {
       appendFileSync(out, `${JSON.stringify(line)}\n`);
     } catch {
@@ -29,9 +29,10 @@ export async function timed<T>(category: TimeCategory, fn: () => Promise<T>): Pr
   }
 }
 
-function currentTestFile(): string | undefined {
+/** The test file running now; none outside vitest (a bench process a test started), whose import of vitest throws. */
+async function currentTestFile(): Promise<string | undefined> {
   try {
-    return expect.getState().testPath;
+    return (await import('vitest')).expect.getState().testPath;
   } catch {
     return undefined;
   }
