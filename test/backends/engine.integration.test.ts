@@ -104,10 +104,17 @@ describe('TinkerBackend against the real engine', () => {
     const again = newBackend().openTrainingSession(a.modelId);
     const fb1b = await (await again.forwardBackward(structuredClone(data), 'cross_entropy', { seqId: 1 })).result();
     expect(fb1b.metrics['loss:sum']).toBe(fb1.metrics['loss:sum']);
-    await (await a.optimStep({ learning_rate: 1e-2 }, { seqId: 2 })).result();
-    await step(b, 1);
-    // Had the resend been applied, a's gradient would have doubled.
-    expect(await forwardLogprobs(a, 3)).toEqual(await forwardLogprobs(b, 3));
+    // A second, different batch before the update: Adam's first step is blind to the scale of the
+    // gradient, so a doubled gradient alone would update the weights the same; doubled beside
+    // another batch's, it turns the update's direction.
+    const other = data.slice(1);
+    await (await a.forwardBackward(other, 'cross_entropy', { seqId: 2 })).result();
+    await (await a.optimStep({ learning_rate: 1e-2 }, { seqId: 3 })).result();
+    await (await b.forwardBackward(data, 'cross_entropy', { seqId: 1 })).result();
+    await (await b.forwardBackward(other, 'cross_entropy', { seqId: 2 })).result();
+    await (await b.optimStep({ learning_rate: 1e-2 }, { seqId: 3 })).result();
+    // Had the resend been applied, a's update would differ from b's.
+    expect(await forwardLogprobs(a, 4)).toEqual(await forwardLogprobs(b, 4));
   });
 
   it('a seq id reused with a different payload is a conflict', async () => {
