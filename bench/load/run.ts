@@ -49,7 +49,7 @@ async function outcome(stack: TestStack, run: ReturnType<typeof testRun>, result
   };
 }
 
-const stack = await startTestStack({ own: true });
+const stack = await startTestStack();
 const worker = await workerProcess(stack, 'load-worker');
 const sampler = new MemorySampler(() => ({ worker: worker.proc.pid, engine: stack.engine.proc?.pid }), 500);
 try {

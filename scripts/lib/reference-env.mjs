@@ -11,7 +11,8 @@ import { createHash } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { REPO_ROOT, buildCachedVenv, cacheRoot, ensureEngineEnv } from '../../src/stack/engine-env.mjs';
+import { cacheRoot } from '../../src/stack/cache.mjs';
+import { REPO_ROOT, buildCachedVenv, ensureEngineEnv } from '../../src/stack/engine-env.mjs';
 
 export const REFERENCE_VERSION = '0.6.1';
 const REQUIREMENTS = path.join(REPO_ROOT, 'test', 'parity', 'requirements.txt');

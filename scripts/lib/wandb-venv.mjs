@@ -4,7 +4,8 @@
 // protobuf classes) and `wandb sync`, instead of trusting our own decoder.
 import fs from 'node:fs';
 import path from 'node:path';
-import { buildCachedVenv, cacheRoot } from '../../src/stack/engine-env.mjs';
+import { cacheRoot } from '../../src/stack/cache.mjs';
+import { buildCachedVenv } from '../../src/stack/engine-env.mjs';
 
 export const WANDB_VERSION = '0.22.3';
 

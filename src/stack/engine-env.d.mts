@@ -1,6 +1,5 @@
 export declare const REPO_ROOT: string;
 export declare const ENGINE_DIR: string;
-export declare function cacheRoot(): string;
 export declare function engineVenvPath(): string;
 export declare function pidAlive(pid: number): boolean;
 export declare function buildCachedVenv(

@@ -11,14 +11,11 @@ import { fileURLToPath } from 'node:url';
 
 import { cacheRoot } from './cache.mjs';
 
-export { cacheRoot };
-
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const ENGINE_DIR = path.join(REPO_ROOT, 'engine');
 const REQUIREMENTS = path.join(ENGINE_DIR, 'requirements.txt');
 const MARKER = '.complete';
 const STALE_LOCK_MS = 60 * 60 * 1000;
-
 
 export function engineVenvPath() {
   const hash = createHash('sha256').update(fs.readFileSync(REQUIREMENTS)).digest('hex').slice(0, 12);

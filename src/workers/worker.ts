@@ -97,8 +97,6 @@ export interface CookbookWorkerOptions {
   /** Read from TINKER_API_KEY by default; never put in a workflow payload. */
   tinkerApiKey?: string;
   shutdownGraceTime?: string;
-  /** How long a workflow task waits for the worker that ran the workflow last (default 2 s). */
-  stickyQueueScheduleToStartTimeout?: string;
   maxConcurrentActivityTaskExecutions?: number;
   maxConcurrentWorkflowTaskExecutions?: number;
 }
@@ -154,7 +152,7 @@ export async function createCookbookWorker(opts: CookbookWorkerOptions): Promise
     // that worker was killed, the task waits this long before any other worker may take it. The SDK's
     // 10 s added ten idle seconds to every recovery from a killed worker; a worker that lives polls its
     // sticky queue all the time, and a miss costs one replay of a history continue-as-new keeps short.
-    stickyQueueScheduleToStartTimeout: opts.stickyQueueScheduleToStartTimeout ?? '2s',
+    stickyQueueScheduleToStartTimeout: '2s',
     maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivityTaskExecutions ?? 64,
     ...(opts.maxConcurrentWorkflowTaskExecutions ? { maxConcurrentWorkflowTaskExecutions: opts.maxConcurrentWorkflowTaskExecutions } : {}),
   });

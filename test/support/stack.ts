@@ -11,6 +11,7 @@ import { resolveRun, startRun, type ResolvedRun } from '../../src/cli/train.js';
 import { createCookbookWorker } from '../../src/workers/worker.js';
 import type { RunResult } from '../../src/workflows/shared/training-run.js';
 import { onFreePort } from './free-port.js';
+import type { SharedStackInfo } from './shared-stack.js';
 import { once } from './once.js';
 import { timed } from './timing.js';
 
@@ -52,7 +53,7 @@ let counter = 0;
 
 export async function startTestStack(opts: TestStackOptions = {}): Promise<TestStack> {
   const shared = opts.own || opts.persist || opts.engineArgs ? null : await sharedStackInfo();
-  return timed('stack start', () => (shared ? sharedStack(shared.temporalAddress, shared.engineUrl, shared.engineLog) : ownStack(opts)));
+  return timed('stack start', () => (shared ? sharedStack(shared) : ownStack(opts)));
 }
 
 async function ownStack(opts: TestStackOptions): Promise<TestStack> {
@@ -89,7 +90,7 @@ async function ownStack(opts: TestStackOptions): Promise<TestStack> {
   return stack;
 }
 
-async function sharedStack(temporalAddress: string, engineUrl: string, engineLog: string): Promise<TestStack> {
+async function sharedStack({ temporalAddress, engineUrl, engineLog }: SharedStackInfo): Promise<TestStack> {
   const dir = mkdtempSync(join(tmpdir(), 'cookbook-test-'));
   const connection = await connect(temporalAddress);
   const refuse = (what: string) => async () => {
