@@ -106,3 +106,20 @@ export function parseComparisonsJsonl(text: string, displayPath: string): Compar
 export async function loadComparisonsJsonl(filePath: string, displayPath = filePath): Promise<ComparisonRow[]> {
   return parseComparisonsJsonl(await readTextFile(filePath, displayPath), displayPath);
 }
+
+/**
+ * Train and test rows of a comparisons file. The reference's JSONL builder keeps the file's order
+ * (only `set_epoch` shuffles), so the training rows do too; `test_size` > 0 holds out a seeded
+ * sample (the first `test_size` of the `shuffleSeed` permutation, in that order) that the training
+ * rows then skip.
+ */
+export function splitFileComparisons<R>(
+  rows: readonly R[],
+  testSize: number,
+  permutation: (n: number) => number[],
+): { train: R[]; test?: R[] } {
+  if (testSize <= 0 || rows.length <= testSize) return { train: [...rows] };
+  const held = permutation(rows.length).slice(0, testSize);
+  const isHeld = new Set(held);
+  return { train: rows.filter((_, i) => !isHeld.has(i)), test: held.map((i) => rows[i]) };
+}

@@ -1,9 +1,11 @@
 // DPO datasets from comparison JSONL (spec §4.2, reference DPODatasetBuilderFromComparisons): each
 // row becomes [chosen, rejected] datums — prompt + completion rendered with LAST_ASSISTANT_MESSAGE,
 // raw 0/1 weights (reduction "none") — and a batch of `batch_size` rows is up to 2·batch_size
-// datums interleaved c0, r0, c1, r1, …. Rows are shuffled once with `shuffle_seed`, the first
-// `test_size` rows are the test set (one batch), and `setEpoch(seed)` reshuffles the train rows as
-// the chat datasets do. An `hf` source (docs/hf-datasets.md) reads a Hugging Face dataset instead.
+// datums interleaved c0, r0, c1, r1, …. A comparisons file keeps its order, as the reference's
+// ComparisonBuilderFromJsonl does (`test_size` holds out a `shuffle_seed` sample, one batch);
+// `setEpoch(seed)` shuffles the train rows as the chat datasets do. An `hf` source
+// (docs/hf-datasets.md) reads a Hugging Face dataset instead, shuffled on load like the reference's
+// Hub builders.
 
 import { rendererForModel, type ModelChoice } from '../renderers/for-model.js';
 import { existsSync } from 'node:fs';
@@ -17,7 +19,7 @@ import { HfSourceSchema } from '../hf/config.js';
 import { numpyPermutation } from '../shuffle.js';
 import { datumFromModelInputWeights } from '../supervised/datum.js';
 import type { Tokenizer } from '../tokenizer.js';
-import { loadComparisonsJsonl, type ComparisonRow } from './comparisons.js';
+import { loadComparisonsJsonl, splitFileComparisons } from './comparisons.js';
 import { checkCompletionsEndWithAssistant, comparisonDatumsBuilder, PreferenceDataset } from './preference-dataset.js';
 import { buildHfPreferenceDatasets } from './hf-comparisons.js';
 
@@ -102,13 +104,7 @@ export async function buildPreferenceDatasets(
   ]);
   for (const row of rows) checkCompletionsEndWithAssistant(row, `${displayPath}:${row.line}`);
 
-  const shuffled = numpyPermutation(cfg.shuffle_seed, rows.length).map((i) => rows[i]);
-  let trainRows = shuffled;
-  let testRows: ComparisonRow[] | undefined;
-  if (cfg.test_size > 0 && shuffled.length > cfg.test_size) {
-    testRows = shuffled.slice(0, cfg.test_size);
-    trainRows = shuffled.slice(cfg.test_size);
-  }
+  const { train: trainRows, test: testRows } = splitFileComparisons(rows, cfg.test_size, (n) => numpyPermutation(cfg.shuffle_seed, n));
   if (trainRows.length < cfg.batch_size) {
     throw new DataValidationError(
       `${displayPath}: ${trainRows.length} training comparisons (after holding out ${testRows?.length ?? 0} for test) is fewer than batch_size ${cfg.batch_size}, so there is not one full batch`,

@@ -15,7 +15,7 @@ import { DataValidationError } from '../errors.js';
 import type { Renderer } from '../renderers/types.js';
 import { datumFromModelInputWeights } from '../supervised/datum.js';
 import { comparisonModelInputWeights } from './comparison-renderer.js';
-import { swapComparison, type ComparisonRow, type LabeledComparison } from './comparisons.js';
+import { splitFileComparisons, swapComparison, type ComparisonRow, type LabeledComparison } from './comparisons.js';
 import { PythonRandomStream } from '../python-random.js';
 
 /** The seed of the reference's `rng = random.Random(0)`. */
@@ -97,8 +97,9 @@ export interface RewardModelDataSettings {
 }
 
 /**
- * Train and test sets from comparison rows already split (hf) or to be split here (JSONL: shuffled
- * with `shuffle_seed`, the first `test_size` held out, as every dataset of this project).
+ * Train and test sets from comparison rows already split (hf) or to be split here (JSONL: in file
+ * order, as the reference's ComparisonBuilderFromJsonl, with a `shuffle_seed` sample of `test_size`
+ * held out; see splitFileComparisons).
  */
 export function rewardModelDatasets(
   split: { train: ComparisonRow[]; test?: ComparisonRow[] } | { rows: ComparisonRow[] },
@@ -110,12 +111,7 @@ export function rewardModelDatasets(
   let train: ComparisonRow[];
   let test: ComparisonRow[] | undefined;
   if ('rows' in split) {
-    const shuffled = shuffle(split.rows.length, cfg.shuffle_seed).map((i) => split.rows[i]);
-    train = shuffled;
-    if (cfg.test_size > 0 && shuffled.length > cfg.test_size) {
-      test = shuffled.slice(0, cfg.test_size);
-      train = shuffled.slice(cfg.test_size);
-    }
+    ({ train, test } = splitFileComparisons(split.rows, cfg.test_size, (n) => shuffle(n, cfg.shuffle_seed)));
   } else {
     ({ train, test } = split);
   }

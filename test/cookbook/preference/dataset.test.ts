@@ -100,4 +100,28 @@ describe('buildPreferenceDatasets', () => {
     expect(train.length).toBe(25);
     expect(train.getBatch(0).filtered).toEqual([]);
   });
+
+  it("a comparisons file trains the reference's batches: file order, shuffled only per epoch", async () => {
+    // The reference (ComparisonBuilderFromJsonl + DPODatasetBuilderFromComparisons) keeps the file's
+    // order and `set_epoch(e)` is HF `Dataset.shuffle(seed=e)`: these lines are what tinker-cookbook
+    // 0.6.1's datasets 5.2.0 gives for a 100-row file (`Dataset.from_list(rows).shuffle(seed)`).
+    const { train } = await buildPreferenceDatasets({ builtin: 'example_preferences', batch_size: 4 }, 'tiny-qwen3');
+    train.setEpoch(0);
+    expect([0, 1, 2].map((b) => train.getBatch(b).lines)).toEqual([[83, 37, 21, 6], [94, 17, 95, 53], [73, 91, 84, 14]]);
+    train.setEpoch(1);
+    expect([0, 1].map((b) => train.getBatch(b).lines)).toEqual([[49, 9, 17, 82], [7, 100, 39, 6]]);
+  });
+
+  it('test_size holds out a seeded sample; the training rows keep the file order and skip it', async () => {
+    const p = file('twelve.jsonl', Array.from({ length: 12 }, (_, i) => row(i)));
+    const { train, test } = await buildPreferenceDatasets({ file_path: p, batch_size: 1, test_size: 3, shuffle_seed: 5 }, 'tiny-qwen3');
+    const held = test!.getBatch(0).lines;
+    expect(held).toHaveLength(3);
+    const trainLines = Array.from({ length: train.length }, (_, b) => train.getBatch(b).lines[0]);
+    expect(new Set([...held, ...trainLines]).size).toBe(12);
+    expect(trainLines).toEqual([...trainLines].sort((x, y) => x - y));
+    train.setEpoch(0);
+    const epoch0 = Array.from({ length: train.length }, (_, b) => train.getBatch(b).lines[0]);
+    expect([...epoch0].sort((x, y) => x - y)).toEqual(trainLines.filter((l) => !held.includes(l)).sort((x, y) => x - y));
+  });
 });
