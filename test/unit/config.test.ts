@@ -25,6 +25,24 @@ describe('overrides', () => {
   it('sets dotted keys, creating objects on the way', () => {
     expect(applyOverrides({ a: { b: 1 } }, ['a.c=2', 'd.e=x'])).toEqual({ a: { b: 1, c: 2 }, d: { e: 'x' } });
   });
+  it('indexes into lists: sets a key of an element, replaces or appends an element', () => {
+    const cfg = { dataset_configs: [{ dataset: { file_path: 'a.jsonl' } }, { dataset: { file_path: 'b.jsonl' } }], tags: ['x'] };
+    expect(applyOverrides(cfg, ['dataset_configs.1.dataset.file_path=c.jsonl', 'tags.0=y', 'tags.1=z'])).toEqual({
+      dataset_configs: [{ dataset: { file_path: 'a.jsonl' } }, { dataset: { file_path: 'c.jsonl' } }],
+      tags: ['y', 'z'],
+    });
+    expect(cfg.dataset_configs[1].dataset.file_path).toBe('b.jsonl');
+  });
+  it('a segment that is not an index into the list names the override, the list and the valid indices', () => {
+    const cfg = { dataset_configs: [{ dataset: {} }], tags: [] as string[], names: ['a'] };
+    expect(() => applyOverrides(cfg, ['dataset_configs.1.dataset.file_path=x'])).toThrow(
+      /override "dataset_configs\.1\.dataset\.file_path=x": "dataset_configs" is a list of 1, "1" is not an index into it \(indices are 0\.\.0\)/,
+    );
+    expect(() => applyOverrides(cfg, ['dataset_configs.file_path=x'])).toThrow(/"dataset_configs" is a list of 1, "file_path" is not an index/);
+    expect(() => applyOverrides(cfg, ['dataset_configs.-1.x=1'])).toThrow(/"-1" is not an index/);
+    expect(() => applyOverrides(cfg, ['tags.0.x=1'])).toThrow(/"tags" is a list of 0, "0" is not an index into it \(it is empty\)/);
+    expect(() => applyOverrides(cfg, ['names.0.x=1'])).toThrow(/"names\.0" is not an object or a list/);
+  });
   it('rejects malformed overrides with the offending text', () => {
     expect(() => parseOverride('novalue')).toThrow(/"novalue" is not of the form key=value/);
     expect(() => applyOverrides({ a: 1 }, ['a.b=2'])).toThrow(/"a" is not an object/);
@@ -32,6 +50,14 @@ describe('overrides', () => {
 });
 
 describe('resolveRun', () => {
+  it("an override into a list reaches the element, and its file path resolves and is checked like the config's own", () => {
+    writeFileSync(join(dir, 'prompts.jsonl'), '{"prompt":"hi"}\n');
+    const cfg = join(process.cwd(), 'configs', 'distill_on_policy.json');
+    const r = resolveRun('distill', cfg, [`dataset_configs.0.dataset.file_path=${join(dir, 'prompts.jsonl')}`, 'dataset_configs.0.groups_per_batch=2']);
+    expect(r.config.dataset_configs[0].dataset.file_path).toBe(join(dir, 'prompts.jsonl'));
+    expect(r.config.dataset_configs[0].groups_per_batch).toBe(2);
+    expect(() => resolveRun('distill', cfg, [`dataset_configs.0.dataset.file_path=${join(dir, 'missing.jsonl')}`])).toThrow(/dataset_configs\.0\.dataset\.file_path/);
+  });
   it('fills defaults, resolves paths against the config file, and names the workflow', () => {
     const r = resolveRun('sl', write('ok.json', base), ['learning_rate=0.001', 'dataset.batch_size=4']);
     expect(r.workflowId).toMatch(/^sl-ok-\d{8}-\d{6}$/);

@@ -24,20 +24,39 @@ export function parseOverride(arg: string): [string[], unknown] {
   return [path, value];
 }
 
+/**
+ * Applies overrides in order. A segment indexes into a list where the config has one
+ * (`dataset_configs.0.file_path=…`); a missing or null object on the way is created.
+ */
 export function applyOverrides(config: Record<string, unknown>, overrides: string[]): Record<string, unknown> {
   const out = structuredClone(config);
   for (const arg of overrides) {
     const [path, value] = parseOverride(arg);
-    let node: Record<string, unknown> = out;
-    for (const key of path.slice(0, -1)) {
-      const next = node[key];
-      if (next === undefined || next === null) node[key] = {};
-      else if (typeof next !== 'object' || Array.isArray(next)) {
-        throw new ConfigError(`override "${arg}": "${key}" is not an object`);
+    let node: Record<string, unknown> | unknown[] = out;
+    path.forEach((key, i) => {
+      const at = path.slice(0, i).join('.') || '(root)';
+      const last = i === path.length - 1;
+      let slot: string | number = key;
+      if (Array.isArray(node)) {
+        // The last segment may append (index = length); one on the way must name an element.
+        const index = /^(0|[1-9]\d*)$/.test(key) ? Number(key) : NaN;
+        const bound = last ? node.length : node.length - 1;
+        if (!(index <= bound)) {
+          const range = node.length === 0 ? (last ? 'the only index is 0' : 'it is empty') : `indices are 0..${bound}`;
+          throw new ConfigError(`override "${arg}": "${at}" is a list of ${node.length}, "${key}" is not an index into it (${range})`);
+        }
+        slot = index;
       }
-      node = node[key] as Record<string, unknown>;
-    }
-    node[path[path.length - 1]] = value;
+      const container = node as Record<string | number, unknown>;
+      if (last) {
+        container[slot] = value;
+        return;
+      }
+      const next = container[slot];
+      if (next === undefined || next === null) container[slot] = {};
+      else if (typeof next !== 'object') throw new ConfigError(`override "${arg}": "${path.slice(0, i + 1).join('.')}" is not an object or a list`);
+      node = container[slot] as Record<string, unknown> | unknown[];
+    });
   }
   return out;
 }
