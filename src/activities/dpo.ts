@@ -165,6 +165,7 @@ export function dpoActivities(deps: ActivityDeps) {
     const metrics = { ...row.metrics };
     if (results) Object.assign(metrics, results[0].metrics, results[1].metrics ?? {});
     metrics['time/total'] = (Date.now() - row.startedMs) / 1000;
+    metrics.batch_time = metrics['time/total'];
     new RunStore(run.logPath).writeMetrics({ step, ...metrics, ...(statePath ? { state_path: statePath } : {}) });
     if (row.trained && !Number.isFinite(metrics.dpo_loss)) {
       throw ApplicationFailure.nonRetryable(`step ${step}: dpo_loss is ${metrics.dpo_loss} (non-finite loss); the run stops here and its last checkpoint is intact`, ErrorTypes.nonFiniteLoss);

@@ -66,9 +66,9 @@ export async function runCustomLoss(
     return serverDatum(d, g.map((v) => (v === 0 ? 0 : -v)));
   });
   const fb = await session.forwardBackward(fbData, 'cross_entropy', { seqId: opts.seqId + fwd.seqIds });
-  // The server's loss:sum is that of the linear surrogate; report the custom loss instead, then
-  // the loss function's own metrics (which win, as in the SDK's metrics.update).
-  const lossMetrics = { 'loss:sum': result.loss, ...result.metrics };
+  // As SDK 0.38: the loss function's metrics, then `loss:sum` is the custom loss's (set last, so it
+  // wins), and the server's own loss:sum (the linear surrogate's) stays as `surrogate_loss:sum`.
+  const lossMetrics = { ...result.metrics, 'loss:sum': result.loss };
   const sub = submitted(
     fwd.seqIds + fb.seqIds,
     async () => withLossMetrics(await fb.result(), lossMetrics),
@@ -77,7 +77,11 @@ export async function runCustomLoss(
   return { ...sub, lossMetrics };
 }
 
-/** A custom-loss backward's server output with the client-side loss metrics merged over it. */
+/**
+ * A custom-loss backward's server output with the client-side loss metrics merged over it; the
+ * server's `loss:sum` becomes `surrogate_loss:sum` (SDK 0.38's `_run_custom_backward`).
+ */
 export function withLossMetrics(out: ForwardBackwardOutput, lossMetrics: Record<string, number>): ForwardBackwardOutput {
-  return { ...out, metrics: { ...out.metrics, ...lossMetrics } };
+  const { 'loss:sum': surrogate, ...server } = out.metrics;
+  return { ...out, metrics: { ...server, ...lossMetrics, ...(surrogate === undefined ? {} : { 'surrogate_loss:sum': surrogate }) } };
 }

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { CustomLossFn, Datum } from '../../src/backends/types.js';
+import { withLossMetrics } from '../../src/backends/custom-loss.js';
 import { backendFor, sftDatum } from './helpers.js';
 import { fakeLogprob, type FakeTinkerServer, startFakeServer } from './fake-server.js';
 
@@ -48,6 +49,8 @@ describe('forwardBackwardCustom (§9.8) against the fake server', () => {
       expect(seen).toEqual(data.map((d) => d.loss_fn_inputs.target_tokens.data.map((t) => Math.fround(fakeLogprob(t, 0)))));
       expect(out.metrics['dpo_acc:mean']).toBe(0.75);
       expect(out.metrics['loss:sum']).toBeCloseTo(seen.reduce((acc, lp, i) => acc + (i + 1) * lp.reduce((a, x) => a + x, 0), 0), 6);
+      // The server's loss of the linear surrogate −Σ w·logp with w = −dC/dlogp (= C here, C being linear).
+      expect(out.metrics['surrogate_loss:sum']).toBeCloseTo(out.metrics['loss:sum'], 5);
       expect(out.loss_fn_outputs).toHaveLength(3);
 
       // An optim_step right after is ordered behind both calls.
@@ -73,5 +76,12 @@ describe('forwardBackwardCustom (§9.8) against the fake server', () => {
     } finally {
       await b.close();
     }
+  });
+});
+
+describe('withLossMetrics', () => {
+  it("merges as SDK 0.38: the loss function's metrics, its loss as loss:sum (over a same-named metric), the server's loss as surrogate_loss:sum", () => {
+    const server = { loss_fn_outputs: [], loss_fn_output_type: 'x', metrics: { 'loss:sum': 2, 'clock_cycle:unique': 7 } };
+    expect(withLossMetrics(server, { 'dpo_loss': 0.5, 'loss:sum': 5 }).metrics).toEqual({ 'clock_cycle:unique': 7, dpo_loss: 0.5, 'loss:sum': 5, 'surrogate_loss:sum': 2 });
   });
 });
