@@ -1,6 +1,6 @@
 // Runs the Python reference (tinker-cookbook 0.6.1, cached venv) to produce parity cases at test
 // time; see reference_cases.py for what each topic computes.
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureReferenceEnv } from '../../scripts/lib/reference-env.mjs';
@@ -21,18 +21,56 @@ export interface TopicRequest {
   args?: Record<string, unknown>;
 }
 
-/** Cases for each request, from one reference process (its imports take seconds). */
-export async function referenceCases(requests: TopicRequest[]): Promise<ReferenceCase<any, any>[][]> {
+/**
+ * The reference process of this test worker: reference_cases.py --serve, started on first use and
+ * kept for every parity file the worker runs (the suite shares modules across files), so the
+ * reference's imports, seconds each, are paid once. It ends with the worker: stdin closes.
+ */
+interface ReferenceServer {
+  ask(requests: TopicRequest[]): Promise<string>;
+}
+let server: Promise<ReferenceServer> | undefined;
+
+async function startServer(): Promise<ReferenceServer> {
   const { python } = await ensureReferenceEnv({ log: () => {} });
-  const r = spawnSync(python, [path.join(here, 'reference_cases.py'), JSON.stringify(requests)], {
-    encoding: 'utf8',
-    maxBuffer: 512 * 1024 * 1024,
+  const child = spawn(python, [path.join(here, 'reference_cases.py'), '--serve'], {
+    stdio: ['pipe', 'pipe', 'pipe'],
     // Nothing may reach for the Hub: the inputs are local tokenizer folders.
     env: { ...process.env, HF_HUB_OFFLINE: '1', TRANSFORMERS_OFFLINE: '1', TOKENIZERS_PARALLELISM: 'false' },
   });
-  if (r.status !== 0) throw new Error(`reference_cases.py failed (${r.status}):\n${r.stderr}`);
-  const out = JSON.parse(r.stdout) as { results: Array<{ cases: ReferenceCase[] }> };
-  return out.results.map((x) => x.cases);
+  child.unref();
+  for (const s of [child.stdin, child.stdout, child.stderr]) (s as unknown as { unref?: () => void }).unref?.();
+  let stderr = '';
+  child.stderr.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-20_000)));
+  const waiting: Array<{ resolve: (line: string) => void; reject: (e: Error) => void }> = [];
+  let buffered = '';
+  child.stdout.on('data', (c: Buffer) => {
+    buffered += c.toString();
+    for (let nl = buffered.indexOf('\n'); nl !== -1; nl = buffered.indexOf('\n')) {
+      waiting.shift()?.resolve(buffered.slice(0, nl));
+      buffered = buffered.slice(nl + 1);
+    }
+  });
+  child.on('exit', (code) => {
+    server = undefined;
+    for (const w of waiting.splice(0)) w.reject(new Error(`reference_cases.py exited (${code}):\n${stderr}`));
+  });
+  // Requests are answered in order, one line each.
+  return {
+    ask: (requests) =>
+      new Promise((resolve, reject) => {
+        waiting.push({ resolve, reject });
+        child.stdin.write(`${JSON.stringify(requests)}\n`);
+      }),
+  };
+}
+
+/** Cases for each request, from the worker's reference process. */
+export async function referenceCases(requests: TopicRequest[]): Promise<ReferenceCase<any, any>[][]> {
+  server ??= startServer();
+  const out = JSON.parse(await (await server).ask(requests)) as { results?: Array<{ cases: ReferenceCase[] }>; failure?: string };
+  if (out.failure) throw new Error(`reference_cases.py failed: ${out.failure}`);
+  return out.results!.map((x) => x.cases);
 }
 
 /** Runs `fn` as the TypeScript side of an Outcome: its value, or the error's name. */

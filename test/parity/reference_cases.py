@@ -4,8 +4,8 @@ Run by test/parity/*.test.ts with the cached reference venv (scripts/lib/referen
 
     <reference venv>/bin/python test/parity/reference_cases.py '[{"topic": ..., "args": {...}}, ...]'
 
-prints one JSON document: {"results": [{"topic", "args", "cases": [{"id", "input", "expected"}]}]}. The inputs
-are chosen here; every expected value is what the reference itself returns for them, so nothing
+prints one JSON document, {"results": [{"topic", "args", "cases": [{"id", "input", "expected"}]}]}
+(with --serve: one request list per stdin line, one document per line). The inputs are chosen here; every expected value is what the reference itself returns for them, so nothing
 is hand-copied. A reference call that raises is recorded as {"error": <exception type>} and the
 TypeScript side must refuse the same input.
 """
@@ -556,13 +556,34 @@ TOPICS: dict[str, Callable[[dict], list[dict]]] = {
 }
 
 
+def answer(requests: list[dict]) -> dict:
+    return {
+        "results": [
+            {"topic": r["topic"], "args": r.get("args", {}), "cases": TOPICS[r["topic"]](r.get("args", {}))}
+            for r in requests
+        ]
+    }
+
+
+def serve() -> None:
+    """One JSON request list per stdin line, one answer per stdout line: the test files of a run
+    share one process, so the reference's imports (seconds each) are paid once."""
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            reply = answer(json.loads(line))
+        except Exception as e:  # noqa: BLE001 - reported to the requesting test, the server goes on
+            reply = {"failure": f"{type(e).__name__}: {e}"}
+        sys.stdout.write(json.dumps(reply) + "\n")
+        sys.stdout.flush()
+
+
 def main() -> None:
-    requests = json.loads(sys.argv[1])
-    results = [
-        {"topic": r["topic"], "args": r.get("args", {}), "cases": TOPICS[r["topic"]](r.get("args", {}))}
-        for r in requests
-    ]
-    json.dump({"results": results}, sys.stdout)
+    if sys.argv[1:] == ["--serve"]:
+        serve()
+    else:
+        json.dump(answer(json.loads(sys.argv[1])), sys.stdout)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,152 @@
+// bench/reference --loop rl|dpo|distill — the reference's own loop (tinker-cookbook 0.6.1 + SDK
+// 0.38.0, unmodified, run by test/parity/loops/reference_loops.py) against this project's
+// workflow, on one engine, same model, data and hyperparameters (test/parity/loops/<loop>.json with
+// the sizes below as overrides; both sides are built from that one config).
+//
+//   npm run bench:reference -- --loop rl [--steps 8 --batch 4 --group 4 --max-tokens 16 --repeat 1 --arms ref,ours]
+//
+// Per-step wall-clock from the moment each loop is ready (model created, dataset built) to each
+// step's metrics row: step k = done(k) − done(k−1). The engine is restarted before every arm, and
+// arms alternate their order between repeats, so neither side always runs on a warm engine. Our
+// side is warmed up first (one unmeasured step: workflow bundle, tokenizer, data caches); the
+// reference's imports are outside its loop's ready mark.
+//
+// Printed: per-step times side by side (median over repeats), Σ steps, steady state (steps 1..N−1),
+// ready→end (with the final save), and ours ÷ reference for each (< 1: ours is faster). For RL and
+// distillation also where our step's time goes: the sampling phase (first rollout scheduled → last
+// rollout completed) and the training activity, beside the reference's own time/sampling (or
+// time/sample) and time/train_step metrics.
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { startTestStack } from '../../test/support/stack.js';
+import {
+  ourRun,
+  referenceConfig,
+  referenceModels,
+  runOurLoop,
+  runReferenceLoops,
+  stepSeconds,
+  type ActivitySpan,
+  type Loop,
+  type LoopResult,
+} from '../../test/parity/loops/harness.js';
+
+const { values } = parseArgs({
+  options: {
+    loop: { type: 'string', default: 'rl' },
+    steps: { type: 'string' },
+    batch: { type: 'string' },
+    group: { type: 'string' },
+    'max-tokens': { type: 'string' },
+    repeat: { type: 'string', default: '1' },
+    arms: { type: 'string', default: 'ref,ours' },
+  },
+});
+const loop = values.loop as Loop;
+if (!['rl', 'dpo', 'distill'].includes(loop)) throw new Error(`--loop ${loop}: one of rl, dpo, distill (sl: bench:reference without --loop)`);
+const DEFAULTS: Record<string, { steps: number; batch: number; group?: number; maxTokens?: number }> = {
+  rl: { steps: 8, batch: 4, group: 4, maxTokens: 16 },
+  dpo: { steps: 8, batch: 4 },
+  distill: { steps: 5, batch: 4, group: 4, maxTokens: 16 },
+};
+const d = DEFAULTS[loop];
+const steps = Number(values.steps ?? d.steps);
+const batch = Number(values.batch ?? d.batch);
+const group = Number(values.group ?? d.group);
+const maxTokens = Number(values['max-tokens'] ?? d.maxTokens);
+const repeat = Number(values.repeat);
+const arms = values.arms.split(',') as Array<'ref' | 'ours'>;
+for (const a of arms) if (a !== 'ref' && a !== 'ours') throw new Error(`unknown arm ${a} (ref, ours)`);
+
+function overrides(n: number): string[] {
+  const o = [`max_steps=${n}`];
+  if (loop === 'rl') o.push(`dataset.batch_size=${batch}`, `dataset.group_size=${group}`, `max_tokens=${maxTokens}`);
+  if (loop === 'dpo') o.push(`dataset.batch_size=${batch}`);
+  if (loop === 'distill') o.push(`dataset_configs.0.groups_per_batch=${batch}`, `dataset_configs.0.dataset.group_size=${group}`, `max_tokens=${maxTokens}`);
+  return o;
+}
+
+interface Measured {
+  arm: 'ref' | 'ours';
+  stepS: number[];
+  wholeS: number;
+  /** Per step: [sampling, training] seconds, where the arm can tell. */
+  phases: Array<[number, number] | undefined>;
+}
+
+const ROLLOUT = /RolloutGroup$/;
+const TRAIN = /^(rlTrain|distillTrain|dpoStep|dpoFinish)$/;
+
+/** Our step k's sampling phase and training activity, from the activities' history. */
+function ourPhases(r: LoopResult): Array<[number, number] | undefined> {
+  const acts = r.activities ?? [];
+  const train = acts.filter((a) => TRAIN.test(a.type));
+  return train.map((t, k) => {
+    const prev = k === 0 ? r.times.ready : train[k - 1].completed;
+    const rollouts = acts.filter((a: ActivitySpan) => ROLLOUT.test(a.type) && a.scheduled >= prev && a.completed <= t.scheduled);
+    const sampling = rollouts.length ? (Math.max(...rollouts.map((a) => a.completed)) - Math.min(...rollouts.map((a) => a.scheduled))) / 1000 : 0;
+    return [sampling, (t.completed - t.scheduled) / 1000];
+  });
+}
+
+function referencePhases(rows: Array<Record<string, unknown>>): Array<[number, number] | undefined> {
+  return rows.map((m) => {
+    const sampling = Number(m['time/sampling'] ?? m['time/sample'] ?? NaN);
+    const train = Number(m['time/train_step'] ?? m['time/step'] ?? NaN);
+    return Number.isNaN(sampling) && Number.isNaN(train) ? undefined : [sampling, train];
+  });
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+const f = (x: number | undefined, digits = 2) => (x === undefined || Number.isNaN(x) ? '–' : x.toFixed(digits));
+
+const models = await referenceModels();
+const stack = await startTestStack({ own: true });
+const results: Measured[] = [];
+try {
+  console.error(`[bench:reference] ${loop}: warm-up of our side (one step, not measured)`);
+  await runOurLoop(stack, loop, ourRun(stack, loop, models, overrides(1)));
+  for (let rep = 0; rep < repeat; rep++) {
+    for (const arm of rep % 2 === 0 ? arms : [...arms].reverse()) {
+      await stack.restartEngine();
+      const run = ourRun(stack, loop, models, overrides(steps));
+      console.error(`[bench:reference] ${loop} repeat ${rep + 1}/${repeat}: ${arm}`);
+      if (arm === 'ours') {
+        const r = await runOurLoop(stack, loop, run);
+        results.push({ arm, stepS: stepSeconds(r.times), wholeS: (r.times.end - r.times.ready) / 1000, phases: ourPhases(r) });
+      } else {
+        const work = join(stack.dir, `reference-${rep}`);
+        mkdirSync(work, { recursive: true });
+        const r = (await runReferenceLoops(models, stack.engine.baseUrl, { [loop]: referenceConfig(loop, run, models, work) }, work))[loop]!;
+        results.push({ arm, stepS: stepSeconds(r.times), wholeS: (r.times.end - r.times.ready) / 1000, phases: referencePhases(r.metrics) });
+      }
+      const last = results[results.length - 1];
+      if (last.stepS.length !== steps) throw new Error(`${arm} ran ${last.stepS.length} steps, not ${steps}`);
+    }
+  }
+} finally {
+  await stack.stop();
+}
+
+const of = (arm: 'ref' | 'ours') => results.filter((r) => r.arm === arm);
+const perStep = (arm: 'ref' | 'ours') => Array.from({ length: steps }, (_, k) => median(of(arm).map((r) => r.stepS[k])));
+const phase = (arm: 'ref' | 'ours', k: number, i: 0 | 1) => median(of(arm).map((r) => r.phases[k]?.[i] ?? NaN));
+console.log(`\n=== ${loop}: ${steps} steps, batch ${batch}${loop === 'dpo' ? '' : `, group ${group}, max_tokens ${maxTokens}`}; median of ${repeat} repeat(s); engine restarted per arm ===`);
+console.log('per-step wall-clock (s) from the loop being ready; [sampling / training] phases');
+console.log(['step', ...arms.map((a) => (a === 'ref' ? 'reference' : 'ours (workflow)').padStart(30))].join(' '));
+const cols = Object.fromEntries(arms.map((a) => [a, perStep(a)]));
+for (let k = 0; k < steps; k++) {
+  console.log([String(k).padStart(4), ...arms.map((a) => `${f(cols[a][k])} [${f(phase(a, k, 0))} / ${f(phase(a, k, 1))}]`.padStart(30))].join(' '));
+}
+const whole = Object.fromEntries(arms.map((a) => [a, median(of(a).map((r) => r.wholeS))]));
+console.log(['sum ', ...arms.map((a) => f(sum(cols[a])).padStart(30))].join(' '));
+console.log(['1..N', ...arms.map((a) => f(sum(cols[a].slice(1))).padStart(30))].join(' '));
+console.log(['end ', ...arms.map((a) => f(whole[a]).padStart(30))].join(' '));
+if (arms.includes('ref') && arms.includes('ours')) {
+  console.log(
+    `ratio ours ÷ reference: steps ${f(sum(cols.ours) / sum(cols.ref), 3)}, steps 1..${steps - 1} ${f(sum(cols.ours.slice(1)) / sum(cols.ref.slice(1)), 3)}, ` +
+      `ready→end ${f(whole.ours / whole.ref, 3)}`,
+  );
+}

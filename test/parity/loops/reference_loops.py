@@ -1,0 +1,640 @@
+"""The Python reference's own training loops (tinker-cookbook 0.6.1 with the official SDK tinker
+0.38.0, both unmodified) against a local engine: supervised (`sl`), DPO (`dpo`), RL on the
+math_rl arithmetic environment (`rl`) and on-policy distillation (`distill`).
+
+Runs in the reference venv (scripts/lib/reference-env.mjs). Self-contained: it imports nothing
+from bench/reference/reference_sl.py (whose `make-checkpoint` and SL `train` it generalizes).
+
+Modes
+
+  reference_loops.py make-checkpoint --out DIR [--perturb-seed S [--perturb-std R]]
+      Writes the engine's built-in tiny-qwen3 (same config, same fixed-seed random init) as a
+      Hugging Face checkpoint directory with the shipped Qwen3 tokenizer files, so that one path is
+      both a base model the engine serves and a name `AutoTokenizer.from_pretrained` can load.
+      --perturb-seed S adds deterministic noise to every weight (torch.Generator seeded with S,
+      N(0, (R * rms(tensor))^2) per tensor, R = 0.02 by default, tensors in `named_parameters`
+      order): the same architecture and tokenizer, predicting differently (a distillation teacher).
+
+  reference_loops.py convert-preferences --in SRC --out DST
+      Rewrites a comparisons JSONL into the only row form the reference's
+      ComparisonBuilderFromJsonl reads, {"comparison": {prompt_conversation, completion_A,
+      completion_B}, "label": "A"|"B"|"Tie"}. Rows {prompt_conversation, chosen, rejected} become
+      completion_A = chosen, completion_B = rejected, label "A"; rows already in that form are
+      copied. (data/example_preferences.jsonl mixes both forms; read unconverted, the reference
+      keeps only the first row's columns and skips every row.)
+
+  reference_loops.py <sl|dpo|rl|distill> --base-url URL --config CONFIG.json --log-path DIR --out OUT.json
+      Builds the loop's chz Config the way its recipe does and runs the loop's `main` unchanged
+      in this process. CONFIG.json is a flat object (keys in LOOP_KEYS below). --log-path must
+      not hold an earlier run (the loops resume from a checkpoints.jsonl they find there).
+
+  reference_loops.py all --base-url URL --config-dir DIR --out-dir DIR
+      Runs every <loop>.json found in --config-dir (in the order sl, dpo, rl, distill) one after
+      another in this one process (the imports are paid once), with log path <out-dir>/<loop>/,
+      writing <out-dir>/<loop>.json. A failing loop is reported and the rest still run; the
+      exit status is 1 if any failed.
+
+CONFIG.json (flat; unknown keys are refused; floats/ints coerced as chz would parse a CLI value)
+  all:     model (checkpoint dir: base model and tokenizer), renderer_name, learning_rate,
+           lora_rank, steps (max_steps); seed is accepted and unused (none of these loops has one)
+  sl:      data (conversations JSONL), batch_size, max_length, [cache_renderer=false]
+           FromConversationFileBuilder(test_size=0, shuffle_seed=0), lr_schedule linear, 1 epoch
+  dpo:     data (comparisons JSONL, {comparison, label} rows only), batch_size, max_length,
+           dpo_beta; DPODatasetBuilderFromComparisons(ComparisonBuilderFromJsonl(data)), linear
+  rl:      batch_size (groups per batch), group_size, max_tokens, loss_fn, [temperature=1.0],
+           [sampling_seed]; math_rl arithmetic env as recipes/math_rl/train.py builds it
+           (n_batches=100, few-shot prefix; problems seeded by batch index), sync, kl_penalty 0
+  distill: data (prompts JSONL, {"messages": [...]}), teacher_model (checkpoint dir), batch_size
+           (groups per batch), group_size, max_tokens, [kl_penalty_coef=1.0], [temperature=1.0],
+           [loss_fn=importance_sampling], [sampling_seed]; as recipes/distillation/
+           on_policy_distillation.py builds it
+  Every loop: no evaluators, eval_every = save_every = 0 (and infrequent_eval_every = 0 for sl,
+  dpo), no W&B; each still saves its final state + sampler weights (checkpoints.jsonl).
+
+OUT.json
+  {"ready": t, "done": [{"step": k, "t": t}, ...], "end": t,
+   "metrics": [rows of <log-path>/metrics.jsonl], "checkpoints": [rows of checkpoints.jsonl],
+   "files": [every file under <log-path>, relative, sorted],
+   "extra_logs": [{"step": k, "t": t}, ...], "started": t, "imported": t}
+  Times are time.time(). The loops are only observed; wrappers record —
+    ready:   the loop is set up (training client created, tokenizer loaded, dataset built) and is
+             about to run step 0. sl: the loop's first `get_tokenizer` call, right after its dataset
+             was built (as reference_sl.py). dpo: the first `do_update` call. rl, distill: entry to
+             `do_sync_training` (it first saves the initial sampler weights, then step 0 samples).
+    done[k]: each step's `ml_logger.log_metrics` call (one per step, right after its optim_step
+             and, for rl/distill, the next sampler's weights).
+    extra_logs: `log_metrics` calls after the training loop returned: rl's final cost-totals row
+             (logged with step = number of steps); these rows are also in "metrics".
+    end:     the loop's `main` returned (after its final save_state + save_weights_for_sampler).
+    started / imported: this process started / finished importing torch and tinker_cookbook.
+  Non-finite floats in metrics are written as the strings "NaN", "Infinity", "-Infinity" so OUT is
+  strict JSON (the metrics.jsonl file itself is left as the loop wrote it).
+
+Departures from a hosted run (no change to what a loop computes or sends, except sampling_seed):
+  - The pricing lookup (`fetch_model_pricing`, an HTTP fetch before the sl and rl loops) returns
+    "no pricing", so nothing waits on the network; it only feeds cost metrics.
+  - distill: the recipe's PromptOnlyDatasetBuilder(dataset_name="tulu3") is used as is, but its
+    `load_dataset("allenai/tulu-3-sft-mixture")` is served from the config's `data` JSONL (rows
+    {"messages": [...]}, the Tulu 3 row shape; the recipe keeps each row's first user message).
+  - sl with "cache_renderer": true: the dataset builder's renderer is built once rather than once
+    per row (the qwen3 renderer deep-copies the tokenizer, about 0.3 s per row on CPU).
+  - rl, distill with "sampling_seed": rollout sample requests carry SamplingParams.seed, which the
+    cookbook leaves None (the SDK field exists; no cookbook config sets it). The n-th `sample` call
+    of the run (in issue order, which asyncio makes deterministic here) gets
+    seed = sha256("<sampling_seed>:<n>") mod 2^31. Without it the engine draws fresh random seeds.
+"""
+
+import argparse
+import asyncio
+import contextlib
+import hashlib
+import json
+import math
+import os
+import shutil
+import sys
+import time
+import traceback
+from pathlib import Path
+
+STARTED = time.time()
+REPO_ROOT = Path(__file__).resolve().parents[3]
+LOOPS = ("sl", "dpo", "rl", "distill")
+
+COMMON_KEYS = ("model", "renderer_name", "learning_rate", "lora_rank", "steps")
+LOOP_KEYS = {
+    # required keys, optional keys (with defaults)
+    "sl": (("data", "batch_size", "max_length"), {"cache_renderer": False}),
+    "dpo": (("data", "batch_size", "max_length", "dpo_beta"), {}),
+    "rl": (
+        ("batch_size", "group_size", "max_tokens", "loss_fn"),
+        {"temperature": 1.0, "sampling_seed": None},
+    ),
+    "distill": (
+        ("data", "teacher_model", "batch_size", "group_size", "max_tokens"),
+        {"kl_penalty_coef": 1.0, "temperature": 1.0, "loss_fn": "importance_sampling", "sampling_seed": None},
+    ),
+}
+
+FLOAT_KEYS = {"learning_rate", "dpo_beta", "temperature", "kl_penalty_coef"}
+INT_KEYS = {"lora_rank", "steps", "batch_size", "max_length", "group_size", "max_tokens", "sampling_seed", "seed"}
+
+for _name, _value in (
+    ("TINKER_TELEMETRY", "0"),
+    ("HF_HUB_OFFLINE", "1"),
+    ("HF_DATASETS_OFFLINE", "1"),
+    ("TRANSFORMERS_OFFLINE", "1"),
+):
+    os.environ.setdefault(_name, _value)
+
+
+# ---------------------------------------------------------------------------------------------
+# make-checkpoint, convert-preferences
+# ---------------------------------------------------------------------------------------------
+
+
+def make_checkpoint(out: Path, perturb_seed: int | None, perturb_std: float) -> None:
+    import torch
+
+    sys.path.insert(0, str(REPO_ROOT / "engine"))
+    from tinker_engine.base_models import BaseModelCache, _tiny_qwen3
+
+    spec = _tiny_qwen3()
+    model = BaseModelCache(torch.device("cpu"), torch.float32)._load(spec)
+    if perturb_seed is not None:
+        perturb(model, perturb_seed, perturb_std)
+    tmp = out.with_name(out.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    model.save_pretrained(tmp)
+    (tmp / "generation_config.json").write_text(json.dumps({"eos_token_id": spec.eos_token_ids}))
+    tok_dir = Path(spec.tokenizer_file).parent
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(tok_dir / name, tmp / name)
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.rename(out)
+    note = f" perturbed with seed {perturb_seed}" if perturb_seed is not None else ""
+    print(f"wrote tiny-qwen3 checkpoint{note} to {out}")
+
+
+def perturb(model, seed: int, relative_std: float = 0.02) -> None:
+    """Adds N(0, (relative_std * rms(p))^2) noise to every parameter p, from one seeded generator."""
+    import torch
+
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for _, p in model.named_parameters():  # tied embeddings appear once
+            rms = p.float().pow(2).mean().sqrt()
+            noise = torch.randn(p.shape, generator=gen, dtype=torch.float32)
+            p.add_((noise * relative_std * rms).to(p.dtype))
+
+
+def convert_preferences(src: Path, dst: Path) -> None:
+    out_lines = []
+    for n, line in enumerate(src.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        if "comparison" in row and "label" in row:
+            out_lines.append(json.dumps({"comparison": row["comparison"], "label": row["label"]}))
+        elif {"prompt_conversation", "chosen", "rejected"} <= row.keys():
+            comparison = {
+                "prompt_conversation": row["prompt_conversation"],
+                "completion_A": row["chosen"],
+                "completion_B": row["rejected"],
+            }
+            out_lines.append(json.dumps({"comparison": comparison, "label": "A"}))
+        else:
+            raise SystemExit(f"{src}:{n}: neither a comparison/label row nor a chosen/rejected row")
+    dst.write_text("".join(line + "\n" for line in out_lines))
+    print(f"wrote {len(out_lines)} comparisons to {dst}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Observation: timing wrappers installed for one run and removed after it
+# ---------------------------------------------------------------------------------------------
+
+
+class Observer:
+    def __init__(self) -> None:
+        self.ready: float | None = None
+        self.done: list[dict] = []
+        self.extra_logs: list[dict] = []
+        self.end: float | None = None
+        self.loop_returned = False
+
+    def mark_ready(self) -> None:
+        if self.ready is None:
+            self.ready = time.time()
+
+    def logged(self, step) -> None:
+        entry = {"step": step, "t": time.time()}
+        (self.extra_logs if self.loop_returned else self.done).append(entry)
+
+
+@contextlib.contextmanager
+def patched(obj, name: str, value):
+    original = getattr(obj, name)
+    setattr(obj, name, value)
+    try:
+        yield original
+    finally:
+        setattr(obj, name, original)
+
+
+def observe_log_metrics(stack: contextlib.ExitStack, obs: Observer) -> None:
+    """Every loop logs through `ml_log.setup_logging(...).log_metrics`; record each call's time."""
+    from tinker_cookbook.utils import ml_log
+
+    original = ml_log.setup_logging
+
+    def setup_logging(*a, **k):
+        logger = original(*a, **k)
+        inner = logger.log_metrics
+
+        def log_metrics(metrics, step=None):
+            obs.logged(step)
+            return inner(metrics, step=step)
+
+        logger.log_metrics = log_metrics
+        return logger
+
+    stack.enter_context(patched(ml_log, "setup_logging", setup_logging))
+
+
+def ready_on_first_call(stack: contextlib.ExitStack, obs: Observer, module, name: str) -> None:
+    """`module.name` (a sync function) marks ready when first called."""
+    original = getattr(module, name)
+
+    def wrapper(*a, **k):
+        obs.mark_ready()
+        return original(*a, **k)
+
+    stack.enter_context(patched(module, name, wrapper))
+
+
+def ready_on_training_loop(stack: contextlib.ExitStack, obs: Observer, module) -> None:
+    """`module.do_sync_training` (async) marks ready on entry and `loop_returned` on return."""
+    original = module.do_sync_training
+
+    async def do_sync_training(*a, **k):
+        obs.mark_ready()
+        try:
+            return await original(*a, **k)
+        finally:
+            obs.loop_returned = True
+
+    stack.enter_context(patched(module, "do_sync_training", do_sync_training))
+
+
+def no_pricing(stack: contextlib.ExitStack, module) -> None:
+    stack.enter_context(patched(module, "fetch_model_pricing", lambda *a, **k: None))
+
+
+def seed_rollout_sampling(stack: contextlib.ExitStack, sampling_seed: int | None) -> None:
+    """Fills SamplingParams.seed of each `SamplingClient.sample` call from (sampling_seed, call index)."""
+    if sampling_seed is None:
+        return
+    import tinker
+
+    original = tinker.SamplingClient.sample
+    counter = {"n": 0}
+
+    def sample(self, prompt, num_samples, sampling_params, *a, **k):
+        if sampling_params.seed is None:
+            digest = hashlib.sha256(f"{sampling_seed}:{counter['n']}".encode()).digest()
+            seed = int.from_bytes(digest[:8], "little") & 0x7FFFFFFF
+            sampling_params = sampling_params.model_copy(update={"seed": seed})
+        counter["n"] += 1
+        return original(self, prompt, num_samples, sampling_params, *a, **k)
+
+    stack.enter_context(patched(tinker.SamplingClient, "sample", sample))
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-loop configs (as the recipes build them) and hooks
+# ---------------------------------------------------------------------------------------------
+
+
+def chat_common_config(cfg: dict):
+    from tinker_cookbook.supervised.types import ChatDatasetBuilderCommonConfig
+
+    return ChatDatasetBuilderCommonConfig(
+        model_name_for_tokenizer=cfg["model"],
+        renderer_name=cfg["renderer_name"],
+        max_length=cfg["max_length"],
+        batch_size=cfg["batch_size"],
+    )
+
+
+def setup_sl(cfg: dict, base_url: str, log_path: str, stack, obs):
+    from tinker_cookbook.supervised import train as sl_train
+    from tinker_cookbook.supervised.data import FromConversationFileBuilder
+
+    ready_on_first_call(stack, obs, sl_train, "get_tokenizer")
+    no_pricing(stack, sl_train)
+    if cfg["cache_renderer"]:
+        cache_chat_renderer(stack)
+    config = sl_train.Config(
+        log_path=log_path,
+        model_name=cfg["model"],
+        recipe_name="parity_reference_sl",
+        renderer_name=cfg["renderer_name"],
+        dataset_builder=FromConversationFileBuilder(
+            common_config=chat_common_config(cfg), file_path=cfg["data"], test_size=0, shuffle_seed=0
+        ),
+        learning_rate=cfg["learning_rate"],
+        lr_schedule="linear",
+        num_epochs=1,
+        lora_rank=cfg["lora_rank"],
+        base_url=base_url,
+        save_every=0,
+        eval_every=0,
+        infrequent_eval_every=0,
+        max_steps=cfg["steps"],
+    )
+    return lambda: asyncio.run(sl_train.main(config))
+
+
+def cache_chat_renderer(stack: contextlib.ExitStack) -> None:
+    """The builder's `renderer` property builds one renderer per builder instead of one per row."""
+    from tinker_cookbook.supervised import types as sl_types
+
+    built: dict = {}
+    original = sl_types.ChatDatasetBuilder.renderer.fget
+
+    def renderer(self):
+        if id(self) not in built:
+            built[id(self)] = original(self)
+        return built[id(self)]
+
+    stack.enter_context(patched(sl_types.ChatDatasetBuilder, "renderer", property(renderer)))
+
+
+def check_comparisons_file(path: str) -> None:
+    """ComparisonBuilderFromJsonl reads only {"comparison", "label"} rows, and its HF Dataset keeps
+    only the first row's columns: a file with other rows would silently train on nothing."""
+    for n, line in enumerate(Path(path).read_text().splitlines(), 1):
+        if line.strip() and not {"comparison", "label"} <= json.loads(line).keys():
+            raise SystemExit(
+                f"{path}:{n}: not a {{comparison, label}} row, which is all ComparisonBuilderFromJsonl reads; "
+                "rewrite the file with `reference_loops.py convert-preferences`"
+            )
+
+
+def setup_dpo(cfg: dict, base_url: str, log_path: str, stack, obs):
+    from tinker_cookbook.preference import train_dpo
+    from tinker_cookbook.preference.dpo_datasets import DPODatasetBuilderFromComparisons
+    from tinker_cookbook.preference.preference_datasets import ComparisonBuilderFromJsonl
+
+    check_comparisons_file(cfg["data"])
+    ready_on_first_call(stack, obs, train_dpo, "do_update")
+    config = train_dpo.Config(
+        log_path=log_path,
+        model_name=cfg["model"],
+        recipe_name="parity_reference_dpo",
+        renderer_name=cfg["renderer_name"],
+        dataset_builder=DPODatasetBuilderFromComparisons(
+            common_config=chat_common_config(cfg),
+            comparison_builder=ComparisonBuilderFromJsonl(train_path=cfg["data"]),
+        ),
+        learning_rate=cfg["learning_rate"],
+        lr_schedule="linear",
+        num_epochs=1,
+        dpo_beta=cfg["dpo_beta"],
+        lora_rank=cfg["lora_rank"],
+        base_url=base_url,
+        save_every=0,
+        eval_every=0,
+        infrequent_eval_every=0,
+        max_steps=cfg["steps"],
+    )
+    return lambda: train_dpo.main(config)
+
+
+def setup_rl(cfg: dict, base_url: str, log_path: str, stack, obs):
+    from tinker_cookbook.recipes.math_rl import arithmetic_env
+    from tinker_cookbook.rl import train as rl_train
+
+    ready_on_training_loop(stack, obs, rl_train)
+    no_pricing(stack, rl_train)
+    seed_rollout_sampling(stack, cfg["sampling_seed"])
+    # As recipes/math_rl/train.py get_dataset_builder("arithmetic", ...) and cli_main build it.
+    config = rl_train.Config(
+        learning_rate=cfg["learning_rate"],
+        dataset_builder=arithmetic_env.ArithmeticDatasetBuilder(
+            batch_size=cfg["batch_size"],
+            model_name_for_tokenizer=cfg["model"],
+            renderer_name=cfg["renderer_name"],
+            n_batches=100,
+            include_fewshot=True,
+            group_size=cfg["group_size"],
+        ),
+        model_name=cfg["model"],
+        recipe_name="recipe_math_rl",
+        renderer_name=cfg["renderer_name"],
+        lora_rank=cfg["lora_rank"],
+        max_tokens=cfg["max_tokens"],
+        temperature=cfg["temperature"],
+        log_path=log_path,
+        base_url=base_url,
+        compute_post_kl=False,
+        kl_penalty_coef=0.0,
+        num_substeps=1,
+        eval_every=0,
+        save_every=0,
+        async_config=None,
+        stream_minibatch_config=None,
+        loss_fn=cfg["loss_fn"],
+        loss_fn_config=None,
+        max_steps=cfg["steps"],
+    )
+    return lambda: asyncio.run(rl_train.main(config))
+
+
+def serve_tulu3_from(stack: contextlib.ExitStack, prompts_path: str) -> None:
+    """The recipe's tulu3 loader reads `load_dataset("allenai/tulu-3-sft-mixture", split="train")`
+    and keeps each row's first user message; hand it the rows of a local JSONL instead."""
+    from tinker_cookbook.distillation import datasets as distill_datasets
+
+    rows = [json.loads(line) for line in Path(prompts_path).read_text().splitlines() if line.strip()]
+
+    def load_dataset(name, *a, split=None, **k):
+        if name != "allenai/tulu-3-sft-mixture":
+            raise RuntimeError(f"reference_loops.py serves only the tulu3 prompts offline, not {name!r}")
+        return rows
+
+    stack.enter_context(patched(distill_datasets, "load_dataset", load_dataset))
+
+
+def setup_distill(cfg: dict, base_url: str, log_path: str, stack, obs):
+    from tinker_cookbook.distillation import train_on_policy
+    from tinker_cookbook.distillation.datasets import (
+        DistillationDatasetConfig,
+        PromptOnlyDatasetBuilder,
+        TeacherConfig,
+    )
+
+    ready_on_training_loop(stack, obs, train_on_policy)
+    serve_tulu3_from(stack, cfg["data"])
+    seed_rollout_sampling(stack, cfg["sampling_seed"])
+    # As recipes/distillation/on_policy_distillation.py cli_main builds it (dataset "tulu3").
+    dataset_builder = PromptOnlyDatasetBuilder(
+        dataset_name="tulu3",
+        groups_per_batch=cfg["batch_size"],
+        group_size=cfg["group_size"],
+        model_name_for_tokenizer=cfg["model"],
+        renderer_name=cfg["renderer_name"],
+    )
+    dataset_config = DistillationDatasetConfig(
+        dataset_builder=dataset_builder,
+        teacher_config=TeacherConfig(base_model=cfg["teacher_model"], load_checkpoint_path=None),
+        groups_per_batch=cfg["batch_size"],
+    )
+    config = train_on_policy.Config(
+        recipe_name="recipe_distillation_on_policy",
+        learning_rate=cfg["learning_rate"],
+        dataset_configs=[dataset_config],
+        model_name=cfg["model"],
+        renderer_name=cfg["renderer_name"],
+        lora_rank=cfg["lora_rank"],
+        max_tokens=cfg["max_tokens"],
+        temperature=cfg["temperature"],
+        kl_penalty_coef=cfg["kl_penalty_coef"],
+        kl_discount_factor=0.0,
+        num_substeps=1,
+        loss_fn=cfg["loss_fn"],
+        loss_fn_config=None,
+        log_path=log_path,
+        base_url=base_url,
+        compute_post_kl=False,
+        eval_every=0,
+        save_every=0,
+        max_steps=cfg["steps"],
+    )
+    return lambda: asyncio.run(train_on_policy.main(config))
+
+
+SETUP = {"sl": setup_sl, "dpo": setup_dpo, "rl": setup_rl, "distill": setup_distill}
+
+
+# ---------------------------------------------------------------------------------------------
+# Running a loop and collecting its outputs
+# ---------------------------------------------------------------------------------------------
+
+
+def load_config(loop: str, path: Path) -> dict:
+    raw = json.loads(path.read_text())
+    required, optional = LOOP_KEYS[loop]
+    missing = [k for k in (*COMMON_KEYS, *required) if k not in raw]
+    if missing:
+        raise SystemExit(f"{path}: missing {', '.join(missing)} for loop {loop}")
+    known = {*COMMON_KEYS, *required, *optional, "seed"}
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise SystemExit(f"{path}: unknown keys {', '.join(unknown)} for loop {loop}")
+    cfg = {**optional, **raw}
+    # As chz would parse them from a command line: a JSON `1` for a float field is 1.0, so that
+    # metrics echoing the config (rl's optim/lr) keep the float type of a CLI run.
+    for key in FLOAT_KEYS & cfg.keys():
+        cfg[key] = float(cfg[key])
+    for key in INT_KEYS & cfg.keys():
+        if cfg[key] is not None:
+            cfg[key] = int(cfg[key])
+    return cfg
+
+
+def check_fresh_log_path(log_path: Path) -> None:
+    if log_path.exists() and any(log_path.iterdir()):
+        raise SystemExit(f"{log_path} is not empty: the loops resume from what they find there")
+
+
+def read_jsonl(path: Path) -> list:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def finite_json(value):
+    """NaN and infinities as strings, so that the result is strict JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {k: finite_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [finite_json(v) for v in value]
+    return value
+
+
+def run_loop(loop: str, cfg: dict, base_url: str, log_path: Path, out: Path, imported: float) -> None:
+    check_fresh_log_path(log_path)
+    obs = Observer()
+    with contextlib.ExitStack() as stack:
+        observe_log_metrics(stack, obs)
+        run = SETUP[loop](cfg, base_url, str(log_path), stack, obs)
+        run()
+        obs.end = time.time()
+    files = sorted(str(p.relative_to(log_path)) for p in log_path.rglob("*") if p.is_file())
+    result = {
+        "ready": obs.ready,
+        "done": obs.done,
+        "end": obs.end,
+        "metrics": read_jsonl(log_path / "metrics.jsonl"),
+        "checkpoints": read_jsonl(log_path / "checkpoints.jsonl"),
+        "files": files,
+        "extra_logs": obs.extra_logs,
+        "started": STARTED,
+        "imported": imported,
+    }
+    out.write_text(json.dumps(finite_json(result), allow_nan=False))
+
+
+def import_reference() -> float:
+    """Imports torch and every loop module up front, so the loops' own times exclude imports."""
+    import torch  # noqa: F401
+    import tinker_cookbook.distillation.train_on_policy  # noqa: F401
+    import tinker_cookbook.preference.train_dpo  # noqa: F401
+    import tinker_cookbook.recipes.math_rl.arithmetic_env  # noqa: F401
+    import tinker_cookbook.rl.train  # noqa: F401
+    import tinker_cookbook.supervised.train  # noqa: F401
+
+    return time.time()
+
+
+def run_all(base_url: str, config_dir: Path, out_dir: Path) -> int:
+    imported = import_reference()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    failed = []
+    for loop in LOOPS:
+        config_path = config_dir / f"{loop}.json"
+        if not config_path.exists():
+            continue
+        try:
+            cfg = load_config(loop, config_path)
+            run_loop(loop, cfg, base_url, out_dir / loop, out_dir / f"{loop}.json", imported)
+            print(f"reference_loops: {loop} done", flush=True)
+        except BaseException as e:  # noqa: BLE001 - SystemExit from checks included; keep going
+            if isinstance(e, KeyboardInterrupt):
+                raise
+            traceback.print_exc()
+            print(f"reference_loops: {loop} FAILED: {e}", file=sys.stderr, flush=True)
+            failed.append(loop)
+    return 1 if failed else 0
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    mk = sub.add_parser("make-checkpoint")
+    mk.add_argument("--out", required=True)
+    mk.add_argument("--perturb-seed", type=int, default=None)
+    mk.add_argument("--perturb-std", type=float, default=0.02, help="noise std relative to each tensor's rms")
+    cv = sub.add_parser("convert-preferences")
+    cv.add_argument("--in", dest="src", required=True)
+    cv.add_argument("--out", required=True)
+    for loop in LOOPS:
+        lp = sub.add_parser(loop)
+        lp.add_argument("--base-url", required=True)
+        lp.add_argument("--config", required=True)
+        lp.add_argument("--log-path", required=True)
+        lp.add_argument("--out", required=True)
+    al = sub.add_parser("all")
+    al.add_argument("--base-url", required=True)
+    al.add_argument("--config-dir", required=True)
+    al.add_argument("--out-dir", required=True)
+    args = p.parse_args()
+
+    if args.cmd == "make-checkpoint":
+        make_checkpoint(Path(args.out), args.perturb_seed, args.perturb_std)
+    elif args.cmd == "convert-preferences":
+        convert_preferences(Path(args.src), Path(args.out))
+    elif args.cmd == "all":
+        sys.exit(run_all(args.base_url, Path(args.config_dir), Path(args.out_dir)))
+    else:
+        cfg = load_config(args.cmd, Path(args.config))
+        imported = import_reference()
+        run_loop(args.cmd, cfg, args.base_url, Path(args.log_path), Path(args.out), imported)
+
+
+if __name__ == "__main__":
+    main()
