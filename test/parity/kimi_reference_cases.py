@@ -3,7 +3,8 @@
 The shared renderer cases (reference_cases.py) do not reach what only Kimi has: tool_declare
 messages, TypeScript-style tool declarations, Kimi's tool-call section format, tool results
 named after the tool, multipart text, and per-user-turn supervised splitting. Run by
-test/parity/renderers-kimi.parity.test.ts:
+test/parity/renderers-kimi.parity.test.ts through reference_cases.py's topic "kimi" (the suite's
+shared reference process), or on its own:
 
     <reference venv>/bin/python test/parity/kimi_reference_cases.py < '{"tokenizer_dir": ..., "cases": [...]}'
 
@@ -54,7 +55,8 @@ def _run(case: dict, tokenizer, renderer_for):
     raise ValueError(f"unknown kind {kind}")
 
 
-def main() -> None:
+def kimi_results(req: dict) -> list[dict]:
+    """The reference's answer for each case of {"tokenizer_dir", "cases"} (topic "kimi" of reference_cases.py)."""
     import logging
     import warnings
 
@@ -62,7 +64,6 @@ def main() -> None:
 
     logging.disable(logging.WARNING)
     warnings.simplefilter("ignore")
-    req = json.load(sys.stdin)
     tokenizer = _tokenizer(req["tokenizer_dir"])
     cache: dict = {}
 
@@ -77,7 +78,11 @@ def main() -> None:
             case = {**case, "tokens": tokenizer.encode(case["text"], add_special_tokens=False)}
         expected = _attempt(lambda case=case: _run(case, tokenizer, renderer_for))
         results.append({"id": case["id"], "tokens": case.get("tokens"), "expected": expected})
-    json.dump({"results": results}, sys.stdout)
+    return results
+
+
+def main() -> None:
+    json.dump({"results": kimi_results(json.load(sys.stdin))}, sys.stdout)
 
 
 if __name__ == "__main__":

@@ -543,7 +543,49 @@ def kl_cases(args: dict) -> list[dict]:
     return cases
 
 
+def kimi_cases(args: dict) -> list[dict]:
+    from kimi_reference_cases import kimi_results
+
+    return kimi_results(args)
+
+
+def gpt_oss_harmony_cases(args: dict) -> list[dict]:
+    """Harmony (gpt-oss) cases of renderers-gpt-oss.parity.test.ts: {"tokenizer_dir", "cases"}."""
+    import warnings
+
+    from tinker_cookbook.renderers import TrainOnWhat
+    from tinker_cookbook.renderers.gpt_oss import GptOssRenderer
+
+    warnings.simplefilter("ignore")
+    tok = _tokenizer(args["tokenizer_dir"])
+    out = []
+    for c in args["cases"]:
+        r = GptOssRenderer(tok, **c.get("r", {}))
+        kind, tokens = c["kind"], None
+        if kind == "parse":
+            tokens = tok.encode(c["text"], add_special_tokens=False)
+            fn = lambda r=r, tokens=tokens: dict(zip(("message", "termination"), r.parse_response(tokens)))  # noqa: E731
+        elif kind == "supervised":
+
+            def fn(c=c, r=r):
+                mi, w = r.build_supervised_example(_with_tool_call_objects(c["messages"]), TrainOnWhat(c["train_on_what"]))
+                return {"tokens": mi.to_ints(), "weights": [float(x) for x in w.tolist()]}
+
+        elif kind == "generation_prompt":
+            fn = lambda c=c, r=r: r.build_generation_prompt(_with_tool_call_objects(c["messages"])).to_ints()  # noqa: E731
+        else:
+
+            def fn(c=c, r=r):
+                prefix = r.create_conversation_prefix_with_tools(c["tools"], c["system_prompt"])
+                return {"prefix": prefix, "prompt": r.build_generation_prompt(prefix + c["messages"]).to_ints()}
+
+        out.append({"tokens": tokens, "expected": _attempt(fn)})
+    return out
+
+
 TOPICS: dict[str, Callable[[dict], list[dict]]] = {
+    "kimi": kimi_cases,
+    "gpt_oss_harmony": gpt_oss_harmony_cases,
     "renderer": renderer_cases,
     "model_info": model_info_cases,
     "lr_schedule": lr_schedule_cases,

@@ -7,16 +7,12 @@
 // 2. Harmony-specific cases the shared conversations do not reach -- channel parsing, tool calls
 //    with preambles and reasoning, tool results, the tool-definition prefix, a pinned date -- each
 //    computed by the reference's GptOssRenderer below and compared the same way.
-import { spawnSync } from 'node:child_process';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { ensureReferenceEnv } from '../../scripts/lib/reference-env.mjs';
 import { modelInputToInts } from '../../src/cookbook/model-input.js';
 import { GPT_OSS_RENDERERS, GptOssRenderer, type GptOssOptions } from '../../src/cookbook/renderers/gpt-oss.js';
 import type { Message, ToolSpec, TrainOnWhat } from '../../src/cookbook/renderers/types.js';
 import { getTokenizer, shippedTokenizerDir } from '../../src/cookbook/tokenizer.js';
-import { outcome, sameOutcome, type Outcome } from './reference.js';
+import { outcome, referenceCases, sameOutcome, type Outcome } from './reference.js';
 import { describeRendererParity } from './renderer-parity.js';
 
 await describeRendererParity(
@@ -167,48 +163,12 @@ const CASES: HarmonyCase[] = [
 
 // The reference side: its own GptOssRenderer on the same tokenizer folder, reusing the harness's
 // helpers for JSON conversion, exceptions as outcomes and ToolCall objects.
-const REFERENCE_SCRIPT = String.raw`
-import json, sys, warnings
-sys.path.insert(0, sys.argv[1])
-from reference_cases import _attempt, _tokenizer, _with_tool_call_objects
-from tinker_cookbook.renderers import TrainOnWhat
-from tinker_cookbook.renderers.gpt_oss import GptOssRenderer
-warnings.simplefilter("ignore")
-tok = _tokenizer(sys.argv[2])
-out = []
-for c in json.loads(sys.stdin.read()):
-    r = GptOssRenderer(tok, **c.get("r", {}))
-    kind, tokens = c["kind"], None
-    if kind == "parse":
-        tokens = tok.encode(c["text"], add_special_tokens=False)
-        fn = lambda: dict(zip(("message", "termination"), r.parse_response(tokens)))
-    elif kind == "supervised":
-        def fn(c=c):
-            mi, w = r.build_supervised_example(_with_tool_call_objects(c["messages"]), TrainOnWhat(c["train_on_what"]))
-            return {"tokens": mi.to_ints(), "weights": [float(x) for x in w.tolist()]}
-    elif kind == "generation_prompt":
-        fn = lambda: r.build_generation_prompt(_with_tool_call_objects(c["messages"])).to_ints()
-    else:
-        def fn(c=c):
-            prefix = r.create_conversation_prefix_with_tools(c["tools"], c["system_prompt"])
-            return {"prefix": prefix, "prompt": r.build_generation_prompt(prefix + c["messages"]).to_ints()}
-    out.append({"tokens": tokens, "expected": _attempt(fn)})
-print(json.dumps(out))
-`;
 
-const here = path.dirname(fileURLToPath(import.meta.url));
 const tokenizerDir = shippedTokenizerDir('gpt_oss');
 
 async function referenceHarmonyCases(): Promise<Array<{ tokens: number[] | null; expected: Outcome }>> {
-  const { python } = await ensureReferenceEnv({ log: () => {} });
-  const r = spawnSync(python, ['-c', REFERENCE_SCRIPT, here, tokenizerDir], {
-    input: JSON.stringify(CASES),
-    encoding: 'utf8',
-    maxBuffer: 256 * 1024 * 1024,
-    env: { ...process.env, HF_HUB_OFFLINE: '1', TRANSFORMERS_OFFLINE: '1', TOKENIZERS_PARALLELISM: 'false' },
-  });
-  if (r.status !== 0) throw new Error(`gpt-oss reference cases failed (${r.status}):\n${r.stderr}`);
-  return JSON.parse(r.stdout);
+  const [results] = await referenceCases([{ topic: 'gpt_oss_harmony', args: { tokenizer_dir: tokenizerDir, cases: CASES } }]);
+  return results as unknown as Array<{ tokens: number[] | null; expected: Outcome }>;
 }
 
 const reference = await referenceHarmonyCases();

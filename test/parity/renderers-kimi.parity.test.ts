@@ -1,11 +1,7 @@
 // Renderer parity with the Python reference for the Kimi K2 / K2.5 / K2.6 renderers. Kimi's own
 // (tiktoken) tokenizer cannot be had offline, so both sides use Qwen3's tokenizer plus every
 // special token the Kimi renderers write or parse, with Kimi's `[EOS]` as the eos token.
-import { spawnSync } from 'node:child_process';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { ensureReferenceEnv } from '../../scripts/lib/reference-env.mjs';
 import { modelInputToInts } from '../../src/cookbook/model-input.js';
 import {
   KimiK25DisableThinkingRenderer,
@@ -16,11 +12,10 @@ import { KimiK2Renderer } from '../../src/cookbook/renderers/kimi-k2.js';
 import { encodeToolsToTypescriptStyle } from '../../src/cookbook/renderers/kimi-tool-declaration.js';
 import type { Message, SupervisedExample, ToolSpec, TrainOnWhat } from '../../src/cookbook/renderers/types.js';
 import { getTokenizer, type Tokenizer } from '../../src/cookbook/tokenizer.js';
-import { outcome, sameOutcome, type Outcome } from './reference.js';
+import { outcome, referenceCases, sameOutcome, type Outcome } from './reference.js';
 import { describeRendererParity } from './renderer-parity.js';
 import { augmentedTokenizerDir } from './tokenizers.js';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
 
 const kimi = {
   dir: augmentedTokenizerDir({
@@ -305,17 +300,9 @@ const parseCases: KimiCase[] = KIMI_NAMES.flatMap((renderer) =>
 
 type KimiResult = { id: string; tokens: number[] | null; expected: Outcome };
 
-function kimiReference(cases: KimiCase[]): Promise<KimiResult[]> {
-  return ensureReferenceEnv({ log: () => {} }).then(({ python }: { python: string }) => {
-    const r = spawnSync(python, [path.join(here, 'kimi_reference_cases.py')], {
-      input: JSON.stringify({ tokenizer_dir: kimi.dir, cases }),
-      encoding: 'utf8',
-      maxBuffer: 256 * 1024 * 1024,
-      env: { ...process.env, HF_HUB_OFFLINE: '1', TRANSFORMERS_OFFLINE: '1', TOKENIZERS_PARALLELISM: 'false' },
-    });
-    if (r.status !== 0) throw new Error(`kimi_reference_cases.py failed (${r.status}):\n${r.error ?? r.stderr}`);
-    return (JSON.parse(r.stdout) as { results: KimiResult[] }).results;
-  });
+async function kimiReference(cases: KimiCase[]): Promise<KimiResult[]> {
+  const [results] = await referenceCases([{ topic: 'kimi', args: { tokenizer_dir: kimi.dir, cases } }]);
+  return results as unknown as KimiResult[];
 }
 
 const MAKE: Record<string, (t: Tokenizer) => KimiK2Renderer> = {
