@@ -3,7 +3,10 @@
 // workflow, on one engine, same model, data and hyperparameters (test/parity/loops/<loop>.json with
 // the sizes below as overrides; both sides are built from that one config).
 //
-//   npm run bench:reference -- --loop rl [--steps 8 --batch 4 --group 4 --max-tokens 16 --repeat 1 --arms ref,ours]
+//   npm run bench:reference -- --loop rl [--steps 8 --batch 4 --group 4 --max-tokens 16 --async K --repeat 1 --arms ref,ours]
+//
+// --async K (rl): both sides off-policy, sampling up to K steps ahead of training (the reference's
+// AsyncConfig, our async_config), groups_per_batch = --batch.
 //
 // Per-step wall-clock from the moment each loop is ready (model created, dataset built) to each
 // step's metrics row: step k = done(k) − done(k−1). The engine is restarted before every arm, and
@@ -39,6 +42,7 @@ const { values } = parseArgs({
     batch: { type: 'string' },
     group: { type: 'string' },
     'max-tokens': { type: 'string' },
+    async: { type: 'string' },
     repeat: { type: 'string', default: '1' },
     arms: { type: 'string', default: 'ref,ours' },
   },
@@ -62,6 +66,7 @@ for (const a of arms) if (a !== 'ref' && a !== 'ours') throw new Error(`unknown 
 function overrides(n: number): string[] {
   const o = [`max_steps=${n}`];
   if (loop === 'rl') o.push(`dataset.batch_size=${batch}`, `dataset.group_size=${group}`, `max_tokens=${maxTokens}`);
+  if (loop === 'rl' && values.async !== undefined) o.push(`async_config=${JSON.stringify({ max_steps_off_policy: Number(values.async), groups_per_batch: batch })}`);
   if (loop === 'dpo') o.push(`dataset.batch_size=${batch}`);
   if (loop === 'distill') o.push(`dataset_configs.0.groups_per_batch=${batch}`, `dataset_configs.0.dataset.group_size=${group}`, `max_tokens=${maxTokens}`);
   return o;
@@ -133,7 +138,7 @@ try {
 const of = (arm: 'ref' | 'ours') => results.filter((r) => r.arm === arm);
 const perStep = (arm: 'ref' | 'ours') => Array.from({ length: steps }, (_, k) => median(of(arm).map((r) => r.stepS[k])));
 const phase = (arm: 'ref' | 'ours', k: number, i: 0 | 1) => median(of(arm).map((r) => r.phases[k]?.[i] ?? NaN));
-console.log(`\n=== ${loop}: ${steps} steps, batch ${batch}${loop === 'dpo' ? '' : `, group ${group}, max_tokens ${maxTokens}`}; median of ${repeat} repeat(s); engine restarted per arm ===`);
+console.log(`\n=== ${loop}${values.async !== undefined ? ` (async, ${values.async} steps off-policy)` : ''}: ${steps} steps, batch ${batch}${loop === 'dpo' ? '' : `, group ${group}, max_tokens ${maxTokens}`}; median of ${repeat} repeat(s); engine restarted per arm ===`);
 console.log('per-step wall-clock (s) from the loop being ready; [sampling / training] phases');
 console.log(['step', ...arms.map((a) => (a === 'ref' ? 'reference' : 'ours (workflow)').padStart(30))].join(' '));
 const cols = Object.fromEntries(arms.map((a) => [a, perStep(a)]));

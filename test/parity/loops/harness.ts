@@ -122,7 +122,16 @@ export function referenceConfig(loop: Loop, run: ResolvedRun, models: ReferenceM
     case 'dpo':
       return { ...common, data: comparisonsForReference(cfg.dataset.file_path, workDir), batch_size: cfg.dataset.batch_size, max_length: cfg.dataset.max_length, dpo_beta: cfg.dpo_beta };
     case 'rl':
-      return { ...common, batch_size: cfg.dataset.batch_size, group_size: cfg.dataset.group_size, max_tokens: cfg.max_tokens, loss_fn: cfg.loss_fn, temperature: cfg.temperature, sampling_seed: cfg.seed ?? 0 };
+      return {
+        ...common,
+        batch_size: cfg.dataset.batch_size,
+        group_size: cfg.dataset.group_size,
+        max_tokens: cfg.max_tokens,
+        loss_fn: cfg.loss_fn,
+        temperature: cfg.temperature,
+        sampling_seed: cfg.seed ?? 0,
+        async_max_steps_off_policy: cfg.async_config?.max_steps_off_policy ?? null,
+      };
     case 'distill': {
       const dc = cfg.dataset_configs[0];
       return {

@@ -60,7 +60,8 @@ OUT.json
     ready:   the loop is set up (training client created, tokenizer loaded, dataset built) and is
              about to run step 0. sl: the loop's first `get_tokenizer` call, right after its dataset
              was built (as reference_sl.py). dpo: the first `do_update` call. rl, distill: entry to
-             `do_sync_training` (it first saves the initial sampler weights, then step 0 samples).
+             `do_sync_training` (it first saves the initial sampler weights, then step 0 samples), or
+             of `do_async_training` with "async_max_steps_off_policy" (rl).
     done[k]: each step's `ml_logger.log_metrics` call (one per step, right after its optim_step
              and, for rl/distill, the next sampler's weights).
     extra_logs: `log_metrics` calls after the training loop returned: rl's final cost-totals row
@@ -108,7 +109,7 @@ LOOP_KEYS = {
     "dpo": (("data", "batch_size", "max_length", "dpo_beta"), {}),
     "rl": (
         ("batch_size", "group_size", "max_tokens", "loss_fn"),
-        {"temperature": 1.0, "sampling_seed": None},
+        {"temperature": 1.0, "sampling_seed": None, "async_max_steps_off_policy": None},
     ),
     "distill": (
         ("data", "teacher_model", "batch_size", "group_size", "max_tokens"),
@@ -253,18 +254,19 @@ def ready_on_first_call(stack: contextlib.ExitStack, obs: Observer, module, name
     stack.enter_context(patched(module, name, wrapper))
 
 
-def ready_on_training_loop(stack: contextlib.ExitStack, obs: Observer, module) -> None:
-    """`module.do_sync_training` (async) marks ready on entry and `loop_returned` on return."""
-    original = module.do_sync_training
+def ready_on_training_loop(stack: contextlib.ExitStack, obs: Observer, module, name: str = "do_sync_training") -> None:
+    """`module.<name>` (async: do_sync_training, do_async_training) marks ready on entry and
+    `loop_returned` on return."""
+    original = getattr(module, name)
 
-    async def do_sync_training(*a, **k):
+    async def training_loop(*a, **k):
         obs.mark_ready()
         try:
             return await original(*a, **k)
         finally:
             obs.loop_returned = True
 
-    stack.enter_context(patched(module, "do_sync_training", do_sync_training))
+    stack.enter_context(patched(module, name, training_loop))
 
 
 def no_pricing(stack: contextlib.ExitStack, module) -> None:
@@ -396,7 +398,8 @@ def setup_rl(cfg: dict, base_url: str, log_path: str, stack, obs):
     from tinker_cookbook.recipes.math_rl import arithmetic_env
     from tinker_cookbook.rl import train as rl_train
 
-    ready_on_training_loop(stack, obs, rl_train)
+    off_policy = cfg["async_max_steps_off_policy"]
+    ready_on_training_loop(stack, obs, rl_train, "do_sync_training" if off_policy is None else "do_async_training")
     no_pricing(stack, rl_train)
     seed_rollout_sampling(stack, cfg["sampling_seed"])
     # As recipes/math_rl/train.py get_dataset_builder("arithmetic", ...) and cli_main build it.
@@ -423,7 +426,10 @@ def setup_rl(cfg: dict, base_url: str, log_path: str, stack, obs):
         num_substeps=1,
         eval_every=0,
         save_every=0,
-        async_config=None,
+        # Async: as the recipe's --async flags build it; its loss is the async config's own.
+        async_config=None
+        if off_policy is None
+        else rl_train.AsyncConfig(max_steps_off_policy=off_policy, groups_per_batch=cfg["batch_size"], loss_fn=cfg["loss_fn"]),
         stream_minibatch_config=None,
         loss_fn=cfg["loss_fn"],
         loss_fn_config=None,
