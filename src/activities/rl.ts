@@ -12,6 +12,8 @@ import { tinkerTokenCompleter } from '../cookbook/rl/completers.js';
 import { assembleTrainingData, streamMinibatchRanges } from '../cookbook/rl/data.js';
 import { buildRLDatasets } from '../cookbook/rl/datasets.js';
 import { alignScoredLogprobs, computeKlSampleTrain, computePostKl, fullSequenceForScoring, incorporateKlPenalty } from '../cookbook/rl/kl.js';
+import { rolloutUsage, scoreSequences, trainingUsage } from '../cookbook/rl/usage.js';
+import { addTokens, NO_TOKENS, TokenTracker, type TokenTotals, type TokenUsage } from '../cookbook/token-usage.js';
 import { computeTrajectoryMetrics, rolloutSummariesJsonl, rolloutSummaryRows } from '../cookbook/rl/metrics.js';
 import { doGroupRolloutAndFilterConstantReward, resolveRolloutStrategyConfig, strategyFromConfig, type RolloutPolicyFactory } from '../cookbook/rl/rollouts.js';
 import { bindRollout, samplerRolloutContext } from '../cookbook/rl/rollout-context.js';
@@ -77,11 +79,15 @@ export interface RLTrainInput {
   preStepMetrics: Record<string, number>;
   /** Run-cumulative rollout error metrics, last in the row (§2.9 step 12). */
   errorMetrics: Record<string, number>;
+  /** The run's token totals before this step (workflow state): the row's cumulative counts go on from them. */
+  tokens: TokenTotals;
 }
 export interface RLTrainResult extends SeqUse {
   metrics: Record<string, number>;
   /** Sampler weights after this step: what the next step's rollouts sample from. */
   samplerPath: string;
+  /** The run's token totals after this step, its dropped groups' sampling included. */
+  tokens: TokenTotals;
 }
 
 /** One optimizer substep of a streaming step, trained as soon as its groups are sampled. */
@@ -107,6 +113,7 @@ export interface RLStreamFinishInput {
   substeps: string[];
   preStepMetrics: Record<string, number>;
   errorMetrics: Record<string, number>;
+  tokens: TokenTotals;
 }
 
 function policyFor(session: SamplingSession, cfg: RLConfig, seedPrefix: number[]): RolloutPolicyFactory {
@@ -189,6 +196,7 @@ export function rlActivities(deps: ActivityDeps) {
       const { run, model, step, learningRate, preStepMetrics, errorMetrics } = input;
       const { cfg, data } = rlData(run);
       if (cfg.stream_minibatch_config) return streamingTrain(input, cfg, await heartbeating(data));
+      const tokens = new TokenTracker(input.tokens);
       const { train } = await heartbeating(data);
       const store = new RunStore(run.logPath);
       const kept = input.groups.filter((g) => g.ref !== null);
@@ -200,27 +208,35 @@ export function rlActivities(deps: ActivityDeps) {
         store.writeIterationFile(step, 'train_rollout_summaries.jsonl', rolloutSummariesJsonl(rows));
       }
       if (cfg.remove_constant_reward_groups) groups = removeConstantRewardGroups(groups);
+      tokens.recordDiscardedSampling(rolloutUsage(loaded.filter((g) => !groups.includes(g))));
       const trajectoryMetrics = computeTrajectoryMetrics(groups, tags.slice(0, groups.length));
       const advantages = computeAdvantages(groups);
       const recorded = kept.map((g, i) => ({ ref: g.ref!, batch: g.batch, group: g.group, samplingStep: g.samplingStep, tags: tags[i], trajectories: loaded[i] }));
       store.writeRolloutRecord(rolloutRecord(step, recorded, groups, advantages));
       const { data_D } = assembleTrainingData(groups, advantages);
-      const klMetrics = cfg.kl_penalty_coef > 0 ? await heartbeating(klPenalty(cfg, data_D)) : {};
+      const kl = cfg.kl_penalty_coef > 0 ? await heartbeating(klPenalty(cfg, data_D)) : { metrics: {}, usage: NO_TOKENS };
 
       const trained = await trainPolicyStep(backendOf(cfg), model, data_D, cfg, { learningRate, samplerName: `sampler_${pad(step + 1)}`, step });
       const { samplerPath } = trained;
-      const postKl = cfg.compute_post_kl ? computePostKl(data_D, await heartbeating(scoreAll(await newSampler(cfg, samplerPath), data_D))) : {};
+      let tokenMetrics = tokens.recordStep(addTokens(rolloutUsage(groups), kl.usage, trainingUsage(data_D)));
+      let postKl: Record<string, number> = {};
+      if (cfg.compute_post_kl) {
+        const scored = await heartbeating(scoreAll(await newSampler(cfg, samplerPath), data_D));
+        postKl = computePostKl(data_D, scored.logprobs_D);
+        tokenMetrics = tokens.extendStep(scored.usage);
+      }
       const metrics: Record<string, number> = {
         ...preStepMetrics,
         ...trajectoryMetrics,
-        ...klMetrics,
+        ...kl.metrics,
         ...trained.optimMetrics,
         ...computeKlSampleTrain(data_D, trained.trainLogprobs_D),
+        ...tokenMetrics,
         ...postKl,
         ...errorMetrics,
       };
       store.writeMetrics({ step, ...metrics });
-      return { seqIdsUsed: trained.seqIdsUsed, metrics, samplerPath };
+      return { seqIdsUsed: trained.seqIdsUsed, metrics, samplerPath, tokens: tokens.totals };
     },
 
     /**
@@ -246,19 +262,21 @@ export function rlActivities(deps: ActivityDeps) {
         trainLogprobs_D: trained.trainLogprobs_D,
         klMetrics: prepared.klMetrics,
         optimMetrics: trained.optimMetrics,
+        usage: prepared.usage,
+        discarded: prepared.discarded,
       };
       const ref = store.writeBlob(`streaming/step_${pad(step)}/substep_${String(substep).padStart(4, '0')}.json`, serializeStreamedSubstep(record));
       return { seqIdsUsed: trained.seqIdsUsed, ref };
     },
 
     /** The end of a streaming step: the next sampler, then the step's metrics row over every substep. */
-    async rlStreamFinish({ run, model, step, substeps, preStepMetrics, errorMetrics }: RLStreamFinishInput): Promise<RLTrainResult> {
+    async rlStreamFinish({ run, model, step, substeps, preStepMetrics, errorMetrics, tokens }: RLStreamFinishInput): Promise<RLTrainResult> {
       const { cfg } = rlData(run);
       const store = new RunStore(run.logPath);
       const trained = mergeStreamedSubsteps(substeps.map((ref) => deserializeStreamedSubstep(store.readBlob(ref).toString('utf8'), ref)));
       const saved = await savePolicySampler(backendOf(cfg), model, { samplerName: `sampler_${pad(step + 1)}`, ttlSeconds: cfg.ttl_seconds, step });
-      const metrics = await finishStreamingStep(cfg, store, { step, trained, samplerPath: saved.samplerPath, preStepMetrics, errorMetrics });
-      return { seqIdsUsed: saved.seqIdsUsed, metrics, samplerPath: saved.samplerPath };
+      const finished = await finishStreamingStep(cfg, store, { step, trained, samplerPath: saved.samplerPath, preStepMetrics, errorMetrics, tokens });
+      return { seqIdsUsed: saved.seqIdsUsed, ...finished, samplerPath: saved.samplerPath };
     },
 
     /** The RL test-set evaluator (§2.11) on the pre-update sampler: every test group in parallel. */
@@ -297,7 +315,7 @@ export function rlActivities(deps: ActivityDeps) {
    * `num_minibatches` minibatches, all trained after every group was sampled.
    */
   async function streamingTrain(input: RLTrainInput, cfg: RLConfig, data: RLData): Promise<RLTrainResult> {
-    const { run, model, step, learningRate, preStepMetrics, errorMetrics } = input;
+    const { run, model, step, learningRate, preStepMetrics, errorMetrics, tokens } = input;
     const stream = cfg.stream_minibatch_config!;
     const store = new RunStore(run.logPath);
     const prepared: Array<Awaited<ReturnType<typeof prepareStreamSubstep>>> = [];
@@ -306,38 +324,46 @@ export function rlActivities(deps: ActivityDeps) {
     }
     const result = await trainPolicySubsteps(backendOf(cfg), model, prepared.map((p) => p.minibatches), cfg, { learningRate, samplerName: `sampler_${pad(step + 1)}`, step });
     const trained: StreamedSubstep = {
-      ...mergeStreamedSubsteps(prepared.map((p) => ({ groups: p.groups, data_D: p.minibatches.flat(), trainLogprobs_D: [], klMetrics: p.klMetrics, optimMetrics: null }))),
+      ...mergeStreamedSubsteps(prepared.map((p) => ({ groups: p.groups, data_D: p.minibatches.flat(), trainLogprobs_D: [], klMetrics: p.klMetrics, optimMetrics: null, usage: p.usage, discarded: p.discarded }))),
       trainLogprobs_D: result.trainLogprobs_D,
       optimMetrics: result.optimMetrics,
     };
-    const metrics = await finishStreamingStep(cfg, store, { step, trained, samplerPath: result.samplerPath, preStepMetrics, errorMetrics });
-    return { seqIdsUsed: result.seqIdsUsed, metrics, samplerPath: result.samplerPath };
+    const finished = await finishStreamingStep(cfg, store, { step, trained, samplerPath: result.samplerPath, preStepMetrics, errorMetrics, tokens });
+    return { seqIdsUsed: result.seqIdsUsed, ...finished, samplerPath: result.samplerPath };
   }
 
   /**
    * One substep's minibatches (`ranges` index into `groups`), each prepared on its own: constant-
-   * reward groups dropped per group, advantages, KL penalty over the minibatch. Dropped groups
-   * count toward their minibatch.
+   * reward groups dropped per group (their sampling counted as discarded), advantages, KL penalty
+   * over the minibatch. Dropped groups count toward their minibatch.
    */
   async function prepareStreamSubstep(cfg: RLConfig, store: RunStore, { train }: RLData, groups: RolloutGroupResult[], ranges: Array<[number, number]>) {
     const trained: StreamedGroup[] = [];
     const minibatches: Datum[][] = [];
     let klMetrics: Record<string, number> | null = null;
+    let usage: TokenUsage = NO_TOKENS;
+    let discarded: TokenUsage = NO_TOKENS;
     for (const [start, end] of ranges) {
-      const members = groups
+      const sampled = groups
         .slice(start, end)
         .filter((g) => g.ref !== null)
-        .map((meta) => ({ meta, group: deserializeTrajectoryGroup(store.readBlob(meta.ref!).toString('utf8')) }))
-        .filter(({ group }) => !cfg.remove_constant_reward_groups || !allSame(group.getTotalRewards()));
+        .map((meta) => ({ meta, group: deserializeTrajectoryGroup(store.readBlob(meta.ref!).toString('utf8')) }));
+      const members = sampled.filter(({ group }) => !cfg.remove_constant_reward_groups || !allSame(group.getTotalRewards()));
+      discarded = addTokens(discarded, rolloutUsage(sampled.filter((m) => !members.includes(m)).map((m) => m.group)));
       if (members.length === 0) continue;
       const advantages = computeAdvantages(members.map((m) => m.group));
       const { data_D } = assembleTrainingData(members.map((m) => m.group), advantages);
-      // As the reference: each minibatch's KL penalty metrics replace the previous ones.
-      if (cfg.kl_penalty_coef > 0) klMetrics = await heartbeating(klPenalty(cfg, data_D));
+      usage = addTokens(usage, rolloutUsage(members.map((m) => m.group)));
+      if (cfg.kl_penalty_coef > 0) {
+        const kl = await heartbeating(klPenalty(cfg, data_D));
+        // As the reference: each minibatch's KL penalty metrics replace the previous ones.
+        klMetrics = kl.metrics;
+        usage = addTokens(usage, kl.usage);
+      }
       members.forEach((m, i) => trained.push({ meta: m.meta, advantages: advantages[i], tags: train.getBatch(m.meta.batch)[m.meta.group]?.loggingTags() ?? [] }));
       minibatches.push(data_D);
     }
-    return { groups: trained, minibatches, klMetrics };
+    return { groups: trained, minibatches, klMetrics, usage, discarded };
   }
 
   /**
@@ -347,8 +373,8 @@ export function rlActivities(deps: ActivityDeps) {
   async function finishStreamingStep(
     cfg: RLConfig,
     store: RunStore,
-    opts: { step: number; trained: StreamedSubstep; samplerPath: string; preStepMetrics: Record<string, number>; errorMetrics: Record<string, number> },
-  ): Promise<Record<string, number>> {
+    opts: { step: number; trained: StreamedSubstep; samplerPath: string; preStepMetrics: Record<string, number>; errorMetrics: Record<string, number>; tokens: TokenTotals },
+  ): Promise<{ metrics: Record<string, number>; tokens: TokenTotals }> {
     const { step, trained, samplerPath } = opts;
     const loaded = trained.groups.map((t) => deserializeTrajectoryGroup(store.readBlob(t.meta.ref!).toString('utf8')));
     const tags = trained.groups.map((t) => t.tags);
@@ -359,7 +385,16 @@ export function rlActivities(deps: ActivityDeps) {
     const recorded = trained.groups.map((t, i) => ({ ref: t.meta.ref!, batch: t.meta.batch, group: t.meta.group, samplingStep: t.meta.samplingStep, tags: t.tags, trajectories: loaded[i] }));
     store.writeRolloutRecord(rolloutRecord(step, recorded, loaded, trained.groups.map((t) => t.advantages)));
     const all_D = trained.data_D;
-    const postKl = cfg.compute_post_kl && all_D.length ? computePostKl(all_D, await heartbeating(scoreAll(await newSampler(cfg, samplerPath), all_D))) : {};
+    // A step whose every group was dropped still logs its (zero) counts, as the reference's.
+    const tokens = new TokenTracker(opts.tokens);
+    tokens.recordDiscardedSampling(trained.discarded ?? NO_TOKENS);
+    let tokenMetrics = tokens.recordStep(addTokens(trained.usage ?? NO_TOKENS, trainingUsage(all_D)));
+    let postKl: Record<string, number> = {};
+    if (cfg.compute_post_kl && all_D.length) {
+      const scored = await heartbeating(scoreAll(await newSampler(cfg, samplerPath), all_D));
+      postKl = computePostKl(all_D, scored.logprobs_D);
+      tokenMetrics = tokens.extendStep(scored.usage);
+    }
     const samplingSteps = trained.groups.map((t) => t.meta.samplingStep);
     const metrics: Record<string, number> = {
       ...opts.preStepMetrics,
@@ -374,27 +409,32 @@ export function rlActivities(deps: ActivityDeps) {
           }
         : {}),
       ...(all_D.length ? computeKlSampleTrain(all_D, trained.trainLogprobs_D) : {}),
+      ...tokenMetrics,
       ...postKl,
       ...opts.errorMetrics,
     };
     store.writeMetrics({ step, ...metrics });
-    return metrics;
+    return { metrics, tokens: tokens.totals };
   }
 
   async function newSampler(cfg: RLConfig, modelPath: string): Promise<SamplingSession> {
     return callBackend('create sampling session', 'bad-path', () => backendOf(cfg).createSamplingSession({ modelPath }));
   }
 
-  /** Logprob of every target token of each datum under a sampler (compute_logprobs[1:]). */
-  async function scoreAll(sampler: SamplingSession, data_D: Datum[]): Promise<number[][]> {
-    return callBackend('compute_logprobs', 'session-lost', () => Promise.all(data_D.map(async (d) => alignScoredLogprobs(await sampler.computeLogprobs(fullSequenceForScoring(d))))));
+  /** Logprob of every target token of each datum under a sampler (compute_logprobs[1:]), and what the requests used. */
+  async function scoreAll(sampler: SamplingSession, data_D: Datum[]): Promise<{ logprobs_D: number[][]; usage: TokenUsage }> {
+    return callBackend('compute_logprobs', 'session-lost', async () => {
+      const scored = await scoreSequences(sampler, data_D.map(fullSequenceForScoring));
+      return { logprobs_D: scored.logprobs.map(alignScoredLogprobs), usage: scored.usage };
+    });
   }
 
-  /** §2.10: a centred KL penalty against the reference model, added to the advantages. */
-  async function klPenalty(cfg: RLConfig, data_D: Datum[]): Promise<Record<string, number>> {
+  /** §2.10: a centred KL penalty against the reference model, added to the advantages; with the scoring's usage. */
+  async function klPenalty(cfg: RLConfig, data_D: Datum[]): Promise<{ metrics: Record<string, number>; usage: TokenUsage }> {
     const ref = cfg.kl_reference_config!;
     const source = ref.load_checkpoint_path ? { modelPath: ref.load_checkpoint_path } : { baseModel: ref.base_model };
     const base = await callBackend('create reference sampler', 'bad-path', () => backendOf(cfg).createSamplingSession(source));
-    return incorporateKlPenalty(data_D, await scoreAll(base, data_D), cfg.kl_penalty_coef, cfg.kl_discount_factor);
+    const scored = await scoreAll(base, data_D);
+    return { metrics: incorporateKlPenalty(data_D, scored.logprobs_D, cfg.kl_penalty_coef, cfg.kl_discount_factor), usage: scored.usage };
   }
 }

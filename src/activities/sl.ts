@@ -7,11 +7,12 @@ import type { SupervisedConfig } from '../cookbook/config/sl.js';
 import { RunStore, type RunRef } from '../cookbook/run-store.js';
 import { buildChatDatasets } from '../cookbook/supervised/dataset.js';
 import { computeBpb, computeMeanNll } from '../cookbook/supervised/nll.js';
+import { NO_TOKENS, TokenTracker, tokenUsage } from '../cookbook/token-usage.js';
 import { ApplicationFailure } from '@temporalio/activity';
 import { callBackend, collectOrResubmit, heartbeating, type ActivityDeps } from './context.js';
 import { runDataCache } from './run-data.js';
 import { readRunConfig } from './training.js';
-import { ErrorTypes, type EvalInput, type EvalResult, type SlFinishInput, type SlFinishResult, type SlPlan, type SlStepInput, type SlStepResult, type SlSubmitResult } from './types.js';
+import { ErrorTypes, type EvalInput, type EvalResult, type SlFinishInput, type SlFinishResult, type SlPlan, type SlRowState, type SlStepInput, type SlStepResult, type SlSubmitResult } from './types.js';
 
 type SlData = Awaited<ReturnType<typeof buildChatDatasets>>;
 
@@ -26,6 +27,11 @@ const logprobsOf = (out: { loss_fn_outputs: Array<Record<string, { data: number[
 const weightsOf = (data: Datum[]) => data.map((d) => d.loss_fn_inputs.weights.data);
 const targetsOf = (data: Datum[]) => data.map((d) => d.loss_fn_inputs.target_tokens.data);
 const inputLength = (d: Datum) => d.model_input.chunks.reduce((n, c) => n + (c.type === 'encoded_text' ? c.tokens.length : (c.expected_tokens ?? 0)), 0);
+
+/** A supervised step's `tokens/*` metrics: it samples and prefills nothing, it trains its batch. */
+function slTokenMetrics(elapsedTokensBefore: number, numTokens: number): Record<string, number> {
+  return new TokenTracker({ cumulative: tokenUsage({ trained: elapsedTokensBefore }), discarded: NO_TOKENS }).recordStep(tokenUsage({ trained: numTokens }));
+}
 
 /** A NaN mean NLL over a batch with trainable tokens means the model diverged: stop the run. */
 function assertFinite(metrics: Record<string, number>, step: number): void {
@@ -52,7 +58,7 @@ export function supervisedActivities(deps: ActivityDeps) {
 
   /** The step's metrics row (§1.2 step 7), written to the run store; a diverged loss stops the run. */
   async function logStepRow(
-    { run, step, epoch, learningRate, progressDenominator, preStepMetrics }: Omit<SlStepInput, 'model'>,
+    { run, step, epoch, learningRate, progressDenominator, preStepMetrics, elapsedTokensBefore }: Omit<SlStepInput, 'model'> & SlRowState,
     batch_D: Datum[],
     fbOut: ForwardBackwardOutput,
     optimOut: OptimStepResponse,
@@ -70,6 +76,9 @@ export function supervisedActivities(deps: ActivityDeps) {
       num_tokens: numTokens,
       num_loss_tokens: weights_D.reduce((s, w) => s + w.reduce((a, b) => a + b, 0), 0),
       train_mean_nll: computeMeanNll(logprobs_D, weights_D),
+      // Every token of the batch goes through forward_backward: trained = num_tokens, and the
+      // cumulative count is elapsed_tokens after the step (the reference's cost tracker).
+      ...slTokenMetrics(elapsedTokensBefore, numTokens),
       train_mean_bpb: computeBpb(logprobs_D, weights_D, targetsOf(batch_D), tokenizer),
       ...preStepMetrics,
     };
@@ -89,7 +98,7 @@ export function supervisedActivities(deps: ActivityDeps) {
     },
 
     /** The whole step unit in one activity (`submit_ahead` 0): submitted, awaited, logged. */
-    async slStep(input: SlStepInput): Promise<SlStepResult> {
+    async slStep(input: SlStepInput & SlRowState): Promise<SlStepResult> {
       const { batch_D, fb, optim } = await submitStep(input);
       const [fbOut, optimOut] = await callBackend('train step', 'model-lost', () => heartbeating(Promise.all([fb.result(), optim.result()]), { step: input.step }));
       return { seqIdsUsed: fb.seqIds + optim.seqIds, ...await logStepRow(input, batch_D, fbOut, optimOut) };

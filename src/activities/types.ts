@@ -63,6 +63,13 @@ export interface SlStepInput {
   /** Metrics measured before the step (evals on the pre-step weights), merged into its row. */
   preStepMetrics: Record<string, number>;
 }
+/**
+ * What a step's metrics row needs from the steps before it: the tokens they trained (workflow
+ * state when the row is written: a pipelined step's row is written after the previous step's).
+ */
+export interface SlRowState {
+  elapsedTokensBefore: number;
+}
 export interface SlStepResult extends SeqUse {
   numTokens: number;
   metrics: Record<string, number>;
@@ -77,7 +84,7 @@ export interface SubmittedStep {
 export interface SlSubmitResult extends SeqUse {
   submitted: SubmittedStep;
 }
-export interface SlFinishInput extends Omit<SlStepInput, 'model'> {
+export interface SlFinishInput extends Omit<SlStepInput, 'model'>, SlRowState {
   submitted: SubmittedStep;
 }
 export interface SlFinishResult {
@@ -109,7 +116,7 @@ export interface Activities {
   /** After a restore: forget metrics rows of steps the restored model no longer contains. */
   rollBackMetrics(input: { run: RunRef; fromStep: number }): Promise<void>;
   slPrepare(input: { run: RunRef }): Promise<SlPlan>;
-  slStep(input: SlStepInput): Promise<SlStepResult>;
+  slStep(input: SlStepInput & SlRowState): Promise<SlStepResult>;
   slSubmit(input: SlStepInput): Promise<SlSubmitResult>;
   slFinish(input: SlFinishInput): Promise<SlFinishResult>;
   slEval(input: EvalInput): Promise<EvalResult>;

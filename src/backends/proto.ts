@@ -346,6 +346,9 @@ export function decodeSampleResponse(bytes: Uint8Array): SampleResponse {
     result.prompt_logprobs = null;
   }
   result.topk_prompt_logprobs = decoded.topk_prompt_logprobs ? decodeTopk(o.topk_prompt_logprobs) : null;
+  // A plain proto3 int: 0 (a server without a prefix cache) reads as absent, as in JSON.
+  const cacheHits = toNumber(decoded.prompt_cache_hit_tokens ?? 0);
+  if (cacheHits) result.prompt_cache_hit_tokens = cacheHits;
   // SDK 0.38's additions appear only when asked for (and so when present).
   if (decoded.target_prompt_logprobs) result.target_prompt_logprobs = resultTensor(o.target_prompt_logprobs);
   if (decoded.prompt_alt_tokens) {
@@ -405,6 +408,7 @@ export function encodeSampleResponse(resp: SampleResponse): Uint8Array {
   };
   if (resp.prompt_logprobs) obj.prompt_logprobs = packFloat32(resp.prompt_logprobs.map((v) => (v === null ? NaN : v)));
   if (resp.topk_prompt_logprobs) obj.topk_prompt_logprobs = encodeTopk(resp.topk_prompt_logprobs);
+  if (resp.prompt_cache_hit_tokens) obj.prompt_cache_hit_tokens = resp.prompt_cache_hit_tokens;
   if (resp.target_prompt_logprobs) obj.target_prompt_logprobs = resultTensorToProto(resp.target_prompt_logprobs);
   const alt = resp.prompt_alt_tokens;
   if (alt) obj.prompt_alt_tokens = { tokens: resultTensorToProto(alt.tokens), logprobs: resultTensorToProto(alt.logprobs) };

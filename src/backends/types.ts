@@ -124,6 +124,8 @@ export interface SampleResponse {
   prompt_logprobs?: Array<number | null> | null;
   /** Per prompt token: list of [token_id, logprob] pairs (or null). */
   topk_prompt_logprobs?: Array<Array<[number, number]> | null> | null;
+  /** Prompt tokens the server billed as prefix-cache hits (0 from servers without a prefix cache). */
+  prompt_cache_hit_tokens?: number;
   /** float32, the request's `targetPromptLogprobs` shape and layout (sparse stays sparse); 0 at -1 cells. */
   target_prompt_logprobs?: TensorData | null;
   prompt_alt_tokens?: PromptAltTokens | null;

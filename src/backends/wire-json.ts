@@ -87,6 +87,8 @@ export function sampleResponseFromJson(o: z.infer<typeof SampleResponseJson>): S
     })),
     prompt_logprobs: o.prompt_logprobs ?? null,
     topk_prompt_logprobs: o.topk_prompt_logprobs ?? null,
+    // As the proto decoder: 0 (a server without a prefix cache) reads as absent.
+    ...(o.prompt_cache_hit_tokens ? { prompt_cache_hit_tokens: o.prompt_cache_hit_tokens } : {}),
     ...(o.target_prompt_logprobs ? { target_prompt_logprobs: resultTensor(o.target_prompt_logprobs) } : {}),
     ...(o.prompt_alt_tokens
       ? { prompt_alt_tokens: { tokens: resultTensor(o.prompt_alt_tokens.tokens), logprobs: resultTensor(o.prompt_alt_tokens.logprobs) } }

@@ -12,6 +12,7 @@ import { applyOverrides, ConfigError, parseConfig } from '../cookbook/config/ove
 import { RunStore, type CheckpointRow, type RunKind } from '../cookbook/run-store.js';
 import { TRAINABLE_KINDS, type ResolvedRun } from './train.js';
 import { rowExpired } from '../cookbook/checkpoint-expiry.js';
+import { tokenLoopState, tokenTotalsFromLoopState } from '../cookbook/token-usage.js';
 
 /**
  * Kinds whose workflows start at `continue_from.next_step` from the checkpoint's weights and
@@ -82,6 +83,8 @@ export function resolveContinuation(parentLogPath: string, overrides: string[], 
     name: row.name,
     next_step: row.next_step,
     elapsed_tokens: typeof row.elapsed_tokens === 'number' ? row.elapsed_tokens : 0,
+    // RL's token totals, as the reference's resume reads them back (rows written before: none).
+    ...(row.cumulative_tokens ? tokenLoopState(tokenTotalsFromLoopState(row)) : {}),
     resume_state: resumeState,
   };
   checkReferenceInherited(kind, config, resumeState, row, parentLogPath);

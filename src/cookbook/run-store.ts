@@ -14,6 +14,8 @@
 import { existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { pyJsonDumps } from './pyjson.js';
+import { TRAJECTORY_METRIC_INT_SUFFIXES } from './rl/metrics.js';
+import { TOKEN_METRIC_PREFIX } from './token-usage.js';
 import { CheckedFile, CheckedJsonl, parseJsonLine, RunStoreDamagedError, RunStoreWriteError, writeFileAtomic } from './run-store-integrity.js';
 
 export { RunStoreDamagedError, RunStoreWriteError, writeFileAtomic };
@@ -70,8 +72,23 @@ export interface RolloutRecord {
   }>;
 }
 
-const INT_METRIC_KEYS = new Set(['step', 'epoch', 'batch', 'num_sequences', 'num_tokens']);
-const INT_CHECKPOINT_KEYS = new Set(['batch', 'epoch', 'step', 'elapsed_tokens']);
+/** Metrics the reference writes as Python ints, by name (each checked in its loop's code). */
+const INT_METRIC_KEYS = new Set([
+  'step', 'epoch', 'batch', 'num_sequences', 'num_tokens', // every loop; SL
+  'num_pairs', // DPO
+  'progress/batch', 'training_client/step', 'sampling_client/step_max', 'sampling_client/step_min', // RL, distillation
+]);
+
+/**
+ * Whether a metrics.jsonl value is a Python int in the reference's rows; every other number there
+ * is a float. Numbers that crossed Temporal no longer say which they were, so the key decides: the
+ * names above, every token count (`tokens/…`), and the trajectory totals under any env tag
+ * (`env/<tag>/total_episodes`, also as `test/env/…`).
+ */
+export function isIntMetricKey(key: string): boolean {
+  return INT_METRIC_KEYS.has(key) || key.startsWith(TOKEN_METRIC_PREFIX) || TRAJECTORY_METRIC_INT_SUFFIXES.some((suffix) => key.endsWith(suffix));
+}
+
 /** Beside the `rollouts/` blobs rather than in them: tests count the blobs of a batch directory. */
 const ROLLOUT_RECORDS_DIR = 'rollout_records';
 const KNOWN_CHECKPOINT_KEYS = ['name', 'batch', 'epoch', 'final', 'state_path', 'sampler_path'];
@@ -156,7 +173,7 @@ export class RunStore {
    * rolled back to a checkpoint) are replaced, so the file always reads as one clean history.
    */
   writeMetrics(row: MetricsRow & { step: number }): void {
-    const line = pyJsonDumps(row, { floatKeys: (k) => !INT_METRIC_KEYS.has(k) });
+    const line = pyJsonDumps(row, { floatKeys: (k) => !isIntMetricKey(k) });
     this.metrics.settle();
     const tail = this.metrics.lastLine();
     const tailStep = tail === undefined || tail.trim() === '' ? -1 : stepOf(parseJsonLine(this.metricsJsonl, undefined, tail) as Record<string, unknown>);
@@ -185,7 +202,10 @@ export class RunStore {
     const ordered: Record<string, unknown> = {};
     for (const key of KNOWN_CHECKPOINT_KEYS) if (row[key] !== undefined && row[key] !== null) ordered[key] = row[key];
     for (const [key, value] of Object.entries(row)) if (!KNOWN_CHECKPOINT_KEYS.includes(key)) ordered[key] = value;
-    const line = pyJsonDumps(ordered, { floatKeys: (k) => !INT_CHECKPOINT_KEYS.has(k) });
+    // Every number of a checkpoint row is an int, as in the reference's (its loop_state: batch,
+    // epoch, elapsed_tokens, token counts) and in what rows here add (next_step, lora_rank,
+    // resume_state's counts), nested ones included: no key makes an integral value a float.
+    const line = pyJsonDumps(ordered);
     const rows = jsonRows(this.checkpoints);
     const sameName = rows.findIndex((r) => r.row.name === row.name);
     if (sameName === -1) {

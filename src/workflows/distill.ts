@@ -83,6 +83,7 @@ async function onPolicyDistillation(input: DistillInput): Promise<RunResult> {
 
     // As RL (§5.1 "a checkpoint at i+1, exactly as in RL").
     periodicCheckpoint: (step, every) => ((step + 1) % every === 0 ? { name: pad(step + 1), row: { batch: step + 1 } } : undefined),
+    loopState: (step) => ({ batch: step + 1 }),
     finalRow: () => ({ batch: run.state.step }),
   });
 }

@@ -4,6 +4,7 @@
 // weights the next rollouts sample from.
 import type { RLConfig } from '../cookbook/config/rl.js';
 import { RolloutErrorCounter, type RolloutErrorCounterState } from '../cookbook/rl/rollouts.js';
+import { cumulativeTokenMetrics, NO_TOKEN_TOTALS, NO_TOKENS, TokenTracker, tokenLoopState, tokenTotalsFromLoopState, type TokenTotals } from '../cookbook/token-usage.js';
 import { CancellationScope, patched } from '@temporalio/workflow';
 import type { RLPlan, RLTrainResult, RolloutGroupResult } from '../activities/types.js';
 import { emptyOffPolicyState, OffPolicyRollouts, type OffPolicyState } from './rl-off-policy.js';
@@ -11,11 +12,13 @@ import { TrainingRun, type RunInput, type RunResult } from './shared/training-ru
 
 export type RLInput = RunInput<RLConfig, RLPlan>;
 
-/** What RL carries besides the model: error counts, the next sampler, the off-policy queue. */
+/** What RL carries besides the model: error counts, the next sampler, the off-policy queue, token totals. */
 interface RLState {
   errors: RolloutErrorCounterState;
   sampler?: { path: string; step: number };
   offPolicy?: OffPolicyState;
+  /** Running token totals (absent from states recorded before they existed: none counted). */
+  tokens?: TokenTotals;
 }
 
 const pad = (n: number) => String(n).padStart(6, '0');
@@ -39,6 +42,7 @@ export async function rlWorkflow(input: RLInput): Promise<RunResult> {
   const initialState = startState(cfg, totalBuilders, plan.groupsPerBatch);
   run.state.custom ??= JSON.parse(JSON.stringify(initialState));
   const state = () => run.state.custom as RLState;
+  const tokens = () => state().tokens ?? NO_TOKEN_TOTALS;
 
   const rollout = (batch: number, group: number, samplerPath: string, samplingStep: number, attempt = 0) =>
     acts.rlRolloutGroup.executeWithOptions({ summary: `rollout batch ${batch} group ${group}${attempt ? ` (attempt ${attempt + 1})` : ''} on weights of step ${samplingStep}` }, [
@@ -118,7 +122,7 @@ export async function rlWorkflow(input: RLInput): Promise<RunResult> {
     const [evalResults, groups] = await Promise.all([evals, Promise.all(rollouts)]);
     Object.assign(preStepMetrics, ...evalResults.map((r) => r.metrics));
     await recordStep(step, samplerPath, preStepMetrics, groups, (errorMetrics) =>
-      run.train(acts.rlStreamFinish, { run: input.run, step, substeps, preStepMetrics, errorMetrics }, `finish step ${step}: sampler weights and metrics`),
+      run.train(acts.rlStreamFinish, { run: input.run, step, substeps, preStepMetrics, errorMetrics, tokens: tokens() }, `finish step ${step}: sampler weights and metrics`),
     );
   }
 
@@ -132,14 +136,21 @@ export async function rlWorkflow(input: RLInput): Promise<RunResult> {
   ): Promise<void> {
     const errors = countErrors(state().errors, groups);
     if (groups.every((g) => g.ref === null)) {
-      // Nothing survived: no training, no checkpoint; the row records progress and errors.
-      await run.logMetrics(step, { ...preStepMetrics, ...errors.getMetrics() });
+      // Nothing survived: no training, no checkpoint; the row records progress and errors (and, as
+      // the reference's streaming loops, the step's zero token counts).
+      const tokenMetrics = cfg.stream_minibatch_config ? new TokenTracker(tokens()).recordStep(NO_TOKENS) : {};
+      await run.logMetrics(step, { ...preStepMetrics, ...tokenMetrics, ...errors.getMetrics() });
       run.state.custom = { ...state(), errors: errors.toJSON(), sampler: { path: samplerPath, step: step + 1 } } satisfies RLState;
       return;
     }
     const result = await train(errors.getMetrics());
-    run.state.custom = { ...state(), errors: errors.toJSON(), sampler: { path: result.samplerPath, step: step + 1 } } satisfies RLState;
+    run.state.custom = { ...state(), errors: errors.toJSON(), sampler: { path: result.samplerPath, step: step + 1 }, tokens: result.tokens } satisfies RLState;
     run.setLastMetrics(result.metrics);
+  }
+
+  /** The reference's `_loop_state` of the checkpoint after `step`. */
+  function loopState(step: number): Record<string, unknown> {
+    return { batch: step + 1, ...tokenLoopState(tokens()) };
   }
 
   return run.run({
@@ -172,15 +183,19 @@ export async function rlWorkflow(input: RLInput): Promise<RunResult> {
       await recordStep(step, samplerPath, preStepMetrics, groups, (errorMetrics) =>
         run.train(
           acts.rlTrain,
-          { run: input.run, step, groups: cfg.stream_minibatch_config ? groups : trainable, learningRate: lr, preStepMetrics, errorMetrics },
+          { run: input.run, step, groups: cfg.stream_minibatch_config ? groups : trainable, learningRate: lr, preStepMetrics, errorMetrics, tokens: tokens() },
           `train step ${step} on ${trainable.length} groups`,
         ),
       );
     },
 
-    // As the reference: the checkpoint after step i is named i+1 and resumes at batch i+1.
-    periodicCheckpoint: (step, every) => ((step + 1) % every === 0 ? { name: pad(step + 1), row: { batch: step + 1 } } : undefined),
-    finalRow: () => ({ batch: run.state.step }),
+    // As the reference: the checkpoint after step i is named i+1 and resumes at batch i+1; its
+    // loop state carries the token totals, which a recovery or a continued run goes on from.
+    periodicCheckpoint: (step, every) => ((step + 1) % every === 0 ? { name: pad(step + 1), row: loopState(step) } : undefined),
+    loopState,
+    finalRow: () => ({ batch: run.state.step, ...tokenLoopState(tokens()) }),
+    // As the reference: the totals (dropped groups' sampling included) at step end_batch, even if no step ran.
+    closingMetrics: () => cumulativeTokenMetrics(tokens()),
   });
 }
 
@@ -192,9 +207,11 @@ export async function rlWorkflow(input: RLInput): Promise<RunResult> {
 function startState(cfg: RLConfig, totalBuilders: number, groupsPerDatasetBatch: number): RLState {
   const from = cfg.continue_from;
   const errors = (from?.resume_state?.rollout_errors as RolloutErrorCounterState | undefined) ?? { counts: [], groupsSkipped: 0 };
-  if (!cfg.async_config) return { errors };
+  // As the reference's resume: the totals the checkpoint's loop state carried (none: zero).
+  const tokens = tokenTotalsFromLoopState({ cumulative_tokens: from?.cumulative_tokens, discarded_tokens: from?.discarded_tokens });
+  if (!cfg.async_config) return { errors, tokens };
   const next = Math.min((from?.next_step ?? 0) * groupsPerDatasetBatch, totalBuilders);
-  return { errors, offPolicy: { ...emptyOffPolicyState(), next } };
+  return { errors, tokens, offPolicy: { ...emptyOffPolicyState(), next } };
 }
 
 function countErrors(before: RolloutErrorCounterState, groups: RolloutGroupResult[]): RolloutErrorCounter {

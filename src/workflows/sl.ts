@@ -4,7 +4,7 @@
 // results are collected, unless an eval or a checkpoint must come between them.
 import { lrMultiplier } from '../cookbook/lr-schedule.js';
 import type { SupervisedConfig } from '../cookbook/config/sl.js';
-import type { SlFinishInput, SlPlan, SlStepInput } from '../activities/types.js';
+import type { SlFinishInput, SlPlan, SlRowState, SlStepInput } from '../activities/types.js';
 import { TrainingRun, type RunInput, type RunResult } from './shared/training-run.js';
 
 export type SupervisedInput = RunInput<SupervisedConfig, SlPlan>;
@@ -32,6 +32,11 @@ export async function supervisedWorkflow(input: SupervisedInput): Promise<RunRes
     return { run: input.run, step, epoch, batch, learningRate, progressDenominator, preStepMetrics };
   }
 
+  /** The reference's loop_state of a checkpoint after `step`: its position and the tokens trained so far. */
+  function loopState(step: number): Record<string, unknown> {
+    return { ...cursor(step), elapsed_tokens: run.state.elapsedTokens };
+  }
+
   function finishStep(result: { numTokens: number; metrics: Record<string, number> }): void {
     run.state.elapsedTokens += result.numTokens;
     run.setLastMetrics(result.metrics);
@@ -55,7 +60,7 @@ export async function supervisedWorkflow(input: SupervisedInput): Promise<RunRes
 
     async runStep(step) {
       const stepInput = await startStep(step);
-      const result = await run.train(acts.slStep, stepInput, `step ${step} · epoch ${stepInput.epoch} batch ${stepInput.batch}`);
+      const result = await run.train(acts.slStep, { ...stepInput, elapsedTokensBefore: run.state.elapsedTokens }, `step ${step} · epoch ${stepInput.epoch} batch ${stepInput.batch}`);
       finishStep(result);
     },
 
@@ -65,17 +70,19 @@ export async function supervisedWorkflow(input: SupervisedInput): Promise<RunRes
       async submit(step) {
         const stepInput = await startStep(step);
         const { submitted } = await run.train(acts.slSubmit, stepInput, `submit step ${step} · epoch ${stepInput.epoch} batch ${stepInput.batch}`);
-        return { ...stepInput, submitted } satisfies SlFinishInput;
+        return { ...stepInput, submitted } satisfies Omit<SlFinishInput, keyof SlRowState>;
       },
       async finish(step, submitted) {
-        finishStep(await acts.slFinish.executeWithOptions({ summary: `step ${step} results` }, [submitted as SlFinishInput]));
+        // Steps finish in order: the state now holds every earlier step's tokens, not yet this one's.
+        const input: SlFinishInput = { ...(submitted as Omit<SlFinishInput, keyof SlRowState>), elapsedTokensBefore: run.state.elapsedTokens };
+        finishStep(await acts.slFinish.executeWithOptions({ summary: `step ${step} results` }, [input]));
       },
       needsResultsBefore: (step) => run.shouldEval(step),
     },
 
     // As the reference: a checkpoint after every `save_every`-th step, never after step 0.
-    periodicCheckpoint: (step, every) =>
-      step > 0 && step % every === 0 ? { name: String(step).padStart(6, '0'), row: { ...cursor(step), elapsed_tokens: run.state.elapsedTokens } } : undefined,
+    periodicCheckpoint: (step, every) => (step > 0 && step % every === 0 ? { name: String(step).padStart(6, '0'), row: loopState(step) } : undefined),
+    loopState,
     // A completed run's final row is the reference's (resuming after it trains nothing); an early
     // stop's names the last step it contains.
     finalRow: () => ({

@@ -12,7 +12,9 @@ import {
   encodeForwardBackwardRequest,
   encodeSampleResponse,
 } from '../../src/backends/proto.js';
+import { SampleResponseJson } from '../../src/backends/schemas.js';
 import type { Datum, ForwardBackwardOutput, SampleResponse } from '../../src/backends/types.js';
+import { sampleResponseFromJson } from '../../src/backends/wire-json.js';
 
 const root = protobuf.parse(
   readFileSync(fileURLToPath(new URL('../../src/backends/tinker_public.proto', import.meta.url)), 'utf8'),
@@ -190,6 +192,18 @@ describe('SampleResponse (server → client)', () => {
     expect(decodeSampleResponse(encodeSampleResponse(resp))).toEqual(resp);
     const bare = decodeSampleResponse(encodeSampleResponse({ sequences: [{ stop_reason: 'stop', tokens: [1] }] }));
     expect(bare).toEqual({ sequences: [{ stop_reason: 'stop', tokens: [1], logprobs: null }], prompt_logprobs: null, topk_prompt_logprobs: null });
+  });
+
+  it('reads the prefix-cache hits a server reports (a proto3 int: 0, a server without a cache, reads as absent)', () => {
+    const T = root.lookupType('tinker_public.SampleResponse');
+    const bytes = (hits: number) => T.encode(T.fromObject({ sequences: [{ stop_reason: 1, tokens: packInt32([7]) }], prompt_cache_hit_tokens: hits })).finish();
+    expect(decodeSampleResponse(bytes(12)).prompt_cache_hit_tokens).toBe(12);
+    expect(decodeSampleResponse(bytes(0))).not.toHaveProperty('prompt_cache_hit_tokens');
+    const resp: SampleResponse = { sequences: [{ stop_reason: 'length', tokens: [1], logprobs: [-0.5] }], prompt_logprobs: null, topk_prompt_logprobs: null, prompt_cache_hit_tokens: 3 };
+    expect(decodeSampleResponse(encodeSampleResponse(resp))).toEqual(resp);
+    const json = (hits: number) => sampleResponseFromJson(SampleResponseJson.parse({ sequences: [{ tokens: [7], stop_reason: 'length' }], prompt_cache_hit_tokens: hits }));
+    expect(json(12).prompt_cache_hit_tokens).toBe(12);
+    expect(json(0)).not.toHaveProperty('prompt_cache_hit_tokens');
   });
 
   it('decodes SDK 0.38 fields: per-token top-k of samples, sparse/dense target logprobs, int32 alternatives', () => {

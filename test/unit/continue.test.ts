@@ -46,6 +46,18 @@ describe('cookbook continue refuses', () => {
   });
 });
 
+describe('cookbook continue carries', () => {
+  it('the token totals of the checkpoint\'s loop state (RL), as the reference\'s resume reads them back', () => {
+    const cumulative_tokens = { sampled: 96, prefill_cached: 0, prefill_uncached: 210, trained: 306 };
+    const discarded_tokens = { sampled: 8, prefill_cached: 0, prefill_uncached: 17, trained: 0 };
+    const dir = parent('sl', [{ name: 'final', batch: 3, next_step: 3, state_path: 'tinker://r/weights/final', cumulative_tokens, discarded_tokens }]);
+    const ok = resolveContinuation(dir, [`log_path=${join(dir, 'child')}`], { workflowId: 'sl-child' });
+    expect(ok.config.continue_from).toMatchObject({ next_step: 3, cumulative_tokens, discarded_tokens });
+    const older = parent('sl', [{ name: 'final', next_step: 3, state_path: 'tinker://r/weights/final' }]);
+    expect(resolveContinuation(older, [`log_path=${join(older, 'child')}`], { workflowId: 'sl-child' }).config.continue_from).not.toHaveProperty('cumulative_tokens');
+  });
+});
+
 describe('checkpoint metadata conflicts', () => {
   it('name the config key for each differing field; unrecorded fields are not compared', () => {
     const cfg = { model_name: 'tiny-qwen3', lora_rank: 8, renderer_name: null, tokenizer_path: '/tok' };

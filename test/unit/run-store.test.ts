@@ -12,6 +12,39 @@ describe('RunStore', () => {
     s.writeMetrics({ step: 0, epoch: 0, progress: 1, learning_rate: 4e-5, num_tokens: 12, train_mean_nll: 2.5 });
     expect(readFileSync(s.metricsJsonl, 'utf8')).toBe('{"step": 0, "epoch": 0, "progress": 1.0, "learning_rate": 4e-05, "num_tokens": 12, "train_mean_nll": 2.5}\n');
   });
+  it('writes the reference loops\' int metrics as ints: progress/batch, token counts, trajectory totals, num_pairs', () => {
+    const s = fresh();
+    s.writeMetrics({
+      step: 2, 'progress/batch': 2, 'optim/lr': 1, 'progress/done_frac': 1,
+      'env/all/total_episodes': 12, 'env/all/total_turns': 12, 'env/all/total_ac_tokens': 96, 'env/all/total_ob_tokens': 210, 'env/all/total_cached_ob_tokens': 0,
+      'env/gsm8k/total_episodes': 4, 'test/env/all/total_ob_tokens': 70, 'env/all/turns_per_episode': 1, 'env/all/reward/total': 0,
+      'sampling_client/step_max': 2, 'sampling_client/step_min': 1, 'sampling_client/step_mean': 2, 'training_client/step': 2,
+      'tokens/sampled': 96, 'tokens/trained': 306, 'tokens/cumulative/trained': 918, 'tokens/discarded/sampled': 0,
+      'rollout_errors/total': 0, num_pairs: 4,
+    });
+    expect(readFileSync(s.metricsJsonl, 'utf8')).toBe(
+      '{"step": 2, "progress/batch": 2, "optim/lr": 1.0, "progress/done_frac": 1.0, ' +
+        '"env/all/total_episodes": 12, "env/all/total_turns": 12, "env/all/total_ac_tokens": 96, "env/all/total_ob_tokens": 210, "env/all/total_cached_ob_tokens": 0, ' +
+        '"env/gsm8k/total_episodes": 4, "test/env/all/total_ob_tokens": 70, "env/all/turns_per_episode": 1.0, "env/all/reward/total": 0.0, ' +
+        '"sampling_client/step_max": 2, "sampling_client/step_min": 1, "sampling_client/step_mean": 2.0, "training_client/step": 2, ' +
+        '"tokens/sampled": 96, "tokens/trained": 306, "tokens/cumulative/trained": 918, "tokens/discarded/sampled": 0, ' +
+        '"rollout_errors/total": 0.0, "num_pairs": 4}\n',
+    );
+  });
+  it('writes every number of a checkpoint row as an int, nested loop state included', () => {
+    const s = fresh();
+    const tokens = { sampled: 96, prefill_cached: 0, prefill_uncached: 210, trained: 306 };
+    s.writeCheckpoint({
+      name: '000003', batch: 3, state_path: 'tinker://a/weights/000003', cumulative_tokens: tokens, discarded_tokens: { ...tokens, trained: 0 },
+      next_step: 3, lora_rank: 16, resume_state: { rollout_errors: { counts: [['TypeError', 2]], groupsSkipped: 1 } },
+    });
+    expect(readFileSync(s.checkpointsJsonl, 'utf8')).toBe(
+      '{"name": "000003", "batch": 3, "state_path": "tinker://a/weights/000003", ' +
+        '"cumulative_tokens": {"sampled": 96, "prefill_cached": 0, "prefill_uncached": 210, "trained": 306}, ' +
+        '"discarded_tokens": {"sampled": 96, "prefill_cached": 0, "prefill_uncached": 210, "trained": 0}, ' +
+        '"next_step": 3, "lora_rank": 16, "resume_state": {"rollout_errors": {"counts": [["TypeError", 2]], "groupsSkipped": 1}}}\n',
+    );
+  });
   it('a rewritten step replaces its row and drops later rows (rolled back by a restore)', () => {
     const s = fresh();
     for (const step of [0, 1, 2, 3]) s.writeMetrics({ step, loss: step });

@@ -43,4 +43,11 @@ describe('streamed substep records', () => {
     expect(merged.optimMetrics).toEqual({ g: 2 });
     expect(mergeStreamedSubsteps([substep({})]).optimMetrics).toBeNull();
   });
+
+  it('sums the substeps\' token usage; records written before it existed count none', () => {
+    const u = (sampled: number, trained = 0) => ({ sampled, prefill_cached: 0, prefill_uncached: 2 * sampled, trained });
+    const merged = mergeStreamedSubsteps([substep({ usage: u(3), discarded: u(1) }), substep({}), substep({ usage: u(4), discarded: u(0) })]);
+    expect(merged.usage).toEqual(u(7));
+    expect(merged.discarded).toEqual(u(1));
+  });
 });

@@ -62,8 +62,17 @@ describe('distillation workflows', () => {
     expect(kl[0]).toBeGreaterThan(0);
     expect(mean(kl.slice(-2))).toBeLessThan(mean(kl.slice(0, 2)));
 
-    // As RL: checkpoints after step i are named i+1.
+    // As the reference's loop, which passes RL's pieces no cost tracker: no tokens/* metrics and no
+    // closing totals row, but the trajectory totals include the prompt tokens that hit a prefix cache.
+    expect(rows.every((r) => !Object.keys(r).some((k) => k.startsWith('tokens/')))).toBe(true);
+    expect(rows[0]['env/all/total_cached_ob_tokens']).toBe(0);
+    const metricsText = readFileSync(join(run.run.logPath, 'metrics.jsonl'), 'utf8');
+    expect(metricsText).toContain('"progress/batch": 5, ');
+    expect(metricsText).toMatch(/"env\/all\/total_episodes": 8, .*"env\/all\/total_ob_tokens": \d+, "env\/all\/total_cached_ob_tokens": 0, /);
+
+    // As RL: checkpoints after step i are named i+1; every number in their rows an int.
     expect(checkpointsOf(run.run.logPath).map((c) => [c.name, c.batch])).toEqual([['000003', 3], ['000006', 6], ['final', 6]]);
+    expect(readFileSync(join(run.run.logPath, 'checkpoints.jsonl'), 'utf8')).not.toMatch(/": \d+\.0[,}]/);
     const hygiene = await checkHistories(stack.client, run.workflowId, ['tml-test']);
     expect(hygiene.maxPayloadBytes).toBeLessThan(16 * 1024);
   }, 240_000);

@@ -9,6 +9,7 @@ import { progressQuery } from '../../src/workflows/shared/messages.js';
 import type { PipelineResult } from '../../src/workflows/pipeline.js';
 import { checkpointsOf, metricsOf, weightsFingerprint } from '../support/runs.js';
 import { startTestStack, testRun, untilActivityRunning, waitUntil, workerProcess, type TestStack } from '../support/stack.js';
+import { stepRows } from '../support/tokens.js';
 
 const config = join(import.meta.dirname, '..', '..', 'configs', 'pipeline_rlhf.json');
 
@@ -41,7 +42,7 @@ describe('RLHF pipeline (SFT → reward model → RL)', () => {
       // Both SFT and the reward model start from the base model.
       for (const s of [sft, rm]) expect(JSON.parse(readFileSync(join(s.logPath, 'config.json'), 'utf8')).load_checkpoint_path ?? null).toBeNull();
       // The reward model grades: rewards vary within groups (win−loss and format), so RL trains.
-      const rlMetrics = metricsOf(rl.logPath);
+      const rlMetrics = stepRows(metricsOf(rl.logPath));
       expect(rlMetrics.map((r) => r.step)).toEqual([0, 1, 2, 3]);
       expect(rlMetrics.every((r) => typeof r['env/all/win_minus_loss'] === 'number' && typeof r['env/all/format'] === 'number')).toBe(true);
       expect(rlMetrics.some((r) => Number(r['env/all/by_group/frac_mixed']) > 0)).toBe(true);

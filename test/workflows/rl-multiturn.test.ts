@@ -16,6 +16,7 @@ import { checkHistories } from '../support/history.js';
 import { checkpointsOf, metricsOf, weightsFingerprint } from '../support/runs.js';
 import { startTestStack, testRun, untilActivityRunning, waitUntil, withWorker, workerProcess, type TestStack } from '../support/stack.js';
 import { fullTier } from '../support/tier.js';
+import { stepRows } from '../support/tokens.js';
 
 const fixture = (name: string) => join(import.meta.dirname, '..', 'fixtures', name);
 const summaries = (logPath: string, step: number) =>
@@ -82,11 +83,13 @@ describe('multi-turn RL', { timeout: 900_000 }, () => {
     const { clean, crashedId } = await killedMatchesClean('rl_twenty_questions_small.json', 'twenty-q');
     // The kill landed mid-episode: a group rollout was retried and recomputed its turns.
     expect(await retried(crashedId, 'rlRolloutGroup')).toBeGreaterThan(0);
-    const rows = metricsOf(clean.run.logPath);
+    const rows = stepRows(metricsOf(clean.run.logPath));
     expect(rows.map((r) => r.step)).toEqual([0, 1, 2]);
     // rollout_limits.max_turns = 2 cuts the env's own 3-turn game: 2 turns per episode unless won.
     expect(rows[0]['env/all/total_episodes']).toBe(4);
     expect(rows[0]['env/all/turns_per_episode']).toBeGreaterThan(1);
+    // Every turn's prompt is prefilled again and its action sampled (the answerer's requests are its own).
+    for (const row of rows) expect([row['tokens/sampled'], row['tokens/prefill_uncached']]).toEqual([row['env/all/total_ac_tokens'], row['env/all/total_ob_tokens']]);
     const rowsOf = summaries(clean.run.logPath, 0);
     expect(rowsOf).toHaveLength(4);
     for (const row of rowsOf) {
@@ -144,7 +147,7 @@ describe('multi-turn RL', { timeout: 900_000 }, () => {
 
   it('rubric judge: grader verdicts parsed into the reward; a worker killed mid-grading leaves the uninterrupted run', async () => {
     const { clean: run } = await killedMatchesClean('rl_rubric_small.json', 'rubric');
-    const rows = metricsOf(run.run.logPath);
+    const rows = stepRows(metricsOf(run.run.logPath));
     expect(rows).toHaveLength(3);
     for (const row of rows) {
       expect(row).toHaveProperty('env/all/rubric_score');

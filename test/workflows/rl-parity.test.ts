@@ -14,11 +14,24 @@ import type { RunResult } from '../../src/workflows/shared/training-run.js';
 import { checkHistories, overlappingActivities } from '../support/history.js';
 import { checkpointsOf, metricsOf, weightsFingerprint } from '../support/runs.js';
 import { startTestStack, testRun, uninterruptedRun, waitUntil, workerProcess, type TestStack } from '../support/stack.js';
+import { expectRlTokenTotals, stepRows } from '../support/tokens.js';
 
 // The arithmetic env plus a token-parity reward (test/fixtures/envs/token-parity.ts), so that
 // advantages are not all zero; gspo, 2 epochs of 2 batches = 4 steps; each step 2 substeps × 2
 // minibatches of 1 group.
 const config = join(import.meta.dirname, '..', 'fixtures', 'rl_parity.json');
+
+/**
+ * A streaming step's tokens: its trained groups' sampling and prefill over all its substeps, and
+ * each single-turn trajectory's sequence but the last token trained; the totals exact throughout.
+ */
+function expectStreamedTokens(all: Array<Record<string, unknown>>, checkpoints: Array<Record<string, unknown>>): void {
+  for (const row of stepRows(all)) {
+    const [episodes, ac, ob] = ['total_episodes', 'total_ac_tokens', 'total_ob_tokens'].map((k) => row[`env/all/${k}`] as number);
+    expect([row['tokens/sampled'], row['tokens/prefill_cached'], row['tokens/prefill_uncached'], row['tokens/trained']]).toEqual([ac, 0, ob, ob + ac - episodes]);
+  }
+  expectRlTokenTotals(all, checkpoints, 4);
+}
 
 describe('RL parity: gspo, streaming minibatches, num_epochs', { timeout: 900_000 }, () => {
   let stack: TestStack;
@@ -47,8 +60,10 @@ describe('RL parity: gspo, streaming minibatches, num_epochs', { timeout: 900_00
       const crashedResult = (await handle.result()) as RunResult;
       expect(crashedResult.status).toBe('completed');
 
-      const rows = metricsOf(clean.run.logPath);
-      expect(rows.map((r) => r.step)).toEqual([0, 1, 2, 3]);
+      const all = metricsOf(clean.run.logPath);
+      const rows = stepRows(all);
+      expect(all.map((r) => r.step)).toEqual([0, 1, 2, 3, 4]); // the steps, then the closing token totals
+      expectStreamedTokens(all, new RunStore(clean.run.logPath).readCheckpoints());
       for (const row of rows) {
         expect(row['env/all/total_episodes']).toBe(16); // every group of the batch trained
         expect(row['sampling_client/step_max']).toBe(row.step);
@@ -65,9 +80,9 @@ describe('RL parity: gspo, streaming minibatches, num_epochs', { timeout: 900_00
       expect(records.map((r) => r.groups.map((g) => g.batch))).toEqual([[0, 0, 0, 0], [1, 1, 1, 1], [0, 0, 0, 0], [1, 1, 1, 1]]);
       expect(records.map((r) => r.groups.map((g) => g.group))).toEqual(Array(4).fill([0, 1, 2, 3]));
 
-      expect(metricsOf(crashed.run.logPath)).toEqual(rows);
+      expect(metricsOf(crashed.run.logPath)).toEqual(all);
       expect(checkpointsOf(crashed.run.logPath)).toEqual(checkpointsOf(clean.run.logPath));
-      expect(checkpointsOf(clean.run.logPath)).toEqual([
+      expect(checkpointsOf(clean.run.logPath).map(({ name, batch }) => ({ name, batch }))).toEqual([
         { name: '000002', batch: 2 },
         { name: '000004', batch: 4 },
         { name: 'final', batch: 4 },

@@ -9,6 +9,7 @@ import { startRun } from '../../src/cli/train.js';
 import type { RunResult } from '../../src/workflows/shared/training-run.js';
 import { metricsOf } from '../support/runs.js';
 import { startTestStack, testRun, withWorker, type TestStack } from '../support/stack.js';
+import { stepRows } from '../support/tokens.js';
 
 const fixtures = join(import.meta.dirname, '..', 'fixtures');
 
@@ -27,7 +28,7 @@ describe('RL after a short SFT', { timeout: 600_000 }, () => {
       const warm = (await (await startRun(stack.client, sft, stack.taskQueue)).result()) as RunResult;
       const rl = testRun(stack, join(fixtures, 'rl_reward.json'), [`load_checkpoint_path=${warm.finalCheckpoint!.statePath}`], 'rl');
       await (await startRun(stack.client, rl, stack.taskQueue)).result();
-      return metricsOf(rl.run.logPath);
+      return stepRows(metricsOf(rl.run.logPath));
     });
     const reward = rows.map((r) => r['env/all/reward/total'] as number);
     const format = rows.map((r) => r['env/all/format'] as number);

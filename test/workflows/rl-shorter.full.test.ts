@@ -9,6 +9,7 @@ import { progressQuery } from '../../src/workflows/shared/messages.js';
 import type { RunResult } from '../../src/workflows/shared/training-run.js';
 import { checkpointsOf, metricsOf, weightsFingerprint } from '../support/runs.js';
 import { startTestStack, testRun, untilActivityRunning, waitUntil, workerProcess, type TestStack } from '../support/stack.js';
+import { stepRows } from '../support/tokens.js';
 
 const fixture = join(import.meta.dirname, '..', 'fixtures', 'rl_shorter_small.json');
 const summaries = (logPath: string, step: number) =>
@@ -45,7 +46,7 @@ describe('shorter (pairwise preference RL)', { timeout: 900_000 }, () => {
       expect(crashedResult.status).toBe('completed');
       expect(await retriedAttempts(crashed.workflowId)).toBeGreaterThan(0); // the kill landed mid-activity
 
-      const rows = metricsOf(clean.run.logPath);
+      const rows = stepRows(metricsOf(clean.run.logPath));
       expect(rows.map((r) => r.step)).toEqual([0, 1, 2]);
       for (const row of rows) {
         // The reference's metric names: the group's win-minus-loss and format, post-update KL.

@@ -8,6 +8,7 @@ import { startRun } from '../../src/cli/train.js';
 import type { RunResult } from '../../src/workflows/shared/training-run.js';
 import { checkpointsOf, metricsOf } from '../support/runs.js';
 import { startTestStack, testRun, withWorker, type TestStack } from '../support/stack.js';
+import { stepRows } from '../support/tokens.js';
 
 const config = join(import.meta.dirname, '..', 'fixtures', 'rl_flaky.json');
 
@@ -30,7 +31,7 @@ describe('RL rollout strategies with an env that throws', { timeout: 600_000 }, 
   it('retry_on_failure: the failed rollout is sampled again in a fresh env and every group trains', async () => {
     const { run, result } = await runToResult([]);
     expect((result as RunResult).status).toBe('completed');
-    const rows = metricsOf(run.run.logPath);
+    const rows = stepRows(metricsOf(run.run.logPath));
     expect(rows.map((r) => r.step)).toEqual([0, 1]);
     // One failure per group, cumulative over the run; no group lost a trajectory.
     expect(rows.map((r) => r['rollout_errors/FlakyToolError'])).toEqual([3, 6]);
@@ -49,7 +50,7 @@ describe('RL rollout strategies with an env that throws', { timeout: 600_000 }, 
   it('min_viable_group: a group keeps its successful rollouts when they reach the floor', async () => {
     const { run, result } = await runToResult(['rollout_error_tolerance={"kind":"min_viable_group","min_successful":3,"max_retries":0}', 'eval_every=0']);
     expect((result as RunResult).status).toBe('completed');
-    const rows = metricsOf(run.run.logPath);
+    const rows = stepRows(metricsOf(run.run.logPath));
     expect(rows.map((r) => r['env/all/total_episodes'])).toEqual([9, 9]);
     expect(rows.map((r) => r['rollout_errors/FlakyToolError'])).toEqual([3, 6]);
     expect(rows.every((r) => !('probe/accuracy' in r))).toBe(true);
@@ -58,10 +59,12 @@ describe('RL rollout strategies with an env that throws', { timeout: 600_000 }, 
   it('min_viable_group: a group below the floor is dropped, and a batch with no group left does not train', async () => {
     const { run, result } = await runToResult(['rollout_error_tolerance={"kind":"min_viable_group","min_successful":4,"max_retries":0}', 'eval_every=0']);
     expect((result as RunResult).status).toBe('completed');
-    const rows = metricsOf(run.run.logPath);
+    const rows = stepRows(metricsOf(run.run.logPath));
     expect(rows.map((r) => r['rollout_errors/groups_skipped'])).toEqual([3, 6]);
     expect(rows.every((r) => !('env/all/total_episodes' in r) && !('optim/entropy' in r))).toBe(true);
-    expect(checkpointsOf(run.run.logPath)).toEqual([{ name: 'final', batch: 2 }]);
+    // Nothing was trained, and failed rollouts are not counted (as the reference): zero totals.
+    const none = { sampled: 0, prefill_cached: 0, prefill_uncached: 0, trained: 0 };
+    expect(checkpointsOf(run.run.logPath)).toEqual([{ name: 'final', batch: 2, cumulative_tokens: none, discarded_tokens: none }]);
   });
 
   it('fail_fast: the first env error fails the run with a message naming the rollout', async () => {

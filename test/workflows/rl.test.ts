@@ -3,12 +3,15 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRun } from '../../src/cli/train.js';
+import { RunStore } from '../../src/cookbook/run-store.js';
+import { NO_TOKENS } from '../../src/cookbook/token-usage.js';
 import { progressQuery } from '../../src/workflows/shared/messages.js';
 import type { RunResult } from '../../src/workflows/shared/training-run.js';
 import { checkHistories } from '../support/history.js';
 import { checkpointsOf, metricsOf, weightsFingerprint } from '../support/runs.js';
 import { startTestStack, testRun, untilActivityRunning, waitUntil, withWorker, workerProcess, type TestStack } from '../support/stack.js';
 import { fullTier } from '../support/tier.js';
+import { expectRlTokenTotals, stepRows } from '../support/tokens.js';
 
 const config = join(import.meta.dirname, '..', 'fixtures', 'rl_small.json');
 
@@ -28,8 +31,10 @@ describe('RL workflow', { timeout: 600_000 }, () => {
     expect(result.status).toBe('completed');
     expect(result.steps).toBe(6);
 
-    const rows = metricsOf(run.run.logPath);
-    expect(rows.map((r) => r.step)).toEqual([0, 1, 2, 3, 4, 5]);
+    const all = metricsOf(run.run.logPath);
+    // One row per step, then the reference's closing row of token totals at step end_batch.
+    expect(all.map((r) => r.step)).toEqual([0, 1, 2, 3, 4, 5, 6]);
+    const rows = all.slice(0, -1);
     for (const key of [
       'progress/batch', 'optim/lr', 'progress/done_frac', 'env/all/reward/total', 'env/all/format', 'env/all/correct',
       'env/all/total_episodes', 'env/all/by_group/frac_mixed', 'optim/kl_sample_train_v1', 'optim/kl_sample_train_v2', 'optim/entropy',
@@ -41,7 +46,26 @@ describe('RL workflow', { timeout: 600_000 }, () => {
     // Sampling and training logprobs of the same tokens agree: the KL estimate is ~0 on-policy.
     for (const row of rows) expect(Math.abs(row['optim/kl_sample_train_v1'] as number)).toBeLessThan(1e-3);
 
-    expect(checkpointsOf(run.run.logPath)).toEqual([
+    // Token accounting as the reference's: the rollouts sampled every action token and prefilled
+    // every observation (no prefix-cache hits on this engine); training sent each single-turn
+    // trajectory's observation and action but the last token. Nothing was dropped.
+    for (const row of rows) {
+      const [episodes, ac, ob] = ['total_episodes', 'total_ac_tokens', 'total_ob_tokens'].map((k) => row[`env/all/${k}`] as number);
+      expect(row['env/all/total_cached_ob_tokens']).toBe(0);
+      expect([row['tokens/sampled'], row['tokens/prefill_cached'], row['tokens/prefill_uncached'], row['tokens/trained']]).toEqual([ac, 0, ob, ob + ac - episodes]);
+    }
+    const totals = expectRlTokenTotals(all, new RunStore(run.run.logPath).readCheckpoints(), 6);
+    expect(totals.discarded).toEqual(NO_TOKENS);
+    expect(totals.cumulative.trained).toBe(rows.reduce((n, r) => n + (r['tokens/trained'] as number), 0));
+    // The reference's ints are ints: progress/batch, trajectory totals, token counts, loop state.
+    const metricsText = readFileSync(join(run.run.logPath, 'metrics.jsonl'), 'utf8');
+    for (const key of ['progress/batch', 'env/all/total_episodes', 'env/all/total_cached_ob_tokens', 'tokens/trained', 'tokens/cumulative/sampled', 'tokens/discarded/trained']) {
+      expect(metricsText, key).toMatch(new RegExp(`"${key}": \\d+[,}]`));
+      expect(metricsText, key).not.toMatch(new RegExp(`"${key}": \\d+\\.`));
+    }
+    expect(readFileSync(join(run.run.logPath, 'checkpoints.jsonl'), 'utf8')).not.toMatch(/": \d+\.0[,}]/);
+
+    expect(checkpointsOf(run.run.logPath).map(({ name, batch }) => ({ name, batch }))).toEqual([
       { name: '000003', batch: 3 },
       { name: '000006', batch: 6 },
       { name: 'final', batch: 6 },
@@ -56,10 +80,13 @@ describe('RL workflow', { timeout: 600_000 }, () => {
   });
 
   it('sync: a worker killed mid-batch (and mid-evaluation) is replaced and the run equals an uninterrupted one', async () => {
-    // Step 2 also runs a custom sampling evaluator, whose accuracy must come out the same too.
+    // Step 2 also runs a custom sampling evaluator, whose accuracy must come out the same too. Every
+    // kind of billed request is counted: constant-reward groups dropped (discarded sampling), the
+    // reference-KL and post-update KL scoring.
     const evaluated = ['eval_every=2', 'evaluators=[{"kind":"custom_sampling","name":"probe","file_path":"eval_probe.jsonl","max_tokens":8}]'];
-    const clean = testRun(stack, config, evaluated, 'rl');
-    const crashed = testRun(stack, config, evaluated, 'rl');
+    const billed = ['remove_constant_reward_groups=true', 'kl_penalty_coef=0.1', 'kl_reference_config={"base_model":"tiny-qwen3"}', 'compute_post_kl=true'];
+    const clean = testRun(stack, config, [...evaluated, ...billed], 'rl');
+    const crashed = testRun(stack, config, [...evaluated, ...billed], 'rl');
     let worker = await workerProcess(stack, 'rl-worker-1');
     try {
       const cleanResult = (await (await startRun(stack.client, clean, stack.taskQueue)).result()) as RunResult;
@@ -71,6 +98,7 @@ describe('RL workflow', { timeout: 600_000 }, () => {
       const crashedResult = (await handle.result()) as RunResult;
       expect(crashedResult.status).toBe('completed');
       expect(metricsOf(clean.run.logPath).filter((r) => 'probe/accuracy' in r).map((r) => r.step)).toEqual([0, 2, 4]);
+      expectBilledTokens(metricsOf(clean.run.logPath), new RunStore(clean.run.logPath).readCheckpoints());
       expect(metricsOf(crashed.run.logPath)).toEqual(metricsOf(clean.run.logPath));
       expect(checkpointsOf(crashed.run.logPath)).toEqual(checkpointsOf(clean.run.logPath));
       expect(await weightsFingerprint(stack.engine.baseUrl, crashedResult.finalCheckpoint!.samplerPath!)).toBe(
@@ -86,7 +114,7 @@ describe('RL workflow', { timeout: 600_000 }, () => {
     const result = await withWorker(stack, async () => (await (await startRun(stack.client, run, stack.taskQueue)).result()) as RunResult);
     expect(result.status).toBe('completed');
     expect(result.steps).toBe(6);
-    const rows = metricsOf(run.run.logPath);
+    const rows = stepRows(metricsOf(run.run.logPath));
     expect(rows.map((r) => r['training_client/step'])).toEqual([0, 1, 2, 3, 4, 5]);
     for (const row of rows) {
       const step = row.step as number;
@@ -96,9 +124,35 @@ describe('RL workflow', { timeout: 600_000 }, () => {
     }
     // Overlap: some step trained on groups sampled before the previous update.
     expect(rows.some((r) => (r.step as number) - (r['sampling_client/step_min'] as number) === 1)).toBe(true);
+    // The token totals went on through continue-as-new (every 3 steps).
+    expectRlTokenTotals(metricsOf(run.run.logPath), new RunStore(run.run.logPath).readCheckpoints(), 6);
     expect(existsSync(join(run.run.logPath, 'iteration_000005', 'train_rollout_summaries.jsonl'))).toBe(true);
   });
 });
+
+/**
+ * A sync run's tokens with every kind of billed request: a trained single-turn trajectory sampled
+ * its action tokens and prefilled its observation; the reference-KL and the post-update KL
+ * scoring each prefilled its whole sequence and sampled one token; training sent the sequence but
+ * its last token. Groups dropped for a constant reward went to the discarded totals only.
+ */
+function expectBilledTokens(all: Array<Record<string, unknown>>, checkpoints: Array<Record<string, unknown>>): void {
+  const rows = all.slice(0, -1);
+  for (const row of rows) {
+    const [episodes, ac, ob] = ['total_episodes', 'total_ac_tokens', 'total_ob_tokens'].map((k) => row[`env/all/${k}`] as number);
+    expect(row).toHaveProperty('kl_policy_base');
+    expect(row).toHaveProperty('kl_pre_post_v1');
+    expect([row['tokens/sampled'], row['tokens/prefill_cached'], row['tokens/prefill_uncached'], row['tokens/trained']]).toEqual([
+      ac + 2 * episodes, 0, ob + 2 * (ob + ac), ob + ac - episodes,
+    ]);
+  }
+  const totals = expectRlTokenTotals(all, checkpoints, rows.length);
+  // The untrained model mostly earns the same reward in a group: groups were dropped (fewer than the
+  // batch's 12 episodes trained), and their sampling counted as discarded.
+  expect(rows.some((r) => (r['env/all/total_episodes'] as number) < 12)).toBe(true);
+  expect(totals.discarded.sampled).toBeGreaterThan(0);
+  expect(totals.discarded.prefill_uncached).toBeGreaterThan(0);
+}
 
 // The same async run against an engine that decodes concurrent sample requests in one batch
 // (`--continuous-batching`): rollouts of different sampler versions share the engine's decode
@@ -117,7 +171,7 @@ if (fullTier) describe('RL on a continuously batching engine', { timeout: 600_00
     const run = testRun(stack, config, ['async_config={"max_steps_off_policy":1,"groups_per_batch":3}'], 'rl');
     const result = await withWorker(stack, async () => (await (await startRun(stack.client, run, stack.taskQueue)).result()) as RunResult);
     expect(result.status).toBe('completed');
-    const rows = metricsOf(run.run.logPath);
+    const rows = stepRows(metricsOf(run.run.logPath));
     expect(rows.map((r) => r['training_client/step'])).toEqual([0, 1, 2, 3, 4, 5]);
     for (const row of rows) {
       expect((row.step as number) - (row['sampling_client/step_min'] as number)).toBeLessThanOrEqual(1);

@@ -52,6 +52,22 @@ describe('supervised workflow', () => {
     expect(ckpts[0]).toMatchObject({ epoch: 0, batch: 4 });
     expect(ckpts[1]).toMatchObject({ epoch: 1, batch: 3 });
     expect(ckpts[2]).toMatchObject({ epoch: 2, batch: 0 });
+    // Token accounting as the reference's: a step trains its batch (tokens/trained = num_tokens) and
+    // samples or prefills nothing; the cumulative count is elapsed_tokens after the step, which each
+    // checkpoint row records.
+    let elapsed = 0;
+    for (const row of rows) {
+      elapsed += row.num_tokens as number;
+      expect(row).toMatchObject({ 'tokens/sampled': 0, 'tokens/prefill_cached': 0, 'tokens/prefill_uncached': 0, 'tokens/trained': row.num_tokens });
+      expect(row).toMatchObject({ 'tokens/cumulative/sampled': 0, 'tokens/cumulative/prefill_cached': 0, 'tokens/cumulative/prefill_uncached': 0, 'tokens/cumulative/trained': elapsed });
+    }
+    expect(ckpts.map((c) => c.elapsed_tokens)).toEqual([4, 8, 9].map((step) => rows[step]['tokens/cumulative/trained']));
+    expect(Object.keys(rows[0]).slice(Object.keys(rows[0]).indexOf('train_mean_nll'), Object.keys(rows[0]).indexOf('train_mean_bpb') + 1)).toEqual([
+      'train_mean_nll', 'tokens/sampled', 'tokens/prefill_cached', 'tokens/prefill_uncached', 'tokens/trained',
+      'tokens/cumulative/sampled', 'tokens/cumulative/prefill_cached', 'tokens/cumulative/prefill_uncached', 'tokens/cumulative/trained', 'train_mean_bpb',
+    ]);
+    expect(readFileSync(join(run.run.logPath, 'metrics.jsonl'), 'utf8').split('\n')[9]).toContain(`"tokens/cumulative/trained": ${elapsed}, `);
+    expect(readFileSync(join(run.run.logPath, 'checkpoints.jsonl'), 'utf8')).not.toMatch(/": \d+\.0[,}]/);
     expect(result.finalCheckpoint?.statePath).toMatch(/^tinker:\/\/.+\/weights\/final$/);
     expect(result.finalCheckpoint?.samplerPath).toMatch(/^tinker:\/\/.+\/sampler_weights\/final$/);
 

@@ -28,6 +28,10 @@ export const RunNameSchema = z
  */
 export const SubmitAheadSchema = z.int().nonnegative().default(1);
 
+/** A checkpoint row's token counts by kind (the reference's TokenUsage; a kind it lacks is 0). */
+const TokenCount = z.int().nonnegative().default(0);
+export const TokenUsageSchema = z.strictObject({ sampled: TokenCount, prefill_cached: TokenCount, prefill_uncached: TokenCount, trained: TokenCount });
+
 /**
  * Starting from another run's checkpoint. `load_checkpoint_path` alone loads weights with a fresh
  * optimizer (the reference); with `load_checkpoint_with_optimizer` the Adam moments come too (the
@@ -43,6 +47,9 @@ export const ContinueFromSchema = z.strictObject({
   /** Steps the checkpoint contains: the continued run's first step. */
   next_step: z.int().nonnegative(),
   elapsed_tokens: z.int().nonnegative().default(0),
+  /** RL's running token totals from the checkpoint row (its loop state), so a continued run goes on counting. */
+  cumulative_tokens: TokenUsageSchema.nullable().default(null),
+  discarded_tokens: TokenUsageSchema.nullable().default(null),
   /** The checkpoint row's `resume_state`: paradigm state the continued run starts with (e.g. DPO's reference weights). */
   resume_state: z.record(z.string(), z.unknown()).nullable().default(null),
 });

@@ -59,6 +59,8 @@ export function tinkerTokenCompleter(session: SamplingSession, opts: TokenComple
     const out: TokensWithLogprobs = { tokens: seq.tokens, maybeLogprobs: seq.logprobs ?? null, stopReason: seq.stop_reason };
     // What provenance spans name (SDK 0.38); left off when the sampler gave none.
     if (seq.sequence_id) out.sequenceId = seq.sequence_id;
+    // What the turn's prompt cost (token accounting); servers without a prefix cache report none.
+    if (res.prompt_cache_hit_tokens) out.promptCacheHitTokens = res.prompt_cache_hit_tokens;
     return out;
   };
 }

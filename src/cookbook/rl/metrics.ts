@@ -27,12 +27,14 @@ function metricsOf(groups: readonly TrajectoryGroup[]): Metrics {
   const trajs = groups.flatMap((g) => g.trajectoriesG);
   let acTokens = 0;
   let obTokens = 0;
+  let cachedObTokens = 0;
   let turns = 0;
   for (const traj of trajs) {
     turns += traj.transitions.length;
     for (const t of traj.transitions) {
       acTokens += t.ac.tokens.length;
       obTokens += modelInputLength(t.ob);
+      cachedObTokens += t.ac.promptCacheHitTokens ?? 0;
     }
   }
   const rewards = groups.flatMap((g) => g.getTotalRewards());
@@ -44,6 +46,8 @@ function metricsOf(groups: readonly TrajectoryGroup[]): Metrics {
     total_turns: turns,
     total_ac_tokens: acTokens,
     total_ob_tokens: obTokens,
+    // Prompt tokens the sampler billed as prefix-cache hits (a subset of total_ob_tokens).
+    total_cached_ob_tokens: cachedObTokens,
     'reward/total': rewards.length > 0 ? npMean(rewards) : 0,
   };
   // Transition metrics first, then group metrics, so a key found in both is averaged over all.
@@ -80,7 +84,7 @@ export function computeTrajectoryMetrics(groups: readonly TrajectoryGroup[], tag
 }
 
 /** Keys of computeTrajectoryMetrics whose values are Python ints (everything else is a float). */
-export const TRAJECTORY_METRIC_INT_SUFFIXES = ['/total_episodes', '/total_turns', '/total_ac_tokens', '/total_ob_tokens'];
+export const TRAJECTORY_METRIC_INT_SUFFIXES = ['/total_episodes', '/total_turns', '/total_ac_tokens', '/total_ob_tokens', '/total_cached_ob_tokens'];
 
 export interface RolloutSummaryStep {
   step_idx: number;

@@ -35,7 +35,7 @@ const decodeLogs = (l: Record<string, unknown>): Record<string, string | number>
 interface TrajectoryJson {
   transitions: Array<{
     ob: ModelInput;
-    ac: { tokens: number[]; maybeLogprobs: Array<number | string> | null; stopReason: 'stop' | 'length'; sequenceId?: string };
+    ac: { tokens: number[]; maybeLogprobs: Array<number | string> | null; stopReason: 'stop' | 'length'; sequenceId?: string; promptCacheHitTokens?: number };
     reward: number | string;
     episodeDone: boolean;
     metrics: Record<string, number | string>;
@@ -65,6 +65,8 @@ export function serializeTrajectoryGroup(group: TrajectoryGroup): string {
           stopReason: t.ac.stopReason,
           // Provenance of the datums built from this rollout (claim check: ids stay in the run store).
           ...(t.ac.sequenceId !== undefined ? { sequenceId: t.ac.sequenceId } : {}),
+          // What the turn's prompt cost, for the train step's token accounting.
+          ...(t.ac.promptCacheHitTokens !== undefined ? { promptCacheHitTokens: t.ac.promptCacheHitTokens } : {}),
         },
         reward: encodeNumber(t.reward),
         episodeDone: t.episodeDone,
@@ -94,6 +96,7 @@ export function deserializeTrajectoryGroup(text: string): TrajectoryGroup {
         maybeLogprobs: t.ac.maybeLogprobs === null ? null : t.ac.maybeLogprobs.map(decodeNumber),
         stopReason: t.ac.stopReason,
         ...(t.ac.sequenceId !== undefined ? { sequenceId: t.ac.sequenceId } : {}),
+        ...(t.ac.promptCacheHitTokens !== undefined ? { promptCacheHitTokens: t.ac.promptCacheHitTokens } : {}),
       },
       reward: decodeNumber(t.reward),
       episodeDone: t.episodeDone,

@@ -3,6 +3,7 @@
 // never travel through Temporal). JSON keeps float64 exactly; NaN, ±Infinity and -0, which JSON
 // cannot write, are tagged so that the finished step's metrics equal those of a one-activity step.
 import type { Datum } from '../../backends/types.js';
+import { addTokens, NO_TOKENS, type TokenUsage } from '../token-usage.js';
 
 export const STREAMED_SUBSTEP_FORMAT = 'streamed_substep/v1';
 
@@ -23,6 +24,10 @@ export interface StreamedSubstep {
   klMetrics: Record<string, number> | null;
   /** The substep's optim_step metrics; null when it had no optimizer step (every group dropped). */
   optimMetrics: Record<string, number> | null;
+  /** What its trained groups' rollouts and its KL penalty scoring used (absent from records written before: none). */
+  usage?: TokenUsage;
+  /** The sampling of its groups dropped for a constant reward. */
+  discarded?: TokenUsage;
 }
 
 const TAG = '$number';
@@ -45,8 +50,9 @@ export function deserializeStreamedSubstep(text: string, where: string): Streame
 }
 
 /**
- * The substeps of a step as one: groups, datums and logprobs concatenated in substep order; as the
- * reference's running `metrics.update`, the last KL penalty and optim_step metrics win.
+ * The substeps of a step as one: groups, datums and logprobs concatenated in substep order, token
+ * usage summed; as the reference's running `metrics.update`, the last KL penalty and optim_step
+ * metrics win.
  */
 export function mergeStreamedSubsteps(substeps: readonly StreamedSubstep[]): StreamedSubstep {
   const last = <T>(xs: Array<T | null>): T | null => xs.reduceRight<T | null>((found, x) => found ?? x, null);
@@ -56,5 +62,7 @@ export function mergeStreamedSubsteps(substeps: readonly StreamedSubstep[]): Str
     trainLogprobs_D: substeps.flatMap((s) => s.trainLogprobs_D),
     klMetrics: last(substeps.map((s) => s.klMetrics)),
     optimMetrics: last(substeps.map((s) => s.optimMetrics)),
+    usage: addTokens(...substeps.map((s) => s.usage ?? NO_TOKENS)),
+    discarded: addTokens(...substeps.map((s) => s.discarded ?? NO_TOKENS)),
   };
 }

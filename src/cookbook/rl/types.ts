@@ -46,6 +46,11 @@ export interface TokensWithLogprobs {
    * spans name; absent when the sampler gave none.
    */
   sequenceId?: string;
+  /**
+   * Prompt tokens the sampler billed as prefix-cache hits for this sample (SampleResponse
+   * prompt_cache_hit_tokens); absent: 0, as the reference's default.
+   */
+  promptCacheHitTokens?: number;
 }
 
 export function tokensWithLogprobs(

@@ -104,6 +104,16 @@ export interface LoopSpec {
   periodicCheckpoint(step: number, every: number): { name: string; row: Record<string, unknown> } | undefined;
   /** checkpoints.jsonl fields of the final checkpoint. */
   finalRow(): Record<string, unknown>;
+  /**
+   * The reference's loop_state of a checkpoint after `step` (position, token totals), recorded in a
+   * rolling checkpoint's row as in a periodic one's. Undefined: the row says only `rolling`.
+   */
+  loopState?(step: number): Record<string, unknown>;
+  /**
+   * The metrics row the reference logs after its last step, at step = the end (RL's token totals):
+   * written just before the final checkpoint. Undefined: no such row.
+   */
+  closingMetrics?(): Record<string, number>;
   /** The training loss shown in the UI's one-line summary. */
   lossKey: string;
   /** Model to (re)start from when there is no committed checkpoint yet. */
@@ -144,6 +154,8 @@ interface InFlightStep {
 }
 
 const SEARCH_ATTRIBUTE_EVERY_STEPS = 10;
+/** The closing metrics row (RL's token totals) before the final checkpoint. */
+const CLOSING_ROW_PATCH = 'closing-metrics-row';
 
 export function activitiesFor(d: DurabilityConfig) {
   return proxyActivities<Activities>({
@@ -442,7 +454,7 @@ export class TrainingRun<C extends RunConfig, P> {
     const every = this.state.hot.save_every;
     const due = every > 0 ? spec.periodicCheckpoint(step, every) : undefined;
     if (due) await this.save(due.name, step, 'both', this.input.config.ttl_seconds, due.row);
-    else if (this.rollingDue(step, spec)) await this.saveRolling(step);
+    else if (this.rollingDue(step, spec)) await this.saveRolling(step, spec);
   }
 
   /**
@@ -455,8 +467,9 @@ export class TrainingRun<C extends RunConfig, P> {
     return every > 0 && (step + 1) % every === 0 && !(periodic > 0 && spec.periodicCheckpoint(step, periodic));
   }
 
-  private async saveRolling(step: number): Promise<void> {
-    await this.save(`rolling_${String(step + 1).padStart(6, '0')}`, step, 'state', this.input.config.rolling_ttl_seconds ?? null, { rolling: true });
+  private async saveRolling(step: number, spec: LoopSpec): Promise<void> {
+    const row = { ...spec.loopState?.(step), rolling: true };
+    await this.save(`rolling_${String(step + 1).padStart(6, '0')}`, step, 'state', this.input.config.rolling_ttl_seconds ?? null, row);
     const previous = this.state.rollingStatePath;
     this.state.rollingStatePath = this.state.lastCheckpoint?.statePath;
     if (previous) await this.deleteRolling(previous);
@@ -481,6 +494,9 @@ export class TrainingRun<C extends RunConfig, P> {
 
   private async saveFinal(spec: LoopSpec): Promise<void> {
     this.setStatus('stopping');
+    // Histories recorded before the closing row replay without it.
+    const closing = spec.closingMetrics?.();
+    if (closing && patched(CLOSING_ROW_PATCH)) await this.logMetrics(this.state.step, closing);
     const row = { ...spec.finalRow(), ...(this.state.stopRequested ? { stopped_early: true } : {}) };
     await this.save('final', this.state.step - 1, 'both', null, row);
     if (this.state.rollingStatePath) await this.deleteRolling(this.state.rollingStatePath);

@@ -28,6 +28,7 @@ describe('computeTrajectoryMetrics', () => {
       'env/all/total_turns',
       'env/all/total_ac_tokens',
       'env/all/total_ob_tokens',
+      'env/all/total_cached_ob_tokens',
       'env/all/reward/total',
       'env/all/correct',
       'env/all/stop/completed',
@@ -45,6 +46,18 @@ describe('computeTrajectoryMetrics', () => {
     expect(m['env/all/by_group/frac_mixed']).toBe(0.5);
     expect(m['env/all/by_group/frac_all_good']).toBe(0.5);
     expect(m['env/all/by_group/frac_all_bad']).toBe(0);
+    expect(m['env/all/total_cached_ob_tokens']).toBe(0); // no sampler reported a prefix-cache hit
+  });
+
+  it('totals the prefix-cache hits the sampler reported per turn as total_cached_ob_tokens', () => {
+    const cached = (ob: number[], ac: number[], hits: number) => {
+      const t = transition(ob, ac, { episodeDone: true });
+      return { ...t, ac: { ...t.ac, promptCacheHitTokens: hits } };
+    };
+    const g = new TrajectoryGroup([traj([cached([1, 2, 3, 4], [5], 3)]), traj([cached([1, 2, 3], [6, 7], 2), cached([9], [8], 0)])], [0, 0], [{}, {}]);
+    const m = computeTrajectoryMetrics([g], [['t']]);
+    expect(m['env/all/total_ob_tokens']).toBe(8);
+    expect(m['env/all/total_cached_ob_tokens']).toBe(5);
   });
 
   it('adds per-tag prefixes first when a tag selects a strict subset', () => {
@@ -84,13 +97,14 @@ describe('rolloutSummaryRows', () => {
 });
 
 describe('serializeTrajectoryGroup', () => {
-  it('round-trips tokens, float32 logprobs, rewards, metrics, logs, errors and non-finite numbers', () => {
+  it('round-trips tokens, float32 logprobs, sequence ids, cache hits, rewards, metrics, logs, errors and non-finite numbers', () => {
     const lp = [Math.fround(-0.123456789), Math.fround(-1e-8), -0];
     const g = new TrajectoryGroup(
       [
         {
           transitions: [
             { ...transition([1, 2, 3], [151643, 7, 8], { logprobs: lp, reward: 0.1 + 0.2, metrics: { x: NaN, y: Infinity } }), logs: { s: 'a', n: 2.5 } },
+            { ...transition([1, 2, 3, 151643, 7, 8, 4], [5]), ac: { tokens: [5], maybeLogprobs: [-1], stopReason: 'stop', sequenceId: 's1', promptCacheHitTokens: 6 } },
           ],
           finalOb: modelInputFromInts([9]),
           stopReason: 'max_tokens',
