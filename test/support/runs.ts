@@ -5,11 +5,11 @@ import { CHECKPOINT_METADATA_KEYS } from '../../src/cookbook/checkpoint-metadata
 import { createTinkerBackend } from '../../src/backends/index.js';
 
 /**
- * metrics.jsonl rows without the keys two equal runs may differ in: wall-clock timings, and the
- * checkpoint paths DPO logs (they name each run's own server-side model).
+ * metrics.jsonl rows without the keys two equal runs may differ in: wall-clock timings (`time/*`,
+ * DPO's `batch_time`), and the checkpoint paths DPO logs (they name each run's own server-side model).
  */
 export function metricsOf(logPath: string): Array<Record<string, unknown>> {
-  const differsPerRun = (k: string) => k.startsWith('time/') || k === 'state_path' || k === 'sampler_path';
+  const differsPerRun = (k: string) => k.startsWith('time/') || k === 'batch_time' || k === 'state_path' || k === 'sampler_path';
   return new RunStore(logPath).readMetrics().map((row) => Object.fromEntries(Object.entries(row).filter(([k]) => !differsPerRun(k))));
 }
 
