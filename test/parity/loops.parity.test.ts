@@ -1,0 +1,225 @@
+// The loop-parity suite: the reference's own SL, DPO, RL and on-policy distillation loops
+// (tinker-cookbook 0.6.1 + SDK 0.38.0, unmodified; loops/reference_loops.py) and this project's
+// workflows, run side by side on one engine with the same model, data and hyperparameters
+// (loops/<loop>.json, the one config both sides are built from).
+//   SL and DPO: every metric of every step compared value by value (to float32 rounding: the two
+//     sides sum the same float32 logprobs in different orders), every integer exactly.
+//   RL and distillation: sampling is seeded differently on the two sides, so what follows from
+//     sampled tokens differs; everything else is compared: the prompts of each batch, their
+//     observation lengths, the step's counts, learning rates, the advantages given the rewards.
+//   Every loop: the same metric keys with the same JSON types (4 is not 4.0), and the same
+//     checkpoint rows, apart from the documented keys only one side has.
+import { mkdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { getTokenizer } from '../../src/cookbook/tokenizer.js';
+import { RunStore } from '../../src/cookbook/run-store.js';
+import { startTestStack, type TestStack } from '../support/stack.js';
+import {
+  LOOPS,
+  ourRun,
+  rawRows,
+  referenceConfig,
+  referenceModels,
+  runOurLoop,
+  runReferenceLoops,
+  type Loop,
+  type LoopResult,
+  type ReferenceResult,
+} from './loops/harness.js';
+
+/** Keys only the reference writes, and why. */
+const ONLY_REFERENCE: Array<[RegExp, string]> = [
+  // The reference's trace spans; the timing and tracing work brings them under the same names.
+  [/^time\//, 'per-span timings of the reference’s trace (the timing issue)'],
+];
+/** Checkpoint-row keys only this project writes: what `cookbook continue` and `cookbook export` read. */
+const ONLY_OURS_CHECKPOINT = new Set(['next_step', 'resume_state', 'renderer_name', 'base_model', 'tokenizer', 'lora_rank']);
+/** Keys whose values are wall-clock readings. */
+const TIMING = /^time\/|^batch_time$/;
+
+const onlyReference = (key: string) => ONLY_REFERENCE.some(([re]) => re.test(key));
+
+type Row = Record<string, unknown>;
+let stack: TestStack;
+const ours: Partial<Record<Loop, LoopResult>> = {};
+let reference: Partial<Record<Loop, ReferenceResult>>;
+
+beforeAll(async () => {
+  const models = await referenceModels();
+  stack = await startTestStack();
+  const work = path.join(stack.dir, `loop-parity-${process.pid}`);
+  mkdirSync(work, { recursive: true });
+  const runs = Object.fromEntries(LOOPS.map((loop) => [loop, ourRun(stack, loop, models)]));
+  const configs = Object.fromEntries(LOOPS.map((loop) => [loop, referenceConfig(loop, runs[loop], models, work)]));
+  // Both sides at once: the engine serves each session on its own, and the reference's imports
+  // (seconds) overlap our first runs.
+  const oursDone = (async () => {
+    for (const loop of LOOPS) ours[loop] = await runOurLoop(stack, loop, runs[loop]);
+  })();
+  [reference] = await Promise.all([runReferenceLoops(models, stack.engine.baseUrl, configs, work), oursDone]);
+}, 600_000);
+
+/** Per row: keys missing on one side (documented ones aside), and keys typed differently. */
+function keyDifferences(loop: Loop): string[] {
+  const ref = rawRows(reference[loop]!.logPath);
+  const mine = rawRows(ours[loop]!.logPath);
+  const out: string[] = [];
+  if (ref.length !== mine.length) out.push(`rows: reference ${ref.length}, ours ${mine.length}`);
+  ref.forEach((r, i) => {
+    const m = mine[i] ?? {};
+    for (const k of Object.keys(r)) {
+      if (!(k in m) && !onlyReference(k)) out.push(`row ${i}: ${k} only in the reference`);
+      else if (k in m && m[k] !== r[k]) out.push(`row ${i}: ${k} is ${r[k]} in the reference, ${m[k]} here`);
+    }
+    for (const k of Object.keys(m)) if (!(k in r)) out.push(`row ${i}: ${k} only here`);
+  });
+  return out;
+}
+
+/** Checkpoint rows: the reference's keys with the same values where they do not name a run's files. */
+function checkpointDifferences(loop: Loop, sameValue: (key: string) => boolean): string[] {
+  const ref = reference[loop]!.checkpoints;
+  const mine = ours[loop]!.checkpoints as Row[];
+  const out: string[] = [];
+  if (ref.length !== mine.length) out.push(`checkpoint rows: reference ${ref.length}, ours ${mine.length}`);
+  ref.forEach((r, i) => {
+    const m = mine[i] ?? {};
+    for (const k of Object.keys(r)) {
+      if (!(k in m)) out.push(`checkpoint ${r.name}: ${k} only in the reference`);
+      else if (sameValue(k) && JSON.stringify(m[k]) !== JSON.stringify(r[k])) out.push(`checkpoint ${r.name}: ${k} = ${JSON.stringify(r[k])} in the reference, ${JSON.stringify(m[k])} here`);
+    }
+    for (const k of Object.keys(m)) if (!(k in r) && !ONLY_OURS_CHECKPOINT.has(k)) out.push(`checkpoint ${r.name}: ${k} only here`);
+  });
+  return out;
+}
+
+/** Float32 rounding of sums taken in another order: 1e-5 relative, 1e-5 absolute near zero. */
+const close = (a: number, b: number) => Math.abs(a - b) <= 1e-5 * Math.max(1, Math.abs(a), Math.abs(b));
+
+/** Every value of every row (timings aside): integers and strings exactly, floats to float32 rounding. */
+function valueDifferences(loop: Loop): string[] {
+  const ref = reference[loop]!.metrics;
+  const mine = ours[loop]!.metrics;
+  const out: string[] = [];
+  ref.forEach((r, i) => {
+    for (const [k, v] of Object.entries(r)) {
+      if (TIMING.test(k) || !(k in (mine[i] ?? {}))) continue;
+      const w = mine[i][k];
+      const same = typeof v === 'number' && typeof w === 'number' ? (Number.isInteger(v) && Number.isInteger(w) ? v === w : close(v, w)) : JSON.stringify(v) === JSON.stringify(w);
+      if (!same) out.push(`step ${r.step ?? i}: ${k} = ${v} in the reference, ${w} here`);
+    }
+  });
+  return out;
+}
+
+/** The given keys, row by row, equal on both sides (they do not depend on sampled tokens). */
+function sameValues(loop: Loop, keys: RegExp): string[] {
+  const ref = reference[loop]!.metrics;
+  const mine = ours[loop]!.metrics;
+  const out: string[] = [];
+  ref.forEach((r, i) => {
+    for (const [k, v] of Object.entries(r)) {
+      if (keys.test(k) && JSON.stringify(v) !== JSON.stringify(mine[i]?.[k])) out.push(`step ${r.step ?? i}: ${k} = ${v} in the reference, ${mine[i]?.[k]} here`);
+    }
+  });
+  return out;
+}
+
+interface Summary {
+  iteration: number;
+  group_idx: number;
+  traj_idx: number;
+  tags: string[];
+  sampling_client_step: number | null;
+  total_reward: number;
+  steps: Array<{ ob_len: number }>;
+}
+
+function summaries(logPath: string, iteration: number): Summary[] {
+  const file = path.join(logPath, `iteration_${String(iteration).padStart(6, '0')}`, 'train_rollout_summaries.jsonl');
+  return readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Summary);
+}
+
+/** The prompt conversations the reference logged for an iteration (its logtree's "Prompt" sections). */
+function referencePrompts(logPath: string, iteration: number): Array<Array<{ role: string; content: string }>> {
+  const file = path.join(logPath, `iteration_${String(iteration).padStart(6, '0')}`, 'train_logtree.json');
+  const prompts: Array<Array<{ role: string; content: string }>> = [];
+  const walk = (node: any, inPrompt: boolean): void => {
+    if (!node || typeof node !== 'object') return;
+    if (inPrompt && node.data?.type === 'conversation') prompts.push(node.data.messages);
+    const children: any[] = node.children ?? [];
+    const isPrompt = node.tag === 'section' && children.some((c) => c?.tag === 'h3' && c.children?.[0] === 'Prompt');
+    for (const c of children) walk(c, inPrompt || isPrompt);
+  };
+  walk(JSON.parse(readFileSync(file, 'utf8')).root, false);
+  return prompts;
+}
+
+describe("the reference's own loops beside ours, on one engine", () => {
+  it('the setup is what both sides ran: one row per step (RL adds its final totals row)', () => {
+    expect(ours.sl!.metrics).toHaveLength(3);
+    expect(reference.sl!.metrics).toHaveLength(3);
+    expect(ours.dpo!.metrics).toHaveLength(3);
+    expect(reference.dpo!.metrics).toHaveLength(3);
+    expect(reference.rl!.metrics).toHaveLength(4);
+    expect(ours.rl!.metrics).toHaveLength(4);
+    expect(reference.distill!.metrics).toHaveLength(2);
+  });
+
+  it.each(LOOPS)('%s: the same metric keys with the same JSON types, apart from the documented ones', (loop) => {
+    expect(keyDifferences(loop)).toEqual([]);
+  });
+
+  it('SL: every metric of every step, integers exactly and floats to float32 rounding', () => {
+    expect(valueDifferences('sl')).toEqual([]);
+    expect(checkpointDifferences('sl', (k) => !k.endsWith('_path'))).toEqual([]);
+  });
+
+  it("DPO: the reference's batches (a comparisons file keeps its order), every metric of every step", () => {
+    expect(valueDifferences('dpo')).toEqual([]);
+    expect(checkpointDifferences('dpo', (k) => !k.endsWith('_path'))).toEqual([]);
+  });
+
+  it('RL: the prompts of every batch, their observation lengths, counts and learning rates; advantages from the rewards', async () => {
+    const sampled = /ac_tokens|reward|format|correct|by_group|kl_sample_train|entropy|tokens\/(sampled|trained)|tokens\/cumulative\/(sampled|trained)/;
+    expect(sameValues('rl', new RegExp(`^(?!.*(${sampled.source}))(progress|optim/lr|env/all/(ob_tokens_per_turn|turns_per_episode|total_(episodes|turns|ob_tokens|cached_ob_tokens))|tokens/)`))).toEqual([]);
+    expect(checkpointDifferences('rl', (k) => k === 'batch')).toEqual([]);
+    const store = new RunStore(ours.rl!.logPath);
+    const tokenizer = await getTokenizer(store.readConfig()!.model_name as string);
+    const records = store.readRolloutRecords();
+    for (let it = 0; it < 3; it++) {
+      const [r, m] = [summaries(reference.rl!.logPath, it), summaries(ours.rl!.logPath, it)];
+      const shape = (s: Summary[]) => s.map((x) => [x.group_idx, x.traj_idx, x.tags, x.sampling_client_step, x.steps.map((st) => st.ob_len)]);
+      expect(shape(m)).toEqual(shape(r));
+      // The prompt text: every message of the reference's prompt (logged per trajectory, group by
+      // group), in order, in our observation of the same trajectory.
+      const prompts = referencePrompts(reference.rl!.logPath, it);
+      const record = records.find((rec) => rec.step === it)!;
+      expect(prompts).toHaveLength(r.length);
+      record.groups.forEach((g, gi) => {
+        const group = JSON.parse(store.readBlob(g.ref).toString('utf8'));
+        group.trajectoriesG.forEach((traj: { transitions: Array<{ ob: { chunks: Array<{ tokens: number[] }> } }> }, t: number) => {
+          const text = tokenizer.decode(traj.transitions[0].ob.chunks.flatMap((c) => c.tokens));
+          let at = 0;
+          for (const msg of prompts[gi * group.trajectoriesG.length + t]) {
+            const found = text.indexOf(msg.content, at);
+            expect(found, `iteration ${it} group ${gi} trajectory ${t}: "${msg.content}" in ${JSON.stringify(text)}`).toBeGreaterThanOrEqual(at);
+            at = found + msg.content.length;
+          }
+        });
+        // The reference's compute_advantages: each trajectory's total reward minus its group's mean.
+        const rewards: number[] = group.trajectoriesG.map((_: unknown, t: number) => m.find((s) => s.group_idx === gi && s.traj_idx === t)!.total_reward);
+        const mean = rewards.reduce((a, b) => a + b, 0) / rewards.length;
+        g.advantages!.forEach((adv, t) => expect(adv).toBeCloseTo(rewards[t] - mean, 6));
+      });
+    }
+  });
+
+  it('on-policy distillation: observation lengths, counts and learning rates of every step', () => {
+    const sampled = /ac_tokens|reward|by_group|kl|entropy|tokens\/(sampled|trained)|tokens\/cumulative\/(sampled|trained)/;
+    expect(sameValues('distill', new RegExp(`^(?!.*(${sampled.source}))(progress|optim/lr|env/all/(ob_tokens_per_turn|turns_per_episode|total_(episodes|turns|ob_tokens|cached_ob_tokens))|tokens/)`))).toEqual([]);
+    expect(checkpointDifferences('distill', (k) => k === 'batch')).toEqual([]);
+    for (const row of ours.distill!.metrics) expect(Number.isFinite(row.teacher_kl)).toBe(true);
+  });
+});
