@@ -6,6 +6,7 @@
 // attempt sampled.
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Datum, SamplingSession, TrainingBackend } from '../backends/types.js';
+import { SamplingSessions } from './sampling-sessions.js';
 import type { RLConfig } from '../cookbook/config/rl.js';
 import { computeAdvantages, removeConstantRewardGroups } from '../cookbook/rl/advantages.js';
 import { tinkerTokenCompleter } from '../cookbook/rl/completers.js';
@@ -133,8 +134,14 @@ function policyFor(session: SamplingSession, cfg: RLConfig, seedPrefix: number[]
 export function rlActivities(deps: ActivityDeps) {
   const backendOf = (cfg: RLConfig): TrainingBackend => deps.backendFor(cfg.base_url);
 
-  async function rolloutGroups(cfg: RLConfig, samplerPath: string, builders: ReturnType<RLData['train']['getBatch']>, seedPrefix: (g: number) => number[]) {
-    const session = await callBackend('create sampling session', 'bad-path', () => backendOf(cfg).createSamplingSession({ modelPath: samplerPath }));
+  const policySessions = new SamplingSessions();
+
+  function rolloutGroups(cfg: RLConfig, samplerPath: string, builders: ReturnType<RLData['train']['getBatch']>, seedPrefix: (g: number) => number[]) {
+    const open = () => callBackend('create sampling session', 'bad-path', () => backendOf(cfg).createSamplingSession({ modelPath: samplerPath }));
+    return policySessions.use(`${cfg.base_url ?? ''} ${samplerPath}`, open, (session) => rolloutGroupsOn(session, cfg, builders, seedPrefix));
+  }
+
+  async function rolloutGroupsOn(session: SamplingSession, cfg: RLConfig, builders: ReturnType<RLData['train']['getBatch']>, seedPrefix: (g: number) => number[]) {
     const strategy = strategyFromConfig(resolveRolloutStrategyConfig(cfg.rollout_error_tolerance, cfg.model_name));
     const termination = effectiveTermination(cfg.termination, cfg.model_name);
     // Side samplers (answerers, opponents, graders, reward models) are seeded from the same position as the policy.
