@@ -30,6 +30,7 @@ import { RunStore, writeFileAtomic, type RunRef } from '../cookbook/run-store.js
 import { getTokenizer, tokenizerFamilyForModel, type Tokenizer } from '../cookbook/tokenizer.js';
 import { callBackend, heartbeating, rolloutFailure, type ActivityDeps } from './context.js';
 import { trainPolicyStep } from './policy-train.js';
+import { SamplingSessions } from './sampling-sessions.js';
 import { runDataCache } from './run-data.js';
 import { readRunConfig } from './training.js';
 import { ErrorTypes, type ModelRef, type SeqUse } from './types.js';
@@ -121,18 +122,24 @@ const teacherSource = (t: DistillConfig['dataset_configs'][number]['teacher_conf
 
 export function distillActivities(deps: ActivityDeps) {
   const backendOf = (cfg: DistillConfig): TrainingBackend => deps.backendFor(cfg.base_url);
+  // The students' rollouts of a step share its sampler, and every step its teachers (the reference
+  // opens each teacher once per run).
+  const sessions = new SamplingSessions();
   const sampler = (cfg: DistillConfig, source: { modelPath: string } | { baseModel: string }, what: string): Promise<SamplingSession> =>
     callBackend(what, 'bad-path', () => backendOf(cfg).createSamplingSession(source));
+  const withSampler = <T>(cfg: DistillConfig, source: { modelPath: string } | { baseModel: string }, what: string, fn: (s: SamplingSession) => Promise<T>): Promise<T> =>
+    sessions.use(`${cfg.base_url ?? ''} ${JSON.stringify(source)}`, () => sampler(cfg, source, what), fn);
 
   /** Logprob of every target token of each datum under its dataset's teacher (compute_logprobs[1:]). */
   async function teacherLogprobs(cfg: DistillConfig, data_D: Datum[], dataset_D: number[]): Promise<number[][]> {
-    const teachers = new Map<number, Promise<SamplingSession>>();
-    const teacherOf = (d: number) => {
-      if (!teachers.has(d)) teachers.set(d, sampler(cfg, teacherSource(cfg.dataset_configs[d].teacher_config), `create teacher sampler of dataset ${d}`));
-      return teachers.get(d)!;
-    };
     return callBackend('teacher compute_logprobs', 'session-lost', () =>
-      Promise.all(data_D.map(async (datum, i) => alignScoredLogprobs(await (await teacherOf(dataset_D[i])).computeLogprobs(fullSequenceForScoring(datum))))),
+      Promise.all(
+        data_D.map(async (datum, i) => {
+          const d = dataset_D[i];
+          const teacher = teacherSource(cfg.dataset_configs[d].teacher_config);
+          return alignScoredLogprobs(await withSampler(cfg, teacher, `create teacher sampler of dataset ${d}`, (s) => s.computeLogprobs(fullSequenceForScoring(datum))));
+        }),
+      ),
     );
   }
 
@@ -164,14 +171,15 @@ export function distillActivities(deps: ActivityDeps) {
       const dataset = datasetIndices[group];
       let result: TrajectoryGroup | null;
       try {
-        const session = await sampler(cfg, { modelPath: samplerPath }, 'create student sampler');
-        // Seeds from (run seed, step, group, sample, attempt), as RL's rollouts.
-        const policy = {
-          forRollout: ({ sampleIndex, attempt }: { sampleIndex: number; attempt: number }) =>
-            tinkerTokenCompleter(session, { maxTokens: cfg.max_tokens, temperature: cfg.temperature, seedFor: sequentialSeeds(cfg.seed, step, group, sampleIndex, attempt) }),
-        };
-        // As the reference: FailFast, no constant-group filtering (every reward is 0).
-        result = await heartbeating(doGroupRolloutAndFilterConstantReward(builder, policy, { strategy: failFast() }), { step, group });
+        result = await withSampler(cfg, { modelPath: samplerPath }, 'create student sampler', (session) => {
+          // Seeds from (run seed, step, group, sample, attempt), as RL's rollouts.
+          const policy = {
+            forRollout: ({ sampleIndex, attempt }: { sampleIndex: number; attempt: number }) =>
+              tinkerTokenCompleter(session, { maxTokens: cfg.max_tokens, temperature: cfg.temperature, seedFor: sequentialSeeds(cfg.seed, step, group, sampleIndex, attempt) }),
+          };
+          // As the reference: FailFast, no constant-group filtering (every reward is 0).
+          return heartbeating(doGroupRolloutAndFilterConstantReward(builder, policy, { strategy: failFast() }), { step, group });
+        });
       } catch (err) {
         throw rolloutFailure(err, `student rollout of step ${step} group ${group}`);
       }
