@@ -52,7 +52,7 @@ if (!['rl', 'dpo', 'distill'].includes(loop)) throw new Error(`--loop ${loop}: o
 const DEFAULTS: Record<string, { steps: number; batch: number; group?: number; maxTokens?: number }> = {
   rl: { steps: 8, batch: 4, group: 4, maxTokens: 16 },
   dpo: { steps: 8, batch: 4 },
-  distill: { steps: 5, batch: 4, group: 4, maxTokens: 16 },
+  distill: { steps: 4, batch: 4, group: 4, maxTokens: 16 }, // the prompts file has 16 prompts
 };
 const d = DEFAULTS[loop];
 const steps = Number(values.steps ?? d.steps);

@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/activity';
 import { withLossMetrics } from '../backends/custom-loss.js';
-import type { Datum, ForwardBackwardOutput, OptimStepResponse, SamplingSession, TrainingSession } from '../backends/types.js';
+import type { Datum, ForwardBackwardOutput, OptimStepResponse, TrainingSession } from '../backends/types.js';
 import type { DPOConfig } from '../cookbook/config/dpo.js';
 import { runLogger } from '../cookbook/logging.js';
 import { buildPreferenceDatasets } from '../cookbook/preference/dataset.js';
@@ -16,6 +16,7 @@ import { RunStore, type RunRef } from '../cookbook/run-store.js';
 import { computeMeanNll } from '../cookbook/supervised/nll.js';
 import { callBackend, collectOrResubmit, heartbeating, type ActivityDeps } from './context.js';
 import { runDataCache } from './run-data.js';
+import { SamplingSessions } from './sampling-sessions.js';
 import { ErrorTypes, type EvalInput, type EvalResult, type ModelRef, type SeqUse, type SubmittedStep } from './types.js';
 
 type DPOData = Awaited<ReturnType<typeof buildPreferenceDatasets>>;
@@ -82,6 +83,8 @@ const sourceKey = (ref: ReferenceSource) => createHash('sha256').update(JSON.str
 export function dpoActivities(deps: ActivityDeps) {
   const backendOf = (cfg: DPOConfig) => deps.backendFor(cfg.base_url);
   const session = (cfg: DPOConfig, modelId: string): TrainingSession => backendOf(cfg).openTrainingSession(modelId);
+  // The reference model's sampler, opened once per run and worker (the reference opens it once).
+  const referenceSessions = new SamplingSessions();
 
   /**
    * Reference logprobs of each pair's two datums (compute_logprobs(full)[1:]). They depend only on
@@ -99,19 +102,22 @@ export function dpoActivities(deps: ActivityDeps) {
     });
     const missing = lines.flatMap((_, i) => (cached[i] ? [] : [i]));
     if (missing.length) {
-      const sampler: SamplingSession = await callBackend('create reference sampler', 'bad-path', () => backendOf(cfg).createSamplingSession(ref));
-      const score = (d: Datum) => sampler.computeLogprobs(fullSequenceForScoring(d)).then(alignScoredLogprobs);
-      // The sampler exists (just created from the path): a 404 now means the engine restarted and
-      // lost it, so a new attempt opens a new one (a vanished path fails at creation instead).
+      const open = () => callBackend('create reference sampler', 'bad-path', () => backendOf(cfg).createSamplingSession(ref));
+      // Every sequence at once, as the reference gathers them. A 404 means the engine restarted and
+      // lost the sampler: the session is dropped, so a new attempt opens a new one (a vanished path
+      // fails at creation instead).
       await callBackend('reference compute_logprobs', 'session-lost', () =>
         heartbeating(
-          Promise.all(
-            missing.map(async (i) => {
-              const pair: [number[], number[]] = [await score(data_D[2 * i]), await score(data_D[2 * i + 1])];
-              store.writeBlob(blob(lines[i]), JSON.stringify(pair));
-              cached[i] = pair;
-            }),
-          ),
+          referenceSessions.use(`${cfg.base_url ?? ''} ${JSON.stringify(ref)}`, open, (sampler) => {
+            const score = (d: Datum) => sampler.computeLogprobs(fullSequenceForScoring(d)).then(alignScoredLogprobs);
+            return Promise.all(
+              missing.map(async (i) => {
+                const pair = (await Promise.all([score(data_D[2 * i]), score(data_D[2 * i + 1])])) as [number[], number[]];
+                store.writeBlob(blob(lines[i]), JSON.stringify(pair));
+                cached[i] = pair;
+              }),
+            );
+          }),
         ),
       );
     }
