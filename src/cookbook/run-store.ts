@@ -14,8 +14,7 @@
 import { existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { pyJsonDumps } from './pyjson.js';
-import { TRAJECTORY_METRIC_INT_SUFFIXES } from './rl/metrics.js';
-import { TOKEN_METRIC_PREFIX } from './token-usage.js';
+import { isIntMetricKey } from './metric-types.js';
 import { CheckedFile, CheckedJsonl, parseJsonLine, RunStoreDamagedError, RunStoreWriteError, writeFileAtomic } from './run-store-integrity.js';
 
 export { RunStoreDamagedError, RunStoreWriteError, writeFileAtomic };
@@ -70,23 +69,6 @@ export interface RolloutRecord {
     /** One advantage per trajectory; null when the group was dropped before training (constant reward). */
     advantages: number[] | null;
   }>;
-}
-
-/** Metrics the reference writes as Python ints, by name (each checked in its loop's code). */
-const INT_METRIC_KEYS = new Set([
-  'step', 'epoch', 'batch', 'num_sequences', 'num_tokens', // every loop; SL
-  'num_pairs', // DPO
-  'progress/batch', 'training_client/step', 'sampling_client/step_max', 'sampling_client/step_min', // RL, distillation
-]);
-
-/**
- * Whether a metrics.jsonl value is a Python int in the reference's rows; every other number there
- * is a float. Numbers that crossed Temporal no longer say which they were, so the key decides: the
- * names above, every token count (`tokens/…`), and the trajectory totals under any env tag
- * (`env/<tag>/total_episodes`, also as `test/env/…`).
- */
-export function isIntMetricKey(key: string): boolean {
-  return INT_METRIC_KEYS.has(key) || key.startsWith(TOKEN_METRIC_PREFIX) || TRAJECTORY_METRIC_INT_SUFFIXES.some((suffix) => key.endsWith(suffix));
 }
 
 /** Beside the `rollouts/` blobs rather than in them: tests count the blobs of a batch directory. */

@@ -83,8 +83,6 @@ export function computeTrajectoryMetrics(groups: readonly TrajectoryGroup[], tag
   return out;
 }
 
-/** Keys of computeTrajectoryMetrics whose values are Python ints (everything else is a float). */
-export const TRAJECTORY_METRIC_INT_SUFFIXES = ['/total_episodes', '/total_turns', '/total_ac_tokens', '/total_ob_tokens', '/total_cached_ob_tokens'];
 
 export interface RolloutSummaryStep {
   step_idx: number;
