@@ -43,12 +43,10 @@ import { copyFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { startRun } from '../../src/cli/train.js';
 import type { SupervisedConfig } from '../../src/cookbook/config/sl.js';
 import { resolveDatasetFile } from '../../src/cookbook/supervised/dataset.js';
-import { referenceModels, runReferenceLoops, stepSeconds } from '../../test/parity/loops/harness.js';
-import { RunStore } from '../../src/cookbook/run-store.js';
-import { startTestStack, testRun, withWorker, type TestStack } from '../../test/support/stack.js';
+import { referenceModels, runOurLoop, runReferenceLoops, stepSeconds } from '../../test/parity/loops/harness.js';
+import { startTestStack, testRun, type TestStack } from '../../test/support/stack.js';
 
 const { values } = parseArgs({
   options: {
@@ -127,40 +125,15 @@ async function runReference(stack: TestStack, arm: Arm, tag: string): Promise<Ar
   };
 }
 
-const tsMs = (ts: { seconds?: unknown; nanos?: number | null } | null | undefined) => Number(ts?.seconds ?? 0) * 1000 + (ts?.nanos ?? 0) / 1e6;
-
 async function runOurs(stack: TestStack, arm: Arm = 'ours'): Promise<ArmResult> {
   const run = testRun(stack, configPath, [...overrides, `submit_ahead=${arm === 'ours-unpipelined' ? 0 : 1}`]);
-  const history = await withWorker(stack, async () => {
-    const handle = await startRun(stack.client, run, stack.taskQueue);
-    await handle.result();
-    return handle.fetchHistory();
-  });
-  const scheduled = new Map<string, string>();
-  let ready: number | undefined;
-  const done: number[] = [];
-  let end = NaN;
-  for (const e of history.events ?? []) {
-    const id = String(e.eventId);
-    if (e.activityTaskScheduledEventAttributes) scheduled.set(id, e.activityTaskScheduledEventAttributes.activityType?.name ?? '');
-    const completed = e.activityTaskCompletedEventAttributes;
-    if (completed) {
-      const type = scheduled.get(String(completed.scheduledEventId));
-      if (type === 'createModel') ready = tsMs(e.eventTime);
-      // A step is done when its results are back: slStep unpipelined, slFinish pipelined.
-      if (type === 'slStep' || type === 'slFinish') done.push(tsMs(e.eventTime));
-    }
-    if (e.workflowExecutionCompletedEventAttributes) end = tsMs(e.eventTime);
-  }
-  if (ready === undefined) throw new Error('no createModel completion in the workflow history');
-  if (done.length !== steps) throw new Error(`the workflow ran ${done.length} steps, not ${steps}`);
-  const t = [ready, ...done];
-  const rows = new RunStore(run.run.logPath).readMetrics() as Array<Record<string, number>>;
+  const r = await runOurLoop(stack, 'sl', run);
+  if (r.times.done.length !== steps) throw new Error(`the workflow ran ${r.times.done.length} steps, not ${steps}`);
   return {
     arm,
-    stepS: done.map((_, k) => (t[k + 1] - t[k]) / 1000),
-    finalSaveS: (end - t[t.length - 1]) / 1000,
-    nll: rows.map((m) => m.train_mean_nll),
+    stepS: stepSeconds(r.times),
+    finalSaveS: (r.times.end - r.times.done[steps - 1]) / 1000,
+    nll: (r.metrics as Array<Record<string, number>>).map((m) => m.train_mean_nll),
     clock: await clockCounters(stack),
   };
 }

@@ -16,7 +16,6 @@ import { testRun, withWorker, type TestStack } from '../../support/stack.js';
 
 export type Loop = 'sl' | 'dpo' | 'rl' | 'distill';
 export const LOOPS: readonly Loop[] = ['sl', 'dpo', 'rl', 'distill'];
-export const WORKFLOW_KIND: Record<Loop, string> = { sl: 'sl', dpo: 'dpo', rl: 'rl', distill: 'distill' };
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const REPO_ROOT = path.resolve(here, '..', '..', '..');
@@ -105,7 +104,7 @@ export async function referenceModels(): Promise<ReferenceModels> {
 export function ourRun(stack: TestStack, loop: Loop, models: ReferenceModels, overrides: string[] = []): ResolvedRun {
   const modelOverrides = [`model_name=${models.student}`];
   if (loop === 'distill') modelOverrides.push(`dataset_configs.0.teacher_config.base_model=${models.teacher}`);
-  return testRun(stack, configPath(loop), [...modelOverrides, ...overrides], WORKFLOW_KIND[loop]);
+  return testRun(stack, configPath(loop), [...modelOverrides, ...overrides], loop);
 }
 
 /**
