@@ -9,8 +9,9 @@ same device and dtype as the engine. Sections (--sections, comma-separated, defa
               same LoRA model.
   concurrent  RL traffic: N concurrent single-sample requests (--concurrent, a list), base model:
               the engine's fast sampler ÷ its reference sampler (one request at a time, and on CPU
-              also --continuous-batching) and, on CUDA, ÷ transformers' own continuous batching
-              (`generate_batch` machinery: paged KV cache, CUDA graphs).
+              also --continuous-batching; --skip-reference leaves the reference sampler out) and,
+              on CUDA, ÷ transformers' own continuous batching (`generate_batch` machinery: paged KV
+              cache, CUDA graphs). Each level's numbers and ratios are written as it is measured.
   overlap     sampler beside trainer: training steps and a sampling load, each alone and then at
               the same time; (alone + alone) ÷ together is how much the two overlap (1.0 = none).
 
@@ -22,6 +23,7 @@ Usage: python bench_engine.py [--device cuda --model DIR] [--sections ...] [--th
 import argparse
 import json
 import os
+import shutil
 import signal
 import socket
 import statistics
@@ -55,7 +57,9 @@ def _free_port() -> int:
 
 
 class Engine:
-    """An engine subprocess (its own process group) on a free loopback port."""
+    """An engine subprocess on a free loopback port, in this process's group: whoever stops the
+    benchmark's group (the GPU check, at a stage's slice) stops its engines with it, and a SIGTERM
+    to this process alone stops them too (main's handler ends the run through their stop())."""
 
     def __init__(self, args, name: str, *extra: str):
         self.port = _free_port()
@@ -66,7 +70,14 @@ class Engine:
                "--log-level", "warning", *extra]
         if os.path.isdir(args.model):
             cmd += ["--model", f"bench={args.model}"]
-        self.proc = subprocess.Popen(cmd, cwd=ENGINE_DIR, start_new_session=True)
+        self.proc = subprocess.Popen(cmd, cwd=ENGINE_DIR)
+        try:
+            self._wait_healthy(name)
+        except BaseException:  # also an interrupt: an engine nobody holds would outlive the run
+            self.stop()
+            raise
+
+    def _wait_healthy(self, name):
         deadline = time.time() + 600
         while time.time() < deadline:
             if self.proc.poll() is not None:
@@ -80,11 +91,13 @@ class Engine:
 
     def stop(self):
         if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.terminate()
             try:
                 self.proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.data, ignore_errors=True)
 
 
 class Http:
@@ -420,6 +433,8 @@ def main():
     p.add_argument("--json-out", default=None)
     p.add_argument("--baseline-timeout", type=float, default=300.0,
                    help="seconds one round of a transformers baseline may take before it counts as failed")
+    p.add_argument("--skip-reference", action="store_true",
+                   help="concurrent: leave out the reference sampler (on CUDA most of the section's time)")
     args = p.parse_args()
     device, dtype = resolve_model_arguments(args)
     cuda = device.type == "cuda"
@@ -434,15 +449,27 @@ def main():
     args.overlap_requests = args.overlap_requests or (256 if cuda else 16)
     sections = set(args.sections.split(","))
     torch.set_num_threads(args.threads)
-    results, ratios = {"device": str(device), "dtype": args.dtype, "model": args.model}, []
+    # A SIGTERM ends the run through the finally below, which stops the engines.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    ratios: dict = {}
+    results = {"device": str(device), "dtype": args.dtype, "model": args.model, "ratios": ratios}
     if cuda:
         results["gpu"] = torch.cuda.get_device_name(device)
+
+    def write_json():
+        if args.json_out:  # after every number, so a run cut short still leaves what it measured
+            tmp = Path(args.json_out + ".tmp")
+            tmp.write_text(json.dumps(results, indent=2))
+            os.replace(tmp, args.json_out)
 
     def report(line, **numbers):
         print(line, flush=True)
         results.update(numbers)
-        if args.json_out:  # after every line, so a run cut short still leaves what it measured
-            Path(args.json_out).write_text(json.dumps(results, indent=2))
+        write_json()
+
+    def ratio(label, value):  # printed together at the end
+        ratios[label] = value
+        write_json()
 
     def guarded(label, fn):
         """Runs one measurement; a failure is reported and the others still run."""
@@ -466,6 +493,8 @@ def main():
             seconds = timed(plain_train_step(model, seqs, device), args.warmup, args.steps)
             del model
             release(device)
+            report(f"baseline: plain PyTorch + peft training {tokens / seconds:,.0f} tok/s",
+                   train_plain_tok_s=tokens / seconds)
             return tokens / seconds
         base["train"] = guarded("train_plain", plain)
     if "sample" in sections:
@@ -474,32 +503,43 @@ def main():
             rate = generate_baseline(model, args, seqs[0][:16], device)
             del model
             release(device)
+            report(f"baseline: transformers generate {rate:,.0f} tok/s", sample_generate_tok_s=rate)
             return rate
         base["sample"] = guarded("sample_generate", generate)
     if "concurrent" in sections and cuda:
+        def generate_batch(n):
+            rate = generate_batch_baseline(args, n, device, dtype)
+            report(f"baseline: transformers generate_batch, {n} requests x {args.rl_tokens} tokens: {rate:,.0f} tok/s",
+                   **{f"rl{n}_generate_batch_tok_s": rate})
+            return rate
         for n in args.concurrent:
-            base[f"rl{n}"] = guarded(f"rl{n}_generate_batch", lambda n=n: generate_batch_baseline(args, n, device, dtype))
+            base[f"rl{n}"] = guarded(f"rl{n}_generate_batch", lambda n=n: generate_batch(n))
     release(device)
 
-    # Phase 2: the engines, each measured against the baselines above.
-    engines = []
-    try:
-        fast = Engine(args, "fast", "--sampler", "fast")
-        engines.append(fast)
-        # On CUDA the reference sampler is measured as it was best before the fast path: batching.
-        reference = Engine(args, "reference", "--sampler", "reference", *(["--continuous-batching"] if cuda else []))
-        engines.append(reference)
+    # Phase 2: the engines, each started when a section first needs it and measured against the
+    # baselines above.
+    engines: dict = {}
 
+    def engine(name):
+        if name not in engines:
+            extra = {"fast": ["--sampler", "fast"],
+                     # On CUDA the reference sampler is measured as it was best before the fast path: batching.
+                     "reference": ["--sampler", "reference", *(["--continuous-batching"] if cuda else [])],
+                     "batching": ["--sampler", "reference", "--continuous-batching"]}[name]
+            engines[name] = Engine(args, name, *extra)
+        return engines[name]
+
+    try:
         if "train" in sections:
             def train():
-                trainer = EngineTrainer(Http(fast.url), args, seqs)
+                trainer = EngineTrainer(Http(engine("fast").url), args, seqs)
                 e = tokens / timed(trainer.step, args.warmup, args.steps)
                 b = base.get("train")
                 report(f"train: engine {e:,.0f} tok/s, plain PyTorch + peft {b or 0:,.0f} tok/s "
                        f"({args.datums}x{args.length} tokens, rank {args.rank}, {args.dtype})",
                        train_engine_tok_s=e, train_plain_tok_s=b)
                 if b:
-                    ratios.append(("training (engine / plain PyTorch + peft, goal >= 0.9)", e / b))
+                    ratio("training (engine / plain PyTorch + peft, goal >= 0.9)", e / b)
                 peaks = base.get("peaks")
                 if peaks:
                     # LoRA training: forward (2 FLOPs per matmul weight per token) + input gradients (2 more).
@@ -511,44 +551,45 @@ def main():
 
         if "sample" in sections:
             def sample():
-                trainer = EngineTrainer(Http(fast.url), args, seqs)
-                e = engine_sample(Http(fast.url), trainer.sampler(), args, seqs[0][:16])
+                fast = Http(engine("fast").url)
+                trainer = EngineTrainer(fast, args, seqs)
+                e = engine_sample(fast, trainer.sampler(), args, seqs[0][:16])
                 b = base.get("sample")
                 report(f"sampling, one request of {args.num_samples} x {args.max_tokens} tokens: engine {e:,.0f} tok/s, "
                        f"transformers generate {b or 0:,.0f} tok/s", sample_engine_tok_s=e, sample_generate_tok_s=b)
                 if b:
-                    ratios.append(("one request (engine / transformers generate)", e / b))
+                    ratio("one request (engine / transformers generate)", e / b)
             guarded("sample", sample)
 
         if "concurrent" in sections:
-            if not cuda:
-                batching = Engine(args, "batching", "--sampler", "reference", "--continuous-batching")
-                engines.append(batching)
             reference_rates: dict = {}
 
             def concurrent(n):
-                f = engine_concurrent(Http(fast.url), args, n)
-                # The reference sampler is far slower on CUDA: measured once, at no more than 64 requests.
-                m = min(n, 64) if cuda else n
-                if m not in reference_rates:
-                    reference_rates[m] = engine_concurrent(Http(reference.url), args, m, rounds=1 if cuda else None)
-                r = reference_rates[m]
-                label = "reference with --continuous-batching" if cuda else "reference"
-                line = (f"{n} concurrent single-sample requests x {args.rl_tokens} tokens: fast sampler {f:,.0f} tok/s, "
-                        f"{label} {r:,.0f} tok/s" + (f" (at {m} requests)" if m != n else ""))
-                numbers = {f"rl{n}_fast_tok_s": f, f"rl{n}_reference_tok_s": r}
-                ratios.append((f"{n} concurrent (fast / {label})", f / r))
+                f = engine_concurrent(Http(engine("fast").url), args, n)
+                line = f"{n} concurrent single-sample requests x {args.rl_tokens} tokens: fast sampler {f:,.0f} tok/s"
+                numbers = {f"rl{n}_fast_tok_s": f}
+                if not args.skip_reference:
+                    # The reference sampler is far slower on CUDA: measured once, at no more than 64 requests.
+                    m = min(n, 64) if cuda else n
+                    if m not in reference_rates:
+                        reference_rates[m] = engine_concurrent(Http(engine("reference").url), args, m,
+                                                               rounds=1 if cuda else None)
+                    r = reference_rates[m]
+                    label = "reference with --continuous-batching" if cuda else "reference"
+                    line += f", {label} {r:,.0f} tok/s" + (f" (at {m} requests)" if m != n else "")
+                    numbers[f"rl{n}_reference_tok_s"] = r
+                    ratio(f"{n} concurrent (fast / {label})", f / r)
                 if not cuda:
-                    c = engine_concurrent(Http(batching.url), args, n)
+                    c = engine_concurrent(Http(engine("batching").url), args, n)
                     line += f", reference with --continuous-batching {c:,.0f} tok/s"
                     numbers[f"rl{n}_batching_tok_s"] = c
-                    ratios.append((f"{n} concurrent (fast / continuous batching)", f / c))
+                    ratio(f"{n} concurrent (fast / continuous batching)", f / c)
                 else:
                     g = base.get(f"rl{n}")
                     if g:
                         line += f", transformers generate_batch {g:,.0f} tok/s"
                         numbers[f"rl{n}_generate_batch_tok_s"] = g
-                        ratios.append((f"{n} concurrent (fast / transformers generate_batch, goal >= 0.8)", f / g))
+                        ratio(f"{n} concurrent (fast / transformers generate_batch, goal >= 0.8)", f / g)
                     peaks = base.get("peaks")
                     if peaks:
                         # A decode step of n rows reads the weights once and each row's cache
@@ -557,30 +598,28 @@ def main():
                         moved = f / n * (weight_bytes + n * mean_context * kv_per_token)
                         line += f"; decode reaches {moved / peaks[0]:.1%} of the card's copy bandwidth"
                         numbers[f"rl{n}_bandwidth_share"] = moved / peaks[0]
-                report(line, **numbers)
+                report(line, **numbers)  # this level's numbers and ratios, before the next level starts
 
             for n in args.concurrent:
                 guarded(f"rl{n}", lambda n=n: concurrent(n))
 
         if "overlap" in sections:
             # On CUDA only the fast engine: the reference sampler would take minutes for the same load.
-            for name, engine in (("fast", fast),) + ((("reference", reference),) if not cuda else ()):
-                def measure(name=name, engine=engine):
-                    t_train, t_sample, t_both = overlap(Http(engine.url), args, seqs)
+            for name in ("fast",) + (("reference",) if not cuda else ()):
+                def measure(name=name):
+                    t_train, t_sample, t_both = overlap(Http(engine(name).url), args, seqs)
                     report(f"overlap, {name} sampler: train {t_train:.2f} s, sample {t_sample:.2f} s alone; "
                            f"both at once {t_both:.2f} s",
                            **{f"overlap_{name}": [t_train, t_sample, t_both]})
-                    ratios.append((f"sampler beside trainer, {name} ((train + sample) / together)",
-                                   (t_train + t_sample) / t_both))
+                    ratio(f"sampler beside trainer, {name} ((train + sample) / together)",
+                          (t_train + t_sample) / t_both)
                 guarded(f"overlap_{name}", measure)
     finally:
-        for engine in engines:
-            engine.stop()
-    for label, value in ratios:
+        for e in engines.values():
+            e.stop()
+    for label, value in ratios.items():
         print(f"ratio {label}: {value:.2f}")
-    results["ratios"] = {label: value for label, value in ratios}
-    if args.json_out:
-        Path(args.json_out).write_text(json.dumps(results, indent=2))
+    write_json()
 
 
 if __name__ == "__main__":

@@ -6,10 +6,9 @@ import numpy as np
 import pytest
 import torch
 
+from devices import DEVICES
 from tinker_engine.losses import LOSSES, resolve_config
 from tinker_engine.transfers import upload
-
-DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 
 def host_inputs(n=64):

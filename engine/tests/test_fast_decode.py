@@ -12,7 +12,9 @@ capture and replay) run wherever CUDA is present.
 import pytest
 import torch
 
+from devices import DEVICES
 from http_client import Client, corpus, datum, greedy_load_beside_training, side_by_side
+from tinker_engine import fast_decode
 from tinker_engine.base_models import BaseModelCache, ModelRegistry, instance_sharing_weights
 from tinker_engine.fast_decode import (
     MIN_LENGTH_BUCKET, BaseWeights, FastJob, FastSampler, counter_uniform, decode_bucket, draw_rows, filter_rows,
@@ -20,8 +22,6 @@ from tinker_engine.fast_decode import (
 )
 from tinker_engine.lora import LoraSpec, attach_lora
 from tinker_engine.sampler import SamplingParams, _filter_logits, generate
-
-DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 
 def build_models(device: str):
@@ -224,23 +224,71 @@ def test_decode_buckets_pad_a_step_by_at_most_a_quarter_with_four_buckets_per_oc
     assert len({length_bucket(n) for n in range(1, 4097)}) == 20  # powers of two: 7
 
 
-def test_a_failed_graph_capture_leaves_the_sampler_decoding_eagerly_and_right():
-    """Where capturing a decode step fails (here: graphs asked for on a machine without CUDA), the
-    step decodes eagerly instead, the sampler stops trying graphs, and every token is still the
-    reference path's: a capture problem costs speed, never requests."""
-    spec, tokenizer, base, adapted = build_models("cpu")
-    sampler = FastSampler("cpu", 1 << 30)
-    sampler.use_graphs = True
+def greedy_after_capture(device: str, sampler: FastSampler) -> dict:
+    """Three greedy requests, two lanes, one arriving mid-flight; asserts every token is the
+    reference path's and returns the results."""
+    spec, tokenizer, base, adapted = build_models(device)
     prompts = corpus(3, 12)
     params = SamplingParams(max_tokens=7, temperature=0.0)
     results: dict = {}
     run(sampler, {0: [job(base, None, prompts[0], 2, params, spec, tokenizer, results, 0),
                       job(base, adapted, prompts[1], 1, params, spec, tokenizer, results, 1)],
                   3: [job(base, None, prompts[2], 1, params, spec, tokenizer, results, 2)]})
-    assert not sampler.use_graphs and not any(lane.use_graphs for lane in sampler.lanes + sampler.idle)
     for k, (model, prompt, n) in enumerate([(base, prompts[0], 2), (adapted, prompts[1], 1), (base, prompts[2], 1)]):
-        expected = reference(model, prompt, n, params, spec, tokenizer, "cpu")
+        expected = reference(model, prompt, n, params, spec, tokenizer, device)
         assert [s["tokens"] for s in results[k]["sequences"]] == [s["tokens"] for s in expected], k
+    return results
+
+
+def no_graphs_left(sampler: FastSampler) -> bool:
+    return not sampler.use_graphs and not any(lane.use_graphs or lane.graphs for lane in sampler.lanes + sampler.idle)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="premise holds without CUDA only: where CUDA is present, "
+                    "capturing a step of CPU tensors succeeds (an empty graph, whose replays decode nothing); "
+                    "the CUDA tests below force a failure instead")
+def test_a_failed_graph_capture_leaves_the_sampler_decoding_eagerly_and_right():
+    """Where capturing a decode step fails (here: graphs asked for on a machine without CUDA), the
+    step decodes eagerly instead, the sampler stops trying graphs, and every token is still the
+    reference path's: a capture problem costs speed, never requests."""
+    sampler = FastSampler("cpu", 1 << 30)
+    sampler.use_graphs = True
+    greedy_after_capture("cpu", sampler)
+    assert no_graphs_left(sampler)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA only: graph capture")
+def test_decode_steps_replay_cuda_graphs_and_give_the_eager_tokens():
+    """On CUDA a capture succeeds: steps replay graphs, which pad a step to its bucket (other GEMM
+    shapes, so logprobs agree to float rounding) and decode the tokens eager steps decode."""
+    graphs = FastSampler("cuda", 1 << 30)
+    with_graphs = greedy_after_capture("cuda", graphs)
+    assert graphs.use_graphs and any(lane.graphs for lane in graphs.lanes + graphs.idle), "no graph was captured"
+    eager = FastSampler("cuda", 1 << 30)
+    eager.use_graphs = False
+    without = greedy_after_capture("cuda", eager)
+    for k in with_graphs:
+        assert [s["tokens"] for s in with_graphs[k]["sequences"]] == [s["tokens"] for s in without[k]["sequences"]]
+        for g, e in zip(with_graphs[k]["sequences"], without[k]["sequences"]):
+            assert torch.allclose(torch.tensor(g["logprobs"]), torch.tensor(e["logprobs"]), atol=1e-4), k
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA only: graph capture")
+def test_a_failed_graph_capture_on_cuda_leaves_the_sampler_decoding_eagerly_and_right(monkeypatch):
+    """As on CPU, for a capture that fails on CUDA (forced here; in practice out of memory or an
+    operator that cannot be captured): eager decoding from then on, the reference path's tokens."""
+    tries = []
+
+    def failing_capture(lane, batch, length):
+        tries.append((batch, length))
+        raise RuntimeError("capture failed (forced by the test)")
+
+    monkeypatch.setattr(fast_decode._Lane, "_capture", failing_capture)
+    sampler = FastSampler("cuda", 1 << 30)
+    assert sampler.use_graphs
+    greedy_after_capture("cuda", sampler)
+    assert len(tries) == 1, "after one failure no lane tries again"
+    assert no_graphs_left(sampler)
 
 
 @pytest.mark.parametrize("name", ["tiny-qwen3", "tiny-llama3"])

@@ -4,9 +4,9 @@ leaves every gradient bitwise as it was (the check runs before optim_step reads 
 import pytest
 import torch
 
+from devices import DEVICES
 from tinker_engine.trainer import grads_finite
 
-DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 INT_OF_SIZE = {2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 

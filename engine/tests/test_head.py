@@ -12,10 +12,10 @@ import pytest
 import torch
 from peft import LoraConfig, inject_adapter_in_model
 
+from devices import DEVICES
 from tinker_engine import head as head_module
 from tinker_engine.head import HeadProjection
 
-DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 HIDDEN, VOCAB, RANK, SCALING = 24, 301, 4, 2.0
 
 

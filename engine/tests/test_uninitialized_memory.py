@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from devices import DEVICES
 from http_client import corpus
 from tinker_engine.base_models import BaseModelCache, ModelRegistry
 from tinker_engine.fast_decode import FastJob, FastSampler
@@ -16,8 +17,6 @@ from tinker_engine.losses import resolve_config
 from tinker_engine.sampler import SamplingParams, generate
 from tinker_engine.trainer import ADAM_DEFAULTS, TrainingModel
 from tinker_engine.wire import Datum, ForwardRequest
-
-DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 
 @pytest.fixture
