@@ -3,6 +3,7 @@ import { defineConfig } from 'vitest/config';
 // Two tiers (docs/testing.md): `npm test`, the gate CI runs, leaves out the `*.full.test.ts` files
 // (every chaos trial, long variants, load and soak smoke runs); `npm run test:full` runs everything.
 const full = process.env.COOKBOOK_TEST_TIER === 'full';
+const workers = Math.max(1, Number(process.env.COOKBOOK_TEST_WORKERS ?? 2) || 2);
 
 export default defineConfig({
   test: {
@@ -14,11 +15,17 @@ export default defineConfig({
     // machine on a throttled disk must not turn them into timeouts (speed is for bench/, not tests).
     testTimeout: 300_000,
     hookTimeout: 300_000,
-    // Integration suites start real servers (engine, Temporal) and are CPU-bound on the engine: keep
-    // files serial on 2 cores. One process runs them all (isolate: false): importing the library,
-    // the SDKs and the tokenizers once, not once per file, halves the in-process suites' time. A
-    // file leaves the process as it found it (environment variables restored, servers stopped).
-    fileParallelism: false,
+    // Two files at a time, each in its own process (forks), every engine on one intra-op thread
+    // (scripts/test.mjs sets TINKER_ENGINE_THREADS=1). Measured on 2 cores over five integration
+    // files: serial with two-thread engines 293 s (1.36 cores busy: a test waits on its engine, its
+    // worker or the server in turn); serial with one-thread engines 333 s; two files at a time with
+    // two-thread engines 394 s (intra-op threads spin against each other); two files at a time with
+    // one-thread engines 200 s. COOKBOOK_TEST_WORKERS changes the count. Within a process the files
+    // share one import of the library, the SDKs and the tokenizers (isolate: false), and a file
+    // leaves the process as it found it (environment variables restored, servers stopped).
+    fileParallelism: true,
+    maxWorkers: workers,
+    minWorkers: workers,
     pool: 'forks',
     isolate: false,
   },

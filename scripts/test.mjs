@@ -8,7 +8,7 @@
 // Modes (first argument): `full` (`npm run test:full`: the fuller tier too, docs/testing.md), `unit`
 // (`npm run test:unit`: the node modules and the in-process vitest suites only, so it too works as a
 // fresh clone's first command), `ts` and `engine` (one of the two suites; more arguments go to it).
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -32,6 +32,9 @@ const out = mkdtempSync(join(tmpdir(), 'cookbook-test-results-'));
 process.env.COOKBOOK_TEST_TIER = full ? 'full' : 'gate';
 if (only !== 'unit') process.env.COOKBOOK_TEST_SHARED_STACK = '1';
 process.env.COOKBOOK_TEST_TIMINGS = join(out, 'timings.jsonl');
+// Two test files run at once (vitest.config.ts): an engine's second intra-op thread would only spin
+// against the other file's processes on a 2-core machine.
+process.env.TINKER_ENGINE_THREADS ??= '1';
 
 // Stage timings are printed again beside the totals, so a CI log's tail says where the time went.
 const stages = [];
@@ -54,25 +57,40 @@ if (only !== 'engine' && only !== 'unit') await ensureReferenceEnv();
 const totals = { passed: 0, failed: 0, skipped: 0 };
 let failedSuites = 0;
 
+// The engine suite keeps about one of two cores busy (its tests wait on engines they start), so in
+// the gate it runs beside vitest, its output kept in a file and printed when it ends.
+let engineSuite;
+let engineSeconds;
 if (only !== 'ts' && only !== 'unit') {
-  step('engine suite (pytest)');
-  const r = await runEngineTests({ junitXml: join(out, 'engine.xml'), extraArgs: [...(full ? [] : ['-m', 'not full']), ...(only === 'engine' ? extra : [])] });
-  const xml = existsSync(join(out, 'engine.xml')) ? readFileSync(join(out, 'engine.xml'), 'utf8') : '';
-  const attr = (name) => Number((xml.match(new RegExp(`<testsuite[^>]*\\b${name}="(\\d+)"`)) ?? [])[1] ?? 0);
-  const tests = attr('tests'), failures = attr('failures') + attr('errors'), skipped = attr('skipped');
-  totals.passed += tests - failures - skipped;
-  totals.failed += failures;
-  totals.skipped += skipped;
-  if (r !== 0) failedSuites++;
+  const beside = only !== 'engine';
+  const logFile = beside ? join(out, 'engine.log') : undefined;
+  const began = Date.now();
+  step(beside ? 'engine suite (pytest), beside the TypeScript suite: its output follows when it ends' : 'engine suite (pytest)');
+  engineSuite = runEngineTests({ junitXml: join(out, 'engine.xml'), logFile, extraArgs: [...(full ? [] : ['-m', 'not full']), ...(only === 'engine' ? extra : [])] }).then((r) => {
+    if (logFile) console.log(`\n=== engine suite (pytest) ended after ${Math.round((Date.now() - began) / 1000)} s; its output:\n${readFileSync(logFile, 'utf8')}`);
+    const xml = existsSync(join(out, 'engine.xml')) ? readFileSync(join(out, 'engine.xml'), 'utf8') : '';
+    const attr = (name) => Number((xml.match(new RegExp(`<testsuite[^>]*\\b${name}="(\\d+)"`)) ?? [])[1] ?? 0);
+    const tests = attr('tests'), failures = attr('failures') + attr('errors'), skipped = attr('skipped');
+    totals.passed += tests - failures - skipped;
+    totals.failed += failures;
+    totals.skipped += skipped;
+    if (r !== 0) failedSuites++;
+    engineSeconds = Math.round((Date.now() - began) / 1000);
+  });
 }
 
 if (only !== 'engine') {
   step('TypeScript suite (vitest)');
   const json = join(out, 'vitest.json');
-  const r = spawnSync(process.execPath, [join(root, 'node_modules', 'vitest', 'vitest.mjs'), 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${json}`, ...(only === 'unit' ? [...UNIT_SUITES, ...extra] : only === 'ts' ? extra : [])], {
-    cwd: root,
-    stdio: 'inherit',
-    env: process.env,
+  // Asynchronous, so that the engine suite's promise settles (and prints) while vitest runs.
+  const r = await new Promise((resolve) => {
+    const child = spawn(process.execPath, [join(root, 'node_modules', 'vitest', 'vitest.mjs'), 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${json}`, ...(only === 'unit' ? [...UNIT_SUITES, ...extra] : only === 'ts' ? extra : [])], {
+      cwd: root,
+      stdio: 'inherit',
+      env: process.env,
+    });
+    child.on('error', () => resolve(1));
+    child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0)));
   });
   if (existsSync(json)) {
     const report = JSON.parse(readFileSync(json, 'utf8'));
@@ -83,7 +101,11 @@ if (only !== 'engine') {
   } else {
     totals.failed += 1;
   }
-  if (r.status !== 0) failedSuites++;
+  if (r !== 0) failedSuites++;
+}
+if (engineSuite) {
+  if (only !== 'engine') step('waiting for the engine suite (pytest)');
+  await engineSuite;
 }
 
 const durations = fileDurations({ root, vitestJson: join(out, 'vitest.json'), engineXml: join(out, 'engine.xml'), timings: process.env.COOKBOOK_TEST_TIMINGS });
@@ -92,7 +114,7 @@ if (durations.length > 0) {
   console.log(`\n${slowestTable(durations)}\n(every file: test-results/durations.json)`);
 }
 rmSync(out, { recursive: true, force: true });
-console.log(`\n${stageTimings()}`);
+console.log(`\n${stageTimings()}${engineSeconds !== undefined && only !== 'engine' ? ` (the engine suite took ${engineSeconds} s of it)` : ''}`);
 if (failedSuites > 0 && totals.failed === 0) totals.failed = failedSuites;
 console.log(`\n${totals.passed} passed, ${totals.failed} failed${totals.skipped ? `, ${totals.skipped} skipped` : ''}`);
 process.exit(totals.failed > 0 || failedSuites > 0 ? 1 : 0);

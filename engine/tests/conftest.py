@@ -23,6 +23,11 @@ def pytest_configure(config):
     config.addinivalue_line("filterwarnings", f"ignore:{PUT_WARNING}")
     # `npm test` (the gate) runs `-m "not full"`; `npm run test:full` runs these too (docs/testing.md).
     config.addinivalue_line("markers", "full: the fuller tier only (long variants of checks the gate also makes)")
+    # The tests' own PyTorch work gets as many threads as the engines they start.
+    if os.environ.get("TINKER_ENGINE_THREADS"):
+        import torch
+
+        torch.set_num_threads(int(os.environ["TINKER_ENGINE_THREADS"]))
 
 
 def free_port() -> int:
@@ -34,12 +39,13 @@ def free_port() -> int:
 class EngineProcess:
     """The engine as a subprocess on a free loopback port, in its own process group."""
 
-    def __init__(self, data_dir: Path, *extra: str, threads: int = 2):
+    def __init__(self, data_dir: Path, *extra: str, threads: int | None = None):
         self.data_dir = Path(data_dir)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.extra = list(extra)
-        self.threads = threads
+        # npm test runs this suite beside the TypeScript one and asks engines for one thread each.
+        self.threads = threads or int(os.environ.get("TINKER_ENGINE_THREADS") or 2)
         self.proc = None
         self.log_path = self.data_dir.parent / f"engine-{self.port}.log"
 

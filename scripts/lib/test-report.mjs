@@ -18,14 +18,18 @@ export function fileDurations({ root, vitestJson, engineXml, timings }) {
   if (vitestJson && existsSync(vitestJson)) {
     const report = JSON.parse(readFileSync(vitestJson, 'utf8'));
     const spans = spansByFile(timings, root);
-    // Files run one after another (fileParallelism: false): a file's time starts where the one
-    // before it ended. What comes before vitest's startTime for it is its import and collection and
-    // its top-level beforeAll hooks; the hooks' timed spans are taken out of the import's share.
-    let previousEnd = report.startTime;
+    // Files run side by side in a few worker processes, each file after the one before it in its
+    // process. The report does not say which process ran a file, so the lanes are rebuilt: a file
+    // follows the lane that ended last at or before its start. Its time starts where that lane's
+    // previous file ended: what comes before vitest's startTime for it is its import and collection
+    // and its top-level beforeAll hooks; the hooks' timed spans are taken out of the import's share.
+    const lanes = []; // each lane's last end
     for (const r of [...(report.testResults ?? [])].sort((a, b) => a.startTime - b.startTime)) {
       const file = relative(root, r.name);
-      const began = Math.min(r.startTime, previousEnd ?? r.startTime);
-      previousEnd = r.endTime;
+      const free = lanes.map((end, i) => ({ end, i })).filter((l) => l.end <= r.startTime).sort((a, b) => b.end - a.end)[0];
+      const began = free ? free.end : Math.min(r.startTime, report.startTime ?? r.startTime);
+      if (free) lanes[free.i] = r.endTime;
+      else lanes.push(r.endTime);
       const { totals = {}, list = [] } = spans.get(file) ?? {};
       const fileSpans = { ...totals };
       const hooks = list.filter((sp) => sp.at !== undefined && sp.at >= began && sp.at < r.startTime).reduce((sum, sp) => sum + sp.ms, 0);

@@ -1,6 +1,6 @@
 // The client's surface against the in-process fake server: configuration, negotiation, sessions,
 // heartbeats, encodings, seq ids and chunking. Faults are in faults.test.ts.
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { resolveOptions } from '../../src/backends/config.js';
 import { BackendError } from '../../src/backends/types.js';
 import { backendFor, sftDatum } from './helpers.js';
@@ -144,9 +144,9 @@ describe('session and heartbeat', () => {
     expect(server.requestsTo('/api/v1/create_session')).toHaveLength(0);
     const sid = await b.sessionId();
     expect(server.requestsTo('/api/v1/create_session')[0].json).toMatchObject({ sdk_version: '0.25.0', type: 'create_session', tags: [] });
-    await new Promise((r) => setTimeout(r, 200));
+    // Waits for the beats rather than a fixed time: on a loaded machine 30 ms timers run late.
+    await vi.waitFor(() => expect(server.requestsTo('/api/v1/session_heartbeat').length).toBeGreaterThanOrEqual(3), { timeout: 10_000, interval: 20 });
     const beats = server.requestsTo('/api/v1/session_heartbeat');
-    expect(beats.length).toBeGreaterThanOrEqual(3);
     expect(beats[0].json).toEqual({ session_id: sid, type: 'session_heartbeat' });
     expect(b.heartbeatActive).toBe(true);
     await b.close();
@@ -181,9 +181,9 @@ describe('session and heartbeat', () => {
     closers.push(() => b.close());
     const first = await b.sessionId();
     server.fault({ path: '/api/v1/session_heartbeat', times: 1, action: { status: 404, body: { detail: 'unknown session' } } });
-    await new Promise((r) => setTimeout(r, 150));
+    // Until a heartbeat met the 404 (20 ms timers run late on a loaded machine).
+    await vi.waitFor(async () => expect(await b.sessionId()).not.toBe(first), { timeout: 10_000, interval: 20 });
     const second = await b.sessionId();
-    expect(second).not.toBe(first);
     const model = await b.createTrainingSession({ baseModel: 'tiny-qwen3', lora: { rank: 4 } });
     expect(model.modelId).toBe(`${second}:train:0`);
   });

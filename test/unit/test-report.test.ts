@@ -62,3 +62,31 @@ describe('test timing report', () => {
     expect(lines).toHaveLength(4);
   });
 });
+
+describe('test timing report, files side by side', () => {
+  it('rebuilds the worker lanes: a file starts where the lane it follows ended', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'test-report-'));
+    // Two processes: a (1-31 s) then c (34-40 s) in one, b (3-20 s) then d (22-30 s) in the other.
+    writeFileSync(
+      join(dir, 'vitest.json'),
+      JSON.stringify({
+        startTime: 0,
+        testResults: [
+          { name: '/repo/test/a.test.ts', startTime: 1_000, endTime: 31_000, assertionResults: [{}] },
+          { name: '/repo/test/b.test.ts', startTime: 3_000, endTime: 20_000, assertionResults: [{}] },
+          { name: '/repo/test/d.test.ts', startTime: 22_000, endTime: 30_000, assertionResults: [{}] },
+          { name: '/repo/test/c.test.ts', startTime: 34_000, endTime: 40_000, assertionResults: [{}] },
+        ],
+      }),
+    );
+    const files: FileDuration[] = fileDurations({ root: '/repo', vitestJson: join(dir, 'vitest.json') });
+    const byName = Object.fromEntries(files.map((f) => [f.file, [f.seconds, f.spans['import and collect']]]));
+    expect(byName).toEqual({
+      'test/a.test.ts': [31, 1],
+      'test/b.test.ts': [20, 3],
+      'test/d.test.ts': [10, 2],
+      // the lane that ended last before it: a's (31 s), not d's (30 s)
+      'test/c.test.ts': [9, 3],
+    });
+  });
+});
