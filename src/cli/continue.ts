@@ -10,7 +10,7 @@ import type { Client } from '@temporalio/client';
 import { metadataConflicts, type MetadataConfig } from '../cookbook/checkpoint-metadata.js';
 import { applyOverrides, ConfigError, parseConfig } from '../cookbook/config/overrides.js';
 import { RunStore, type CheckpointRow, type RunKind } from '../cookbook/run-store.js';
-import { TRAINABLE_KINDS, type ResolvedRun } from './train.js';
+import { runIdFor, TRAINABLE_KINDS, type ResolvedRun } from './train.js';
 import { rowExpired } from '../cookbook/checkpoint-expiry.js';
 import { tokenLoopState, tokenTotalsFromLoopState } from '../cookbook/token-usage.js';
 
@@ -33,11 +33,6 @@ export const CONTINUE_USAGE = `  continue <id or log dir> [k=v …]     a new ru
  */
 export function lastStateCheckpoint(logPath: string, nowMs = Date.now()): CheckpointRow | undefined {
   return new RunStore(logPath).readCheckpoints().filter((r) => typeof r.state_path === 'string' && !rowExpired(r, nowMs)).at(-1);
-}
-
-function timestamp(d = new Date()): string {
-  const p = (n: number) => String(n).padStart(2, '0');
-  return `${d.getFullYear()}${p(d.getMonth() + 1)}${p(d.getDate())}-${p(d.getHours())}${p(d.getMinutes())}${p(d.getSeconds())}`;
 }
 
 /** A log dir given directly, or the log dir of a workflow id. */
@@ -93,12 +88,13 @@ export function resolveContinuation(parentLogPath: string, overrides: string[], 
     if (conflicts.length) throw new ConfigError(conflicts.join('\n'));
   }
   const name = config.run_name ?? `${typeof parentName === 'string' ? parentName : 'run'}-continued`;
-  const workflowId = opts.workflowId ?? `${kind}-${name}-${timestamp()}`;
+  const workflowId = opts.workflowId ?? runIdFor(kind, name);
+  const logPathFromId = config.log_path == null;
   const logPath = resolve(config.log_path ?? resolve(opts.runsDir ?? 'runs', workflowId));
   if (logPath === resolve(parentLogPath)) throw new ConfigError(`log_path: ${logPath} is the parent run's directory; a continued run writes its own`);
   if (existsSync(join(logPath, '.cookbook', 'run.json'))) throw new ConfigError(`log_path: ${logPath} already holds another run; choose another log_path or run_name`);
   config.log_path = logPath;
-  return { kind, workflowId, config, run: { workflowId, kind, logPath } };
+  return { kind, workflowId, config, run: { workflowId, kind, logPath }, ...(opts.workflowId ? {} : { generatedId: { logPathFromId } }) };
 }
 
 /** A continued DPO run against its starting weights needs the parent's reference, which the row records. */

@@ -3,7 +3,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, resolve } from 'node:path';
-import type { Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import type { z } from 'zod';
 import { applyOverrides, ConfigError, parseConfig } from '../cookbook/config/overrides.js';
 import { DistillConfigSchema } from '../cookbook/config/distill.js';
@@ -188,16 +188,21 @@ function resolvePaths(cfg: Record<string, any>, baseDir: string): void {
   if (typeof cfg.model_name === 'string' && (cfg.model_name.startsWith('./') || cfg.model_name.startsWith('../'))) cfg.model_name = abs(cfg.model_name);
 }
 
-function timestamp(d = new Date()): string {
-  const p = (n: number) => String(n).padStart(2, '0');
-  return `${d.getFullYear()}${p(d.getMonth() + 1)}${p(d.getDate())}-${p(d.getHours())}${p(d.getMinutes())}${p(d.getSeconds())}`;
-}
-
 export interface ResolvedRun {
   kind: RunKind;
   workflowId: string;
   config: Record<string, any>;
   run: RunRef;
+  /** Set when the id was made here (no --id): startRun may number it on a clash. */
+  generatedId?: { logPathFromId: boolean };
+}
+
+/** `<kind>-<name>-<local time>`, without doubling the kind when the name starts with it (`rl-rl_x`). */
+export function runIdFor(kind: string, name: string, d = new Date()): string {
+  const p = (n: number) => String(n).padStart(2, '0');
+  const time = `${d.getFullYear()}${p(d.getMonth() + 1)}${p(d.getDate())}-${p(d.getHours())}${p(d.getMinutes())}${p(d.getSeconds())}`;
+  const named = new RegExp(`^${kind}[-_]`).test(name) ? name : `${kind}-${name}`;
+  return `${named}-${time}`;
 }
 
 export function resolveRun(kind: string, configPath: string, overrides: string[], opts: { runsDir?: string; workflowId?: string } = {}): ResolvedRun {
@@ -207,7 +212,8 @@ export function resolveRun(kind: string, configPath: string, overrides: string[]
   const config = parseConfig(spec.schema, raw, configPath) as Record<string, any>;
   (spec.resolve ?? resolvePaths)(config, dirname(resolve(configPath)), configPath);
   const name = config.run_name ?? basename(configPath).replace(/\.json$/, '');
-  const workflowId = opts.workflowId ?? `${kind}-${name}-${timestamp()}`;
+  const workflowId = opts.workflowId ?? runIdFor(kind, name);
+  const logPathFromId = config.log_path == null;
   const logPath = resolve(config.log_path ?? resolve(opts.runsDir ?? 'runs', workflowId));
   config.log_path = logPath;
   // One date for the whole run (each pipeline stage too), whatever day a step is rebuilt on.
@@ -218,7 +224,7 @@ export function resolveRun(kind: string, configPath: string, overrides: string[]
   if (existsSync(resolve(logPath, '.cookbook', 'run.json'))) {
     throw new ConfigError(`log_path: ${logPath} already holds another run; choose another log_path or run_name`);
   }
-  return { kind: kind as RunKind, workflowId, config, run: { workflowId, kind: kind as RunKind, logPath } };
+  return { kind: kind as RunKind, workflowId, config, run: { workflowId, kind: kind as RunKind, logPath }, ...(opts.workflowId ? {} : { generatedId: { logPathFromId } }) };
 }
 
 /**
@@ -263,18 +269,40 @@ export async function checkBackend(baseUrl: string, model: string): Promise<void
 
 export async function startRun(client: Client, r: ResolvedRun, taskQueue = DEFAULT_TASK_QUEUE) {
   const spec = TRAINABLE_KINDS[r.kind];
-  return client.workflow.start(spec.workflowType, {
-    taskQueue,
-    workflowId: r.workflowId,
-    args: [{ run: r.run, config: r.config }],
-    memo: { config: r.config },
-    staticSummary: spec.describe(r.config),
-    typedSearchAttributes: [
-      { key: KindKey, value: r.kind },
-      { key: ModelKey, value: String(r.config.model_name) },
-      { key: StepKey, value: 0 },
-      { key: StatusKey, value: 'starting' },
-    ],
-    workflowIdConflictPolicy: 'FAIL',
-  });
+  const base = { id: r.workflowId, logPath: r.run.logPath };
+  // Ids are made to the second: two `train` calls in the same second (a script, a sweep of shells)
+  // would clash. Temporal decides who got the id; the other takes the next free number, and its
+  // log folder follows its id unless the config named one.
+  for (let n = 1; ; n++) {
+    if (n > 1) renumber(r, base, n);
+    try {
+      return await client.workflow.start(spec.workflowType, {
+        taskQueue,
+        workflowId: r.workflowId,
+        args: [{ run: r.run, config: r.config }],
+        memo: { config: r.config },
+        staticSummary: spec.describe(r.config),
+        typedSearchAttributes: [
+          { key: KindKey, value: r.kind },
+          { key: ModelKey, value: String(r.config.model_name) },
+          { key: StepKey, value: 0 },
+          { key: StatusKey, value: 'starting' },
+        ],
+        workflowIdConflictPolicy: 'FAIL',
+      });
+    } catch (err) {
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+      if (!r.generatedId) throw new ConfigError(`--id: a run with id ${r.workflowId} already exists in this namespace; choose another --id, or leave it out for a new one`);
+      if (n >= 100) throw err;
+    }
+  }
+}
+
+function renumber(r: ResolvedRun, base: { id: string; logPath: string }, n: number): void {
+  r.workflowId = `${base.id}-${n}`;
+  r.run = { ...r.run, workflowId: r.workflowId };
+  if (r.generatedId?.logPathFromId) {
+    r.run.logPath = `${base.logPath}-${n}`;
+    r.config.log_path = r.run.logPath;
+  }
 }
