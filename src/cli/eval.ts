@@ -12,7 +12,8 @@ import type { RunRef } from '../cookbook/run-store.js';
 import { DEFAULT_TASK_QUEUE } from '../workers/worker.js';
 import { checkBackend } from './train.js';
 import type { EvalWorkflowResult } from '../workflows/eval.js';
-import { progressQuery, type Progress } from '../workflows/shared/messages.js';
+import type { Progress } from '../workflows/shared/messages.js';
+import { followRun } from './follow.js';
 import { KindKey, ModelKey, StatusKey, StepKey } from '../workflows/shared/search-attributes.js';
 
 export const EVAL_USAGE = `  eval <model or checkpoint> <suite>    evaluate a base model or a tinker:// checkpoint on a benchmark
@@ -112,27 +113,18 @@ export function evalProgressLine(suite: string, p: Progress): string {
   return `${suite}: ${done}/${m.num_examples ?? '?'} examples (chunk ${p.step}/${p.totalSteps}) · ${correct} correct${acc} · ${p.status}`;
 }
 
-/** Polls the eval's progress until it ends, printing one plain line per change. */
+/** Polls the eval's progress until it ends, printing one plain line per change (and followRun's notes). */
 export async function watchEval(client: Client, workflowId: string, suite: string, print: (line: string) => void = console.log, pollMs = 1000): Promise<EvalWorkflowResult> {
-  const handle = client.workflow.getHandle(workflowId);
-  const result = handle.result() as Promise<EvalWorkflowResult>;
-  let closed = false;
   let last = '';
-  const show = (p: Progress) => {
-    const line = evalProgressLine(suite, p);
-    if (line !== last) print(line);
-    last = line;
-  };
-  result.then(
-    () => (closed = true),
-    () => (closed = true),
-  );
-  while (!closed) {
-    await handle.query(progressQuery).then(show, () => undefined);
-    await Promise.race([result.catch(() => undefined), new Promise((r) => setTimeout(r, pollMs))]);
-  }
-  await handle.query(progressQuery).then(show, () => undefined);
-  return result;
+  return followRun<EvalWorkflowResult>(client, client.workflow.getHandle(workflowId), {
+    onProgress: (p) => {
+      const line = evalProgressLine(suite, p);
+      if (line !== last) print(line);
+      last = line;
+    },
+    note: print,
+    pollMs,
+  });
 }
 
 export function formatSuites(): string {

@@ -1,25 +1,30 @@
-// `cookbook`: start the local stack, start and control training runs.
+// `cookbook`: start the local stack, start and control training runs. Each command loads its own
+// modules when it runs: `status`, `watch` or `stop` must answer in a moment, without first loading
+// the training library, the tokenizers and the worker that `train` needs.
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../cookbook/config/overrides.js';
-import { pyJsonDumps } from '../cookbook/pyjson.js';
 import { connectClient, CONNECTION_OPTIONS, CONNECTION_USAGE, engineUrl, globalFlags, temporalAddress, type GlobalFlags } from './connect.js';
-import { runWorker, WORKER_OPTIONS, WORKER_USAGE, workerFlags } from '../workers/run.js';
-import { EXPORT_USAGE, exportCheckpoint, formatExport } from './export.js';
-import { EVAL_USAGE, evalCommand } from './eval.js';
-import { formatModel, formatModels } from './models.js';
-import { previewData } from './preview.js';
+import { WORKER_OPTIONS, WORKER_USAGE, workerFlags } from '../workers/run.js';
 import { formatResult, listRuns, logDirOf, runStatus, sendControl, setHot, watchRun } from './runs.js';
-import { startStack, stopDetachedStack } from './stack.js';
-import { formatSetResult, SWEEP_USAGE, sweepCommand } from './sweep.js';
-import { reportCommand } from '../report/cli.js';
-import { checkBackend, checkRunData, rendererWarnings, resolveRun, startRun, TRAINABLE_KINDS } from './train.js';
-import { checkParentSettled, CONTINUE_USAGE, parentLogDir, resolveContinuation, TRACK_USAGE } from './continue.js';
-import { syncRun } from '../cookbook/tracking/sync.js';
+import { webUiLine } from './ui-link.js';
+import { DEFAULT_TASK_QUEUE } from '../workers/task-queue.js';
 
-const USAGE = `usage: cookbook <command> [options]
+async function usage(): Promise<string> {
+  const [{ TRAINABLE_KINDS }, { CONTINUE_USAGE, TRACK_USAGE }, { SWEEP_USAGE }, { EVAL_USAGE }, { EXPORT_USAGE }] = await Promise.all([
+    import('./train.js'),
+    import('./continue.js'),
+    import('./sweep.js'),
+    import('./eval.js'),
+    import('./export.js'),
+  ]);
+  return `usage: cookbook <command> [options]
 
-  dev [--detach]                      start the local stack (Temporal + UI, engine, worker)
-  dev stop                            stop a detached local stack
+  dev [--detach]                      start the local stack (Temporal + Web UI, engine, worker), or what is
+        [--temporal-port N] [--ui-port N]   missing of it (a killed worker); ports: COOKBOOK_TEMPORAL_PORT (7233),
+        [--engine-port N | --engine-url U]  COOKBOOK_UI_PORT (Temporal's + 1000), COOKBOOK_ENGINE_PORT (8100);
+        [--dev-dir DIR]                     --engine-url/TINKER_BASE_URL: use that engine, start none;
+                                            DIR (COOKBOOK_DEV_DIR): .dev, or .dev/port-N off port 7233
+  dev stop [same ports or --dev-dir]  stop what \`dev\` started there, and registered \`cookbook worker\`s
   train <kind> <config.json> [k=v …]  start a run (kind: ${Object.keys(TRAINABLE_KINDS).join(', ')}); dotted keys override the config
         [--wait] [--id <workflow id>]       --dry-run: check config and data, show the first datums, start nothing
 ${CONTINUE_USAGE}
@@ -42,6 +47,7 @@ ${EXPORT_USAGE}
 ${WORKER_USAGE}
 
 ${CONNECTION_USAGE}`;
+}
 
 async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
@@ -52,6 +58,10 @@ async function main(argv: string[]): Promise<number> {
       ...WORKER_OPTIONS,
       wait: { type: 'boolean', default: false },
       detach: { type: 'boolean', default: false },
+      'temporal-port': { type: 'string' },
+      'ui-port': { type: 'string' },
+      'engine-port': { type: 'string' },
+      'dev-dir': { type: 'string' },
       id: { type: 'string' },
       'dry-run': { type: 'boolean', default: false },
       reason: { type: 'string' },
@@ -75,7 +85,7 @@ async function main(argv: string[]): Promise<number> {
   const flags: GlobalFlags = globalFlags(values);
   const [command, ...rest] = positionals;
   if (!command || values.help) {
-    console.log(USAGE);
+    console.log(await usage());
     return command || values.help ? 0 : 2;
   }
   const needId = () => {
@@ -84,20 +94,36 @@ async function main(argv: string[]): Promise<number> {
   };
 
   switch (command) {
-    case 'models':
+    case 'models': {
+      const { formatModel, formatModels } = await import('./models.js');
       console.log(rest[0] ? formatModel(rest[0]) : formatModels());
       return 0;
+    }
     case 'dev': {
+      const { devOptions, startStack, stopStack } = await import('./stack.js');
+      const dev = devOptions(values);
       if (rest[0] === 'stop') {
-        console.log(await stopDetachedStack());
+        console.log(await stopStack(dev));
         return 0;
       }
-      const stack = await startStack({ detached: values.detach });
+      const stack = await startStack({ ...dev, detached: values.detach });
       console.log(`Temporal  ${stack.temporalAddress}\nWeb UI    ${stack.uiUrl}\nengine    ${stack.engineUrl}\nlogs      ${stack.dir}`);
+      const defaultsReachIt = (() => {
+        try {
+          return stack.temporalAddress === temporalAddress({}) && stack.engineUrl === engineUrl({});
+        } catch {
+          return false; // a broken temporal.toml profile: say how to reach the stack
+        }
+      })();
+      if (!defaultsReachIt) {
+        console.log(`the CLI reaches it with --address ${stack.temporalAddress} --engine-url ${stack.engineUrl} (or TEMPORAL_ADDRESS / TINKER_BASE_URL)`);
+      }
+      const stopHint = `\`npx cookbook dev stop${dev.dir ? ` --dev-dir ${dev.dir}` : stack.temporalAddress.endsWith(':7233') ? '' : ` --temporal-port ${stack.temporalAddress.split(':').pop()}`}\``;
       if (values.detach) {
-        console.log('running in the background; stop with `npx cookbook dev stop`');
+        console.log(`running in the background; stop with ${stopHint}`);
         return 0;
       }
+      if (stack.kept.length) console.log(`Ctrl-C stops what this command started; ${stopHint} stops the rest`);
       console.log('press Ctrl-C to stop');
       await new Promise<void>((resolve) => {
         process.once('SIGINT', resolve);
@@ -109,12 +135,13 @@ async function main(argv: string[]): Promise<number> {
     case 'train': {
       const [kind, configPath, ...overrides] = rest;
       if (!kind || !configPath) throw new ConfigError('train: usage `cookbook train <kind> <config.json> [key=value …]`');
+      const [{ checkBackend, checkRunData, rendererWarnings, resolveRun, startRun }, { pyJsonDumps }] = await Promise.all([import('./train.js'), import('../cookbook/pyjson.js')]);
       const resolved = resolveRun(kind, configPath, overrides, { workflowId: values.id });
       for (const w of rendererWarnings(resolved.config)) console.error(`warning: ${w}`);
       if (values['dry-run']) {
         await checkRunData(resolved);
         console.log(pyJsonDumps(resolved.config, { indent: 2 }));
-        console.log(await previewData(kind, resolved.config));
+        console.log(await (await import('./preview.js')).previewData(kind, resolved.config));
         return 0;
       }
       await checkBackend(resolved.config.base_url ?? engineUrl(flags), resolved.config.model_name);
@@ -124,17 +151,22 @@ async function main(argv: string[]): Promise<number> {
       await startRun(client, resolved, flags.taskQueue);
       console.log(`started ${resolved.workflowId}`);
       console.log(`log dir  ${resolved.run.logPath}`);
-      console.log(`web UI   http://127.0.0.1:8233/namespaces/${client.options.namespace}/workflows/${resolved.workflowId}`);
+      console.log(webUiLine(client, resolved.workflowId));
       if (!values.wait) return 0;
       const result = await watchRun(client, resolved.workflowId);
       console.log(formatResult(result).join('\n'));
       return 0;
     }
     case 'sweep':
-      return sweepCommand([...rest, ...(values.set ?? [])], { detach: values.detach, workflowId: values.id, engineUrl: engineUrl(flags), taskQueue: flags.taskQueue, connect: () => connectClient(flags) });
+      return (await import('./sweep.js')).sweepCommand([...rest, ...(values.set ?? [])], { detach: values.detach, workflowId: values.id, engineUrl: engineUrl(flags), taskQueue: flags.taskQueue, connect: () => connectClient(flags) });
     case 'continue': {
       const [parent, ...overrides] = rest;
       if (!parent) throw new ConfigError('continue: usage `cookbook continue <workflow id or log dir> [key=value …]`');
+      const [{ checkParentSettled, parentLogDir, resolveContinuation }, { checkBackend, checkRunData, startRun }, { pyJsonDumps }] = await Promise.all([
+        import('./continue.js'),
+        import('./train.js'),
+        import('../cookbook/pyjson.js'),
+      ]);
       const client = await connectClient(flags);
       const resolved = resolveContinuation(await parentLogDir(parent, (id) => logDirOf(client, id)), overrides, { workflowId: values.id });
       await checkParentSettled(client, resolved.config.continue_from.workflow_id);
@@ -144,22 +176,35 @@ async function main(argv: string[]): Promise<number> {
       await startRun(client, resolved, flags.taskQueue);
       console.log(`started ${resolved.workflowId} (continues ${resolved.config.continue_from.workflow_id} from checkpoint ${resolved.config.continue_from.name}, step ${resolved.config.continue_from.next_step})`);
       console.log(`log dir  ${resolved.run.logPath}`);
+      console.log(webUiLine(client, resolved.workflowId));
       if (!values.wait) return 0;
       console.log(formatResult(await watchRun(client, resolved.workflowId)).join('\n'));
       return 0;
     }
     case 'eval':
-      return evalCommand(rest, { limit: values.limit, data: values.data, samples: values.samples, passAtK: values['pass-at-k'], set: values.set, list: values.list, detach: values.detach, workflowId: values.id, engineUrl: engineUrl(flags), taskQueue: flags.taskQueue, connect: () => connectClient(flags) });
+      return (await import('./eval.js')).evalCommand(rest, { limit: values.limit, data: values.data, samples: values.samples, passAtK: values['pass-at-k'], set: values.set, list: values.list, detach: values.detach, workflowId: values.id, engineUrl: engineUrl(flags), taskQueue: flags.taskQueue, connect: () => connectClient(flags) });
     case 'track': {
       // A log dir needs no Temporal server (e.g. uploading an offline-tracked run from another machine).
+      const [{ parentLogDir }, { syncRun }] = await Promise.all([import('./continue.js'), import('../cookbook/tracking/sync.js')]);
       const dir = await parentLogDir(needId(), async (id) => logDirOf(await connectClient(flags), id));
       const sink = await syncRun(dir);
       console.log(sink ? `${dir}: mirrored to ${sink.location}` : `${dir}: not tracked (set wandb_project in its config; WANDB_MODE=disabled turns tracking off)`);
       return 0;
     }
-    case 'worker':
-      await runWorker(workerFlags(flags, values));
+    case 'worker': {
+      // On a stack that `cookbook dev` runs, the worker registers with it: `dev` counts it as the
+      // stack's worker and `dev stop` stops it.
+      const [{ registerWorker, unregisterWorker }, { runWorker }] = await Promise.all([import('./stack-state.js'), import('../workers/run.js')]);
+      const address = temporalAddress(flags);
+      const registered = registerWorker(address, process.pid, flags.taskQueue ?? process.env.COOKBOOK_TASK_QUEUE ?? DEFAULT_TASK_QUEUE);
+      if (registered) console.error(`registered with the local stack in ${registered}: \`npx cookbook dev stop\` stops this worker too`);
+      try {
+        await runWorker(workerFlags(flags, values));
+      } finally {
+        if (registered) unregisterWorker(registered, process.pid);
+      }
       return 0;
+    }
     case 'runs':
       console.log(await listRuns(await connectClient(flags)));
       return 0;
@@ -177,15 +222,17 @@ async function main(argv: string[]): Promise<number> {
       console.log(await sendControl(await connectClient(flags), needId(), command, values.reason));
       return 0;
     case 'set': {
+      const { formatSetResult } = await import('./sweep.js');
       console.log(formatSetResult(rest[0], await setHot(await connectClient(flags), needId(), rest.slice(1))));
       return 0;
     }
     case 'report':
-      return reportCommand(rest, { out: values.out, serve: values.serve, port: values.port, rolloutIterations: values['rollout-iterations'] }, async (id) =>
+      return (await import('../report/cli.js')).reportCommand(rest, { out: values.out, serve: values.serve, port: values.port, rolloutIterations: values['rollout-iterations'] }, async (id) =>
         logDirOf(await connectClient(flags), id),
       );
     case 'export': {
       if (!rest[0]) throw new ConfigError('export: usage `cookbook export <checkpoint> --format peft|merged --out DIR`');
+      const { exportCheckpoint, formatExport } = await import('./export.js');
       const result = await exportCheckpoint({
         checkpoint: rest[0],
         format: values.format,
@@ -199,7 +246,7 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     default:
-      console.error(`unknown command "${command}"\n\n${USAGE}`);
+      console.error(`unknown command "${command}"\n\n${await usage()}`);
       return 2;
   }
 }

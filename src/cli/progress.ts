@@ -56,6 +56,12 @@ export class ProgressPrinter {
     else this.out.write(`${line}\n`);
   }
 
+  /** A line about the run beside the progress (no worker, a failing activity): on a terminal, above the redrawn bar. */
+  note(text: string): void {
+    if (this.out.isTTY) this.out.write(`\r\x1b[2K${text}\n${this.last}`);
+    else this.out.write(`${text}\n`);
+  }
+
   done(): void {
     if (this.out.isTTY && this.last) this.out.write('\n');
   }

@@ -3,7 +3,6 @@ import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client, type Wor
 import { applyOverrides, ConfigError } from '../cookbook/config/overrides.js';
 import {
   pauseSignal,
-  progressQuery,
   resumeSignal,
   setUpdate,
   stopSignal,
@@ -14,7 +13,10 @@ import {
 } from '../workflows/shared/messages.js';
 import type { RunResult } from '../workflows/shared/training-run.js';
 import { KindKey, ModelKey, StatusKey, StepKey } from '../workflows/shared/search-attributes.js';
+import { followRun } from './follow.js';
+import { BUSY_QUERY_TIMEOUT_MS, lookAtRun, temporalKnows, waitingOn, workerLine } from './liveness.js';
 import { ProgressPrinter } from './progress.js';
+import { webUiLink } from './ui-link.js';
 
 export async function listRuns(client: Client, limit = 50): Promise<string> {
   const rows: string[][] = [['WORKFLOW ID', 'KIND', 'MODEL', 'STEP', 'STATUS', 'TEMPORAL']];
@@ -57,54 +59,28 @@ export async function logDirOf(client: Client, id: string): Promise<string> {
 
 export async function runStatus(client: Client, id: string): Promise<string> {
   const handle = await handleFor(client, id);
-  const desc = await handle.describe();
+  const { desc, progress: p, worker } = await lookAtRun(client, handle, { busyTimeoutMs: BUSY_QUERY_TIMEOUT_MS });
   const lines = [`${id}: ${desc.status.name}`];
   if (desc.status.name === 'RUNNING') {
-    const p = await handle.query(progressQuery);
-    lines.push(`  kind ${p.kind} · model ${p.model} · status ${p.status}${p.paused ? ' (paused)' : ''}${p.stopRequested ? ' (stop requested)' : ''}`);
-    lines.push(`  step ${p.step}/${p.totalSteps} · recoveries ${p.recoveries} · log dir ${p.logPath}`);
-    lines.push(`  hot settings ${JSON.stringify(p.hot)}`);
-    if (p.lastCheckpoint) lines.push(`  last checkpoint ${p.lastCheckpoint.name} (step ${p.lastCheckpoint.step}) ${p.lastCheckpoint.statePath}`);
-    lines.push(...waitingOn(desc.raw.pendingActivities ?? []));
-    lines.push(...formatMetrics(p.lastMetrics));
+    const why = workerLine(worker);
+    if (why) lines.push(`  ${why}`);
+    if (p) {
+      lines.push(`  kind ${p.kind} · model ${p.model} · status ${p.status}${p.paused ? ' (paused)' : ''}${p.stopRequested ? ' (stop requested)' : ''}`);
+      lines.push(`  step ${p.step}/${p.totalSteps} · recoveries ${p.recoveries} · log dir ${p.logPath}`);
+      lines.push(`  hot settings ${JSON.stringify(p.hot)}`);
+      if (p.lastCheckpoint) lines.push(`  last checkpoint ${p.lastCheckpoint.name} (step ${p.lastCheckpoint.step}) ${p.lastCheckpoint.statePath}`);
+    } else {
+      lines.push(...temporalKnows(desc));
+    }
+    // Without a worker every pending activity matters (one may be stuck on the dead worker).
+    lines.push(...waitingOn(desc.raw.pendingActivities ?? [], { all: !p }));
+    if (p) lines.push(...formatMetrics(p.lastMetrics));
   } else if (desc.status.name === 'COMPLETED') {
     lines.push(...formatResult(await handle.result()));
   }
+  const link = webUiLink(client, id);
+  if (link) lines.push(`  web UI ${link}`);
   return lines.join('\n');
-}
-
-type PendingActivity = NonNullable<Awaited<ReturnType<WorkflowHandle['describe']>>['raw']['pendingActivities']>[number];
-
-/**
- * Activities that are retrying or waiting on a failing backend, with the reason: the last failure
- * of an activity on its second or later attempt, and what the worker heartbeats while a backend
- * call backs off (see reportBackendRetry in src/workers/worker.ts).
- */
-export function waitingOn(pending: PendingActivity[]): string[] {
-  const lines: string[] = [];
-  for (const a of pending) {
-    const type = a.activityType?.name ?? 'activity';
-    const attempt = a.attempt ?? 1;
-    const backend = heartbeatBackend(a);
-    const failure = a.lastFailure?.message;
-    if (!backend && attempt <= 1) continue;
-    const next = a.nextAttemptScheduleTime?.seconds ? ` · next attempt in ${Math.max(0, Number(a.nextAttemptScheduleTime.seconds) - Math.floor(Date.now() / 1000))} s` : '';
-    lines.push(`  waiting: ${type} attempt ${attempt}${next}`);
-    if (backend) lines.push(`    backend unavailable: ${backend.backend} (retry ${backend.retry}, failing for ${backend.failingForS} s, next try in ${backend.nextInS} s)`);
-    if (failure && attempt > 1) lines.push(`    last failure: ${failure}`);
-  }
-  return lines;
-}
-
-function heartbeatBackend(a: PendingActivity): { backend: string; retry: number; failingForS: number; nextInS: number } | undefined {
-  const payload = a.heartbeatDetails?.payloads?.[0];
-  if (!payload?.data) return undefined;
-  try {
-    const details = JSON.parse(Buffer.from(payload.data).toString('utf8')) as { backend?: unknown };
-    return typeof details.backend === 'string' ? (details as { backend: string; retry: number; failingForS: number; nextInS: number }) : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 export function formatMetrics(metrics: Record<string, number>): string[] {
@@ -123,31 +99,18 @@ export function formatResult(r: RunResult): string[] {
   ];
 }
 
-/** Shows the progress bar until the run closes; returns its result (throws if it failed). */
-export async function watchRun(client: Client, id: string, pollMs = 1000): Promise<RunResult> {
+/** Shows the progress bar until the run closes (with followRun's notes); returns its result (throws if it failed). */
+export async function watchRun(client: Client, id: string, pollMs = 1000, printer = new ProgressPrinter()): Promise<RunResult> {
   const handle = await handleFor(client, id);
-  const printer = new ProgressPrinter();
-  const result = handle.result() as Promise<RunResult>;
-  let closed = false;
-  result.then(
-    () => (closed = true),
-    () => (closed = true),
-  );
-  while (!closed) {
-    try {
-      printer.update(await handle.query(progressQuery));
-    } catch {
-      // between continue-as-new runs, or before the first workflow task: try again
-    }
-    await Promise.race([result.catch(() => undefined), new Promise((r) => setTimeout(r, pollMs))]);
+  try {
+    return await followRun<RunResult>(client, handle, {
+      onProgress: (p) => printer.update(p),
+      note: (line) => printer.note(line),
+      pollMs,
+    });
+  } finally {
+    printer.done();
   }
-  // One last line with the final state: the run may have closed between two polls.
-  await handle.query(progressQuery).then(
-    (p) => printer.update(p),
-    () => undefined,
-  );
-  printer.done();
-  return result;
 }
 
 export async function sendControl(client: Client, id: string, what: 'stop' | 'pause' | 'resume', reason?: string): Promise<string> {

@@ -5,9 +5,12 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { ConfigError } from '../cookbook/config/overrides.js';
 import { expandPoints } from '../cookbook/config/sweep-points.js';
-import { progressQuery, type ForwardedSet, type SetResult } from '../workflows/shared/messages.js';
+import type { ForwardedSet, SetResult } from '../workflows/shared/messages.js';
 import type { SweepProgress, SweepResult, SweepRow, SweepTable } from '../workflows/sweep.js';
 import { checkBackend, checkRunData, resolveRun, startRun } from './train.js';
+import { webUiLine } from './ui-link.js';
+import { followRun } from './follow.js';
+import { BUSY_QUERY_TIMEOUT_MS, lookAtRun, workerLine } from './liveness.js';
 
 export const SWEEP_USAGE = `  sweep <config.json> [k=v …]         hyper-parameter sweep: grid/random points as child runs, ≤max_concurrent at once;
         [--set k=v …] [--detach] [--id ID]  prints each point as it finishes, then the table ranked by the metric
@@ -58,15 +61,8 @@ export function formatSetResult(id: string, r: SetResult): string {
 
 const isFinished = (r: SweepRow) => r.status !== 'pending' && r.status !== 'running';
 
-/** Prints each point as it finishes until the sweep closes; returns its result (throws if it failed). */
+/** Prints each point as it finishes until the sweep closes (with followRun's notes); returns its result (throws if it failed). */
 export async function followSweep(client: Client, id: string, print: (line: string) => void = console.log, pollMs = 1000): Promise<SweepResult> {
-  const handle = client.workflow.getHandle(id);
-  const result = handle.result() as Promise<SweepResult>;
-  let closed = false;
-  result.then(
-    () => (closed = true),
-    () => (closed = true),
-  );
   const printed = new Set<number>();
   const report = (t: SweepTable) => {
     const total = t.points.length;
@@ -76,15 +72,11 @@ export async function followSweep(client: Client, id: string, print: (line: stri
       print(pointLine(row, printed.size, total, t.metric));
     }
   };
-  while (!closed) {
-    try {
-      report((await handle.query(progressQuery)) as SweepProgress);
-    } catch {
-      // between continue-as-new runs, or before the first workflow task: try again
-    }
-    await Promise.race([result.catch(() => undefined), new Promise((r) => setTimeout(r, pollMs))]);
-  }
-  const final = await result;
+  const final = await followRun<SweepResult>(client, client.workflow.getHandle(id), {
+    onProgress: (p) => report(p as unknown as SweepProgress),
+    note: print,
+    pollMs,
+  });
   report(final);
   return final;
 }
@@ -100,7 +92,9 @@ async function sweepTable(client: Client, id: string): Promise<{ table: SweepTab
   }
   if (desc.type !== 'sweepWorkflow') throw new ConfigError(`${id} is a ${desc.type}, not a sweep`);
   if (desc.status.name === 'COMPLETED') return { table: (await handle.result()) as SweepResult, state: 'COMPLETED' };
-  const p = (await handle.query(progressQuery)) as SweepProgress;
+  const look = await lookAtRun(client, handle, { busyTimeoutMs: BUSY_QUERY_TIMEOUT_MS });
+  if (!look.progress) throw new Error(`${id} is ${desc.status.name}; its table needs a worker: ${workerLine(look.worker)}`);
+  const p = look.progress as unknown as SweepProgress;
   return { table: p, state: `${desc.status.name} · ${p.status}${p.paused ? ' (paused)' : ''}${p.stopRequested ? ' (stop requested)' : ''} · ${p.step}/${p.totalSteps} points done · log dir ${p.logPath}` };
 }
 
@@ -137,7 +131,7 @@ export async function sweepCommand(args: string[], opts: SweepCommandOptions): P
   await startRun(client, resolved, opts.taskQueue);
   console.log(`started ${resolved.workflowId}`);
   console.log(`log dir  ${resolved.run.logPath}`);
-  console.log(`web UI   http://127.0.0.1:8233/namespaces/${client.options.namespace}/workflows/${encodeURIComponent(resolved.workflowId)}`);
+  console.log(webUiLine(client, resolved.workflowId));
   if (opts.detach) return 0;
   console.log('following (Ctrl-C leaves it running; `cookbook sweep watch <id>` follows it again)');
   const result = await followSweep(client, resolved.workflowId);

@@ -41,6 +41,8 @@ export class RunStoreDamagedError extends Error {
 
 /** A write the filesystem refused (ENOSPC above all); retrying once the cause is gone succeeds. */
 export class RunStoreWriteError extends Error {
+  /** What the filesystem said, once (without "could not write …"). */
+  readonly detail: string;
   constructor(
     readonly file: string,
     readonly code: string,
@@ -48,8 +50,11 @@ export class RunStoreWriteError extends Error {
     /** The file the filesystem refused, when it is the record kept for `file`. */
     readonly via?: string,
   ) {
-    const what = code === 'ENOSPC' ? 'no space left on device (ENOSPC)' : code === 'EDQUOT' ? 'disk quota exceeded (EDQUOT)' : `${code}: ${(cause as Error)?.message ?? cause}`;
+    // Node's own messages already start with the code ("EACCES: permission denied, open …"): say it once.
+    const message = cause instanceof RunStoreWriteError ? cause.detail : String((cause as Error)?.message ?? cause);
+    const what = code === 'ENOSPC' ? 'no space left on device (ENOSPC)' : code === 'EDQUOT' ? 'disk quota exceeded (EDQUOT)' : message.startsWith(`${code}:`) ? message : `${code}: ${message}`;
     super(`could not write ${file}: ${what}${via ? ` (writing its record ${via})` : ''}; the run store is as it was before this write`);
+    this.detail = what;
     this.name = 'RunStoreWriteError';
   }
 }

@@ -4,7 +4,8 @@
 import { causeChain, connectHint, engineUrl, resolveTemporal, type GlobalFlags } from '../cli/connect.js';
 import { ConfigError } from '../cookbook/config/overrides.js';
 import { log } from '../cookbook/logging.js';
-import { apiKeyFor, createCookbookWorker, DEFAULT_TASK_QUEUE, TemporalConnectError, type CookbookWorker } from './worker.js';
+import { DEFAULT_TASK_QUEUE } from './task-queue.js';
+import type { CookbookWorker } from './worker.js';
 
 export interface WorkerFlags extends GlobalFlags {
   maxConcurrentActivities?: number;
@@ -34,13 +35,16 @@ function positiveInt(v: Record<string, string | undefined>, name: string): numbe
 }
 
 export async function runWorker(f: WorkerFlags): Promise<void> {
+  // Loaded here, not at the top: the CLI imports this module for its flags, and its other commands
+  // should not pay for the worker (bundler, activities, backends) at every start.
+  const { apiKeyFor, createCookbookWorker, TemporalConnectError } = await import('./worker.js');
   const temporal = resolveTemporal(f);
   const tinkerBaseUrl = engineUrl(f);
   const taskQueue = f.taskQueue ?? process.env.COOKBOOK_TASK_QUEUE ?? DEFAULT_TASK_QUEUE;
   if (!f.engineUrl && !process.env.TINKER_BASE_URL) {
     log.warn({ tinkerBaseUrl }, 'no --engine-url or TINKER_BASE_URL: using the engine on this host');
   }
-  await warnIfEngineUnreachable(tinkerBaseUrl);
+  await warnIfEngineUnreachable(tinkerBaseUrl, apiKeyFor(tinkerBaseUrl));
 
   let cookbookWorker: CookbookWorker;
   try {
@@ -81,10 +85,10 @@ export async function runWorker(f: WorkerFlags): Promise<void> {
 }
 
 /** Not fatal: the engine may come up later, and activities retry until it does. */
-async function warnIfEngineUnreachable(baseUrl: string): Promise<void> {
+async function warnIfEngineUnreachable(baseUrl: string, apiKey: string | undefined): Promise<void> {
   try {
     await fetch(new URL('api/v1/get_server_capabilities', baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`), {
-      headers: { 'X-API-Key': apiKeyFor(baseUrl) ?? '' },
+      headers: { 'X-API-Key': apiKey ?? '' },
       signal: AbortSignal.timeout(5_000),
     });
   } catch (err) {

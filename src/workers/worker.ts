@@ -11,8 +11,9 @@ import { createActivities } from '../activities/index.js';
 import { ErrorTypes } from '../activities/types.js';
 import type { TrainingBackend } from '../backends/types.js';
 import { createTinkerBackend } from '../backends/index.js';
+import { DEFAULT_TASK_QUEUE } from './task-queue.js';
 
-export const DEFAULT_TASK_QUEUE = 'cookbook';
+export { DEFAULT_TASK_QUEUE };
 const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 
 const srcDir = fileURLToPath(new URL('..', import.meta.url));

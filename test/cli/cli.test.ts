@@ -1,12 +1,40 @@
 // The `cookbook` CLI end to end, as a user runs it (no TTY), against the real stack.
+import { spawn } from 'node:child_process';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runStatus } from '../../src/cli/runs.js';
 import type { Service } from '../../src/cli/services.js';
-import { cookbookOn as cookbook } from '../support/cli.js';
+import { cookbookBin, cookbookOn as cookbook, type CliResult } from '../support/cli.js';
 import { startTestStack, waitUntil, workerProcess, type TestStack } from '../support/stack.js';
 
 const root = join(import.meta.dirname, '..', '..');
 const config = join(root, 'test', 'fixtures', 'sl_small.json');
+
+/** A command left running (`watch`, `train --wait`): its output so far, and a wait for a line of it. */
+function cookbookLive(stack: TestStack, args: string[]) {
+  const child = spawn(process.execPath, [cookbookBin, ...args, '--address', stack.temporalAddress, '--engine-url', stack.engine.baseUrl, '--task-queue', stack.taskQueue], {
+    cwd: stack.dir,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, TINKER_API_KEY: 'tml-test' },
+  });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (err += d));
+  const done = new Promise<CliResult>((resolve) => child.on('exit', (code) => resolve({ code: code ?? 1, out, err })));
+  return {
+    done,
+    out: () => out,
+    async until(pattern: RegExp, timeoutMs = 120_000): Promise<void> {
+      for (const deadline = Date.now() + timeoutMs; !pattern.test(out); await new Promise((r) => setTimeout(r, 100))) {
+        if (child.exitCode !== null) throw new Error(`\`cookbook ${args.join(' ')}\` exited (${child.exitCode}) before printing ${pattern}:\n${out}\n${err}`);
+        if (Date.now() > deadline) throw new Error(`\`cookbook ${args.join(' ')}\` printed no ${pattern} in ${timeoutMs / 1000} s:\n${out}\n${err}`);
+      }
+    },
+    kill: () => child.kill('SIGKILL'),
+  };
+}
 
 describe('cookbook CLI', () => {
   let stack: TestStack;
@@ -57,6 +85,63 @@ describe('cookbook CLI', () => {
     const watched = await cookbook(stack, ['watch', 'sl-cli-ctl']);
     expect(watched.code).toBe(0);
     expect(watched.out).toMatch(/stopped after \d+ steps/);
+  });
+
+  it('--wait says once which activity keeps failing and why, and follows the run when the cause is gone', async () => {
+    const blocker = join(stack.dir, 'a-file');
+    writeFileSync(blocker, 'where the run wants a folder');
+    const train = cookbookLive(stack, ['train', 'sl', config, 'num_epochs=1', `log_path=${join(blocker, 'run')}`, '--wait', '--id', 'sl-cli-blocked']);
+    try {
+      await train.until(/last failure: .*ENOTDIR/);
+      rmSync(blocker);
+      const r = await train.done;
+      expect(r.code).toBe(0);
+      expect(r.out.match(/waiting: initRun attempt \d+/g)).toHaveLength(1);
+      // Node's message already names the code: it is said once.
+      expect(r.out).toMatch(/last failure: could not write \S+: ENOTDIR: not a directory/);
+      expect(r.out).not.toMatch(/ENOTDIR: ENOTDIR/);
+      expect(r.out).toMatch(/completed after 5 steps/);
+    } finally {
+      train.kill();
+    }
+  });
+
+  it('without a worker, status answers at once and says so; watch says so once and goes on when a worker starts', async () => {
+    const id = 'sl-cli-noworker';
+    expect((await cookbook(stack, ['train', 'sl', config, 'num_epochs=30', '--id', id])).code).toBe(0);
+    await waitUntil('the run has stepped', async () => /step [1-9]\d*\//.test((await cookbook(stack, ['status', id])).out));
+    const RUNNING = 2; // PendingActivityState STARTED: killed now, the activity is left on the dead worker
+    await waitUntil('a running activity', async () => ((await stack.client.workflow.getHandle(id).describe()).raw.pendingActivities ?? []).some((a) => Number(a.state) === RUNNING), 60_000, 20);
+    await worker.kill();
+
+    const started = Date.now();
+    const status = await runStatus(stack.client, id);
+    expect(Date.now() - started).toBeLessThan(2000);
+    const noWorker = new RegExp(`no worker is polling task queue ${stack.taskQueue} since \\S+ \\(\\d+ s ago\\): start one with \`npx cookbook worker --task-queue ${stack.taskQueue}\``);
+    expect(status).toMatch(noWorker);
+    // What Temporal knows without a worker: search attributes, memo, pending activities.
+    expect(status).toMatch(/kind sl · model tiny-qwen3 · status \w+ · step \d+ \(as last recorded\)/);
+    expect(status).toContain(`log dir ${join(stack.dir, 'runs', id)}`);
+    expect(status).toMatch(/waiting: \w+ attempt \d+ · (running|scheduled) \(last worker \d+@/);
+    // As the user runs it: the process start comes on top (about a second), never the query's 30 s.
+    const cliStarted = Date.now();
+    const cli = await cookbook(stack, ['status', id]);
+    expect(cli.out).toMatch(noWorker);
+    expect(Date.now() - cliStarted).toBeLessThan(10_000);
+
+    const watch = cookbookLive(stack, ['watch', id]);
+    try {
+      await watch.until(/no worker is polling task queue .*; waiting/);
+      worker = await workerProcess(stack, 'worker-again');
+      await watch.until(new RegExp(`a worker answers for ${id} again: following it\n(.*\n)*step \\d+/\\d+`));
+      expect((await cookbook(stack, ['stop', id])).out).toContain('stop requested');
+      const r = await watch.done;
+      expect(r.code).toBe(0);
+      expect(r.out.match(/no worker is polling/g)).toHaveLength(1);
+      expect(r.out).toMatch(/stopped after \d+ steps/);
+    } finally {
+      watch.kill();
+    }
   });
 
   it('errors name the problem and exit non-zero', async () => {
