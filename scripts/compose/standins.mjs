@@ -41,12 +41,31 @@ async function imageLabel(docker, name) {
   return { exists: true, label: label && label !== '<no value>' ? label : undefined };
 }
 
+const rootfsTarball = (cacheDir) => join(cacheDir, 'bookworm-rootfs.tar');
+
+async function debootstrapPath() {
+  return (await run('sh', ['-c', 'command -v debootstrap || ls /usr/sbin/debootstrap'], { allowFail: true })).stdout.trim().split('\n')[0];
+}
+
+/**
+ * What this machine lacks to build stand-ins (empty when nothing): debootstrap, run as root, makes
+ * the Debian root filesystem they start from, unless an earlier run left it in the cache.
+ */
+export async function standinPrerequisites(docker, cacheDir) {
+  if (existsSync(rootfsTarball(cacheDir)) || (await imageLabel(docker, ROOTFS_IMAGE)).exists) return [];
+  const problems = [];
+  if (!(await debootstrapPath())) problems.push('debootstrap is not installed (Debian/Ubuntu: `apt-get install debootstrap`)');
+  if (process.getuid?.() !== 0) problems.push('debootstrap must run as root (run this with sudo)');
+  return problems;
+}
+
 /** Debian bookworm (minbase + ca-certificates) as a docker-importable tarball, cached. */
 async function bookwormRootfs(cacheDir, log) {
-  const tarball = join(cacheDir, 'bookworm-rootfs.tar');
+  const tarball = rootfsTarball(cacheDir);
   if (existsSync(tarball)) return tarball;
-  const debootstrap = (await run('sh', ['-c', 'command -v debootstrap || ls /usr/sbin/debootstrap'], { allowFail: true })).stdout.trim();
+  const debootstrap = await debootstrapPath();
   if (!debootstrap) throw new Error('building stand-in base images needs debootstrap (Debian: apt-get install debootstrap)');
+  mkdirSync(cacheDir, { recursive: true });
   const work = mkdtempSync(join(tmpdir(), 'cookbook-rootfs-'));
   try {
     const root = join(work, 'root');
@@ -180,6 +199,8 @@ ENTRYPOINT ["temporal"]
 
 /**
  * Makes every image in `names` available to the engine; returns one line per image saying how.
+ * First what is there or can be pulled; then, before building anything, whether stand-ins can be
+ * built here at all (an error names each image still missing and what this machine lacks).
  * @param {(args: string[], opts?: object) => Promise<{ code: number, stdout: string }>} docker
  * @param {string[]} names
  * @param {{ cacheDir: string, log: (msg: string) => void, pull: boolean, temporalCli: () => Promise<string> }} opts
@@ -187,19 +208,29 @@ ENTRYPOINT ["temporal"]
 export async function ensureBaseImages(docker, names, opts) {
   const { cacheDir, log } = opts;
   const report = [];
+  const toBuild = [];
   for (const name of names) {
     const have = await imageLabel(docker, name);
     if (have.exists && !have.label) {
       report.push(`${name}: present (not a stand-in)`);
       continue;
     }
-    const recipe = await recipeFor(name, opts);
-    const stamp = recipe ? createHash('sha256').update(recipe.key + recipe.dockerfile).digest('hex').slice(0, 12) : undefined;
-    if (have.exists && have.label === stamp) {
-      report.push(`${name}: stand-in (cached: ${recipe.key})`);
-      continue;
-    }
-    if (!have.exists && opts.pull) {
+    // A recipe is worked out only when a stand-in is in play: it may need this machine's Node of
+    // the image's major version, or the Temporal CLI, which a pulled image does not.
+    let memo;
+    const recipeOf = async () => {
+      if (memo) return memo.value;
+      const recipe = await recipeFor(name, opts);
+      memo = { value: recipe && { recipe, stamp: createHash('sha256').update(recipe.key + recipe.dockerfile).digest('hex').slice(0, 12) } };
+      return memo.value;
+    };
+    if (have.exists) {
+      const cached = await recipeOf();
+      if (cached && have.label === cached.stamp) {
+        report.push(`${name}: stand-in (cached: ${cached.recipe.key})`);
+        continue;
+      }
+    } else if (opts.pull) {
       const pulled = await docker(['pull', name], { allowFail: true, timeoutMs: 600_000 });
       if (pulled.code === 0) {
         report.push(`${name}: pulled`);
@@ -207,8 +238,18 @@ export async function ensureBaseImages(docker, names, opts) {
       }
       log(`cannot pull ${name} (${pulled.stderr.trim().split('\n').pop()}): building a local stand-in`);
     }
-    if (!recipe) throw new Error(`${name} is not available and there is no stand-in recipe for it`);
-    await ensureRootfsImage(docker, cacheDir, log);
+    const standin = await recipeOf();
+    if (!standin) throw new Error(`${name} is not available and there is no stand-in recipe for it`);
+    const { recipe, stamp } = standin;
+    toBuild.push({ name, recipe, stamp });
+  }
+  if (toBuild.length === 0) return report;
+  const problems = await standinPrerequisites(docker, cacheDir);
+  if (problems.length) {
+    throw new Error(`${toBuild.map((b) => b.name).join(', ')} cannot be pulled, and building local stand-ins needs what this machine lacks:\n  - ${problems.join('\n  - ')}`);
+  }
+  await ensureRootfsImage(docker, cacheDir, log);
+  for (const { name, recipe, stamp } of toBuild) {
     const ctx = mkdtempSync(join(tmpdir(), 'cookbook-standin-'));
     try {
       recipe.files(ctx);
@@ -220,4 +261,13 @@ export async function ensureBaseImages(docker, names, opts) {
     }
   }
   return report;
+}
+
+/** The base images the project's Dockerfiles and compose file name. */
+export function projectBaseImages(repo) {
+  return baseImagesOf([
+    { path: join(repo, 'engine', 'Dockerfile'), kind: 'dockerfile' },
+    { path: join(repo, 'Dockerfile.worker'), kind: 'dockerfile' },
+    { path: join(repo, 'docker-compose.yml'), kind: 'compose' },
+  ]);
 }

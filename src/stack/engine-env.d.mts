@@ -1,6 +1,6 @@
 export declare const REPO_ROOT: string;
 export declare const ENGINE_DIR: string;
-export declare function engineVenvPath(): string;
+export declare function engineVenvPath(flavour?: 'default' | 'cpu'): string;
 export declare function pidAlive(pid: number): boolean;
 export declare function buildCachedVenv(
   venv: string,

@@ -1,7 +1,8 @@
 // The engine's Python virtual environment: created once per version of engine/requirements.txt
-// under ~/.cache/durable-cookbook/engine-venv-<hash>, built under a temporary name and renamed
-// into place when complete (a crashed build never looks usable), serialised by a lock directory
-// so concurrent callers (tests, demo, CI) build it once.
+// under ~/.cache/durable-cookbook/engine-venv-<hash> (PyPI's PyTorch) or engine-venv-<hash>-cpu
+// (PyTorch's CPU build, on Linux without an NVIDIA GPU: torch-build.mjs), built under a temporary
+// name and renamed into place when complete (a crashed build never looks usable), serialised by a
+// lock directory so concurrent callers (tests, demo, CI) build it once.
 
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -10,6 +11,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { cacheRoot } from './cache.mjs';
+import { buildWithFallback, chooseTorchBuild, cpuIndexReachable, cpuTorchIndex, hasNvidiaGpu, pipInstalls, venvName } from './torch-build.mjs';
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const ENGINE_DIR = path.join(REPO_ROOT, 'engine');
@@ -17,9 +19,10 @@ const REQUIREMENTS = path.join(ENGINE_DIR, 'requirements.txt');
 const MARKER = '.complete';
 const STALE_LOCK_MS = 60 * 60 * 1000;
 
-export function engineVenvPath() {
+/** The venv of a PyTorch build ('default': PyPI's, the name it has always had; 'cpu'). */
+export function engineVenvPath(flavour = 'default') {
   const hash = createHash('sha256').update(fs.readFileSync(REQUIREMENTS)).digest('hex').slice(0, 12);
-  return path.join(cacheRoot(), `engine-venv-${hash}`);
+  return path.join(cacheRoot(), venvName(hash, flavour));
 }
 
 function basePython() {
@@ -102,31 +105,80 @@ export async function buildCachedVenv(venv, opts) {
     fs.rmSync(tmp, { recursive: true, force: true });
     const started = Date.now();
     log(`${opts.banner}\n`);
-    await run(basePython(), ['-m', 'venv', tmp], log);
-    await opts.install(path.join(tmp, 'bin', 'python'), (cmd, args) => run(cmd, args, log));
+    try {
+      await run(basePython(), ['-m', 'venv', tmp], log);
+      await opts.install(path.join(tmp, 'bin', 'python'), (cmd, args) => run(cmd, args, log));
+    } catch (err) {
+      fs.rmSync(tmp, { recursive: true, force: true }); // a failed build leaves no gigabytes behind
+      throw err;
+    }
     fs.writeFileSync(path.join(tmp, MARKER), JSON.stringify({ ...opts.marker, builtAt: new Date().toISOString() }));
     fs.rmSync(venv, { recursive: true, force: true });
     fs.renameSync(tmp, venv);
-    log(`[venv] ${path.basename(venv)} ready in ${Math.round((Date.now() - started) / 1000)} s\n`);
+    log(`[venv] ${path.basename(venv)} ready in ${Math.round((Date.now() - started) / 1000)} s: ${formatBytes(diskUsage(venv))} on disk\n`);
   } finally {
     fs.rmSync(lockDir, { recursive: true, force: true });
   }
 }
 
+/** Bytes the files under `dir` take (symlinks not followed). */
+function diskUsage(dir) {
+  let total = 0;
+  const stack = [dir];
+  while (stack.length) {
+    const d = stack.pop();
+    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) stack.push(p);
+      else total += fs.lstatSync(p).size;
+    }
+  }
+  return total;
+}
+
+const formatBytes = (n) => (n >= 1e9 ? `${(n / 1e9).toFixed(1)} GB` : `${Math.round(n / 1e6)} MB`);
+
 /**
- * Ensures the cached engine venv exists and is complete.
+ * Ensures the cached engine venv exists and is complete: the one built earlier, else a new one
+ * with the PyTorch build chooseTorchBuild picks (it says which, and why).
  * @param {{ log?: (chunk: string) => void }} [opts] where pip's progress goes (default: stderr)
  * @returns {Promise<{ python: string, venv: string }>}
  */
 export async function ensureEngineEnv(opts = {}) {
   const log = opts.log ?? ((chunk) => process.stderr.write(chunk));
-  const venv = engineVenvPath();
+  const venvs = { cpu: engineVenvPath('cpu'), default: engineVenvPath('default') };
+  const cpuIndex = cpuTorchIndex();
+  const setting = process.env.DURABLE_COOKBOOK_TORCH?.trim() || 'auto';
+  const { flavour, reason } = await chooseTorchBuild({
+    setting,
+    platform: process.platform,
+    built: { cpu: isComplete(venvs.cpu), default: isComplete(venvs.default) },
+    nvidiaGpu: hasNvidiaGpu,
+    probe: () => cpuIndexReachable(cpuIndex),
+    cpuIndex,
+  });
+  return buildWithFallback({
+    flavour,
+    forced: setting !== 'auto',
+    build: (f, why = reason) => buildEngineVenv(venvs[f], f, why, cpuIndex, log),
+    log,
+  });
+}
+
+async function buildEngineVenv(venv, flavour, reason, cpuIndex, log) {
+  const requirements = fs.readFileSync(REQUIREMENTS, 'utf8');
+  const torchPin = requirements.split('\n').find((l) => /^torch==/.test(l.trim()))?.trim();
+  if (flavour === 'cpu' && !torchPin) throw new Error(`${REQUIREMENTS} pins no torch==<version>, which the CPU build installs`);
+  const source = flavour === 'cpu' ? `PyTorch's CPU build from ${cpuIndex}` : "PyPI's PyTorch (the CUDA build on Linux)";
   await buildCachedVenv(venv, {
     log,
-    banner: `[engine-env] building ${venv} (first run downloads PyTorch; this takes a few minutes)`,
-    marker: { requirements: fs.readFileSync(REQUIREMENTS, 'utf8') },
-    install: (python, run) =>
-      run(python, ['-m', 'pip', 'install', '--disable-pip-version-check', '-r', REQUIREMENTS]),
+    banner: `[engine-env] building ${venv} with ${source} (why: ${reason}; DURABLE_COOKBOOK_TORCH=cpu|default overrides); the first run downloads PyTorch, which takes a few minutes`,
+    // The default build's marker is what it has always been.
+    marker: flavour === 'cpu' ? { requirements, torchIndex: cpuIndex } : { requirements },
+    install: async (python, run) => {
+      const pipIndexUrl = process.env.PIP_INDEX_URL || undefined;
+      for (const args of pipInstalls({ flavour, requirementsFile: REQUIREMENTS, torchPin, pipIndexUrl, cpuIndex })) await run(python, args);
+    },
   });
   return { python: path.join(venv, 'bin', 'python'), venv };
 }

@@ -110,8 +110,19 @@ describe('docker-compose.yml and its Dockerfiles', () => {
         }
       });
 
-      it('runs as a non-root user', () => {
-        const users = instructions(dockerfile).filter((i) => i.op === 'USER').map((i) => i.args);
+      it('runs as a non-root user (the worker: as the owner of ./runs, switched to at start)', () => {
+        const ins = instructions(dockerfile);
+        if (name === 'worker') {
+          // It starts as root only to become the owner of the mounted ./runs before the worker
+          // loads (src/workers/container-user.mjs; test/unit/container-user.test.ts).
+          const cmd = JSON.parse(ins.filter((i) => i.op === 'CMD').at(-1)!.args) as string[];
+          expect(cmd.at(-1)).toBe('src/workers/container-entry.mjs');
+          expect(field(block, 'user')).toBeUndefined();
+          expect(block).toMatch(/^\s+COOKBOOK_RUNS_DIR: \$\{PWD\}\/runs$/m);
+          expect(block).toContain('- ./runs:${PWD}/runs');
+          return;
+        }
+        const users = ins.filter((i) => i.op === 'USER').map((i) => i.args);
         expect(users.length).toBeGreaterThan(0);
         expect(users.at(-1)).not.toMatch(/^(root|0)(:|$)/);
       });
