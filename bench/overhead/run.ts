@@ -2,6 +2,12 @@
 // activities) and by a direct loop over the same client and engine. Both create the model, run N
 // forward_backward + optim_step steps and save a final checkpoint. Prints the wall-clock ratio
 // (goal ≤ 1.02 for steps of ≥ 0.5 s) and the milliseconds the workflow adds per step.
+// Beside them, the workflow once more with its timing off (COOKBOOK_TIMING=off: no spans, no
+// time/* keys, no timing_spans.jsonl), so the cost of timing, on by default, is its own ratio
+// (goal < 1.01). The two workflow arms alternate their order from round to round. On a machine
+// whose engine shares its cores with other work, step times vary by more than timing costs, so
+// the bench also times timing's own work in the activities without the engine (timing-io.ts) and
+// prints it as a share of the median step.
 //   npm run bench:overhead [-- --steps 12 --batch 32 --max-length 256 --rounds 2]
 import { parseArgs } from 'node:util';
 import { join } from 'node:path';
@@ -9,9 +15,11 @@ import { createTinkerBackend } from '../../src/backends/index.js';
 import { startRun } from '../../src/cli/train.js';
 import type { SupervisedConfig } from '../../src/cookbook/config/sl.js';
 import { lrMultiplier } from '../../src/cookbook/lr-schedule.js';
+import { RunStore } from '../../src/cookbook/run-store.js';
 import { buildChatDatasets } from '../../src/cookbook/supervised/dataset.js';
 import { metricsOf } from '../../test/support/runs.js';
 import { startTestStack, testRun, withWorker, type TestStack } from '../../test/support/stack.js';
+import { timingIoPerStep } from './timing-io.js';
 
 const { values } = parseArgs({
   options: {
@@ -67,15 +75,27 @@ async function direct(stack: TestStack): Promise<number> {
   return ms;
 }
 
-let lastWorkflowLogPath = '';
-async function viaWorkflow(stack: TestStack): Promise<number> {
+/** The workflow's run of the steps (timing on or off in the worker), checked to have trained every step and timed them or not. */
+async function viaWorkflow(stack: TestStack, timing = true): Promise<number> {
   const run = testRun(stack, config, overrides);
-  lastWorkflowLogPath = run.run.logPath;
-  return withWorker(stack, async () => {
-    const t0 = performance.now();
-    await (await startRun(stack.client, run, stack.taskQueue)).result();
-    return performance.now() - t0;
-  });
+  const saved = process.env.COOKBOOK_TIMING;
+  // The in-process worker's activities read it at each call.
+  if (!timing) process.env.COOKBOOK_TIMING = 'off';
+  try {
+    const ms = await withWorker(stack, async () => {
+      const t0 = performance.now();
+      await (await startRun(stack.client, run, stack.taskQueue)).result();
+      return performance.now() - t0;
+    });
+    const rows = metricsOf(run.run.logPath);
+    if (rows.length !== steps) throw new Error(`the workflow ran ${rows.length} steps, not ${steps}`);
+    const timed = new RunStore(run.run.logPath).readTimingSpans().length;
+    if (timed !== (timing ? steps : 0)) throw new Error(`timing ${timing ? 'on' : 'off'}: ${timed} timing rows for ${steps} steps`);
+    return ms;
+  } finally {
+    if (saved === undefined) delete process.env.COOKBOOK_TIMING;
+    else process.env.COOKBOOK_TIMING = saved;
+  }
 }
 
 const median = (xs: number[]) => {
@@ -89,20 +109,31 @@ try {
   await viaWorkflow(stack);
   const d: number[] = [];
   const w: number[] = [];
+  const off: number[] = [];
   for (let round = 0; round < Number(values.rounds); round++) {
     d.push(await direct(stack));
-    w.push(await viaWorkflow(stack));
-    const rows = metricsOf(lastWorkflowLogPath);
-    if (rows.length !== steps) throw new Error(`the workflow ran ${rows.length} steps, not ${steps}`);
-    console.log(`round ${round + 1}: direct ${(d[round] / 1000).toFixed(2)} s, workflow ${(w[round] / 1000).toFixed(2)} s, ratio ${(w[round] / d[round]).toFixed(3)}`);
+    // Timing on first in even rounds, off first in odd ones: drift over the run favours neither.
+    for (const timing of round % 2 === 0 ? [true, false] : [false, true]) (timing ? w : off).push(await viaWorkflow(stack, timing));
+    console.log(
+      `round ${round + 1}: direct ${(d[round] / 1000).toFixed(2)} s, workflow ${(w[round] / 1000).toFixed(2)} s (ratio ${(w[round] / d[round]).toFixed(3)}), ` +
+        `timing off ${(off[round] / 1000).toFixed(2)} s (timing on / off ${(w[round] / off[round]).toFixed(3)})`,
+    );
   }
   const dm = median(d);
   const wm = median(w);
+  const om = median(off);
   console.log(`\nsteps ${steps}, batch ${values.batch} × max_length ${values['max-length']}, ${values.model}`);
   console.log(`direct loop:   ${(dm / steps).toFixed(1)} ms/step (incl. model creation and final save)`);
   console.log(`workflow:      ${(wm / steps).toFixed(1)} ms/step`);
   console.log(`added per step by the workflow: ${((wm - dm) / steps).toFixed(1)} ms`);
   console.log(`wall-clock ratio workflow / direct: ${(wm / dm).toFixed(3)}`);
+  console.log(`workflow with timing off: ${(om / steps).toFixed(1)} ms/step; timing adds ${((wm - om) / steps).toFixed(1)} ms per step`);
+  console.log(`wall-clock ratio timing on / off: ${(wm / om).toFixed(3)} (goal < 1.01)`);
+  const io = await timingIoPerStep();
+  console.log(
+    `timing's own work per step (no engine): ${io.onMs.toFixed(2)} ms on, ${io.offMs.toFixed(2)} ms off: ` +
+      `${(io.onMs - io.offMs).toFixed(2)} ms, ${((100 * (io.onMs - io.offMs)) / (om / steps)).toFixed(2)} % of a step with timing off (goal < 1 %)`,
+  );
 } finally {
   await stack.stop();
 }

@@ -1,8 +1,9 @@
 // What every activity needs: the backend for a run, heartbeats while awaiting remote futures, and
 // the translation of backend errors into failures the workflow can act on.
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import type { RetryInfo } from '../backends/config.js';
+import type { FutureWaitInfo, RetryInfo } from '../backends/config.js';
 import { BackendError, type TrainingBackend } from '../backends/types.js';
+import { nowMs, recordSpan } from '../cookbook/timing.js';
 import { ErrorTypes } from './types.js';
 
 export interface ActivityDeps {
@@ -40,6 +41,17 @@ export function reportBackendRetry(info: RetryInfo): void {
   };
   lastRetry.set(ctx, { details, until: Date.now() + info.delayMs + RETRY_SHOWN_MS });
   ctx.heartbeat(details);
+  // The backoff ahead is time the step waits: a timing span of its own (activities/timing.ts).
+  const now = nowMs();
+  recordSpan('backend_retry', now, now + info.delayMs, { request: info.requestType });
+}
+
+/**
+ * The backend client's future hook (the worker passes it to every backend it creates): the time an
+ * activity waited on a future's result becomes a `backend_wait` span of its step.
+ */
+export function reportFutureWait(info: FutureWaitInfo): void {
+  recordSpan('backend_wait', info.startMs, info.endMs, { request: info.requestType, polls: info.polls });
 }
 
 function inActivity(): boolean {

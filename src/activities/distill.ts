@@ -28,8 +28,10 @@ import { deserializeTrajectoryGroup, serializeTrajectoryGroup } from '../cookboo
 import type { TrajectoryGroup } from '../cookbook/rl/types.js';
 import { RunStore, writeFileAtomic, type RunRef } from '../cookbook/run-store.js';
 import { getTokenizer, tokenizerFamilyForModel, type Tokenizer } from '../cookbook/tokenizer.js';
+import { nowMs, recordSpan, scopeSpan } from '../cookbook/timing.js';
 import { callBackend, heartbeating, rolloutFailure, type ActivityDeps } from './context.js';
 import { trainPolicyStep } from './policy-train.js';
+import { stepTiming } from './timing.js';
 import { SamplingSessions } from './sampling-sessions.js';
 import { runDataCache } from './run-data.js';
 import { readRunConfig } from './training.js';
@@ -143,6 +145,70 @@ export function distillActivities(deps: ActivityDeps) {
     );
   }
 
+  /**
+   * A step's training on its groups (§5.1), timed under the reference's names; its row's metrics but
+   * the timing.
+   */
+  async function trainStep(input: DistillTrainInput): Promise<DistillTrainResult> {
+    const { run, model, step, learningRate, preStepMetrics } = input;
+    const { cfg, data } = distillData(run);
+    const { composite } = await heartbeating(data);
+    const store = new RunStore(run.logPath);
+    const { builders } = composite.getBatch(step);
+    // Each group keeps its own dataset index (the reference does not re-align its index list
+    // after dropping a failed group, which would route datums to the wrong teacher; we do).
+    const kept = input.groups.filter((g) => g.ref !== null);
+    const groups = kept.map((g) => deserializeTrajectoryGroup(store.readBlob(g.ref!).toString('utf8')));
+    const tags = kept.map((g) => builders[g.group]?.loggingTags() ?? []);
+    const rows = rolloutSummaryRows(groups, tags, { iteration: step, split: 'train', samplingClientStep: step });
+    store.writeIterationFile(step, 'train_rollout_summaries.jsonl', rolloutSummariesJsonl(rows));
+
+    const { trajectoryMetrics, data_D, klMetrics } = await scopeSpan('prepare_minibatch', async () => {
+      const trajectoryMetrics = computeTrajectoryMetrics(groups, tags);
+      const advantages = computeAdvantages(groups);
+      const recorded = kept.map((g, i) => ({ ref: g.ref!, batch: step, group: g.group, samplingStep: step, tags: tags[i], trajectories: groups[i] }));
+      store.writeRolloutRecord(rolloutRecord(step, recorded, groups, advantages));
+      const { data_D, metadata_D } = await scopeSpan('assemble_training_data', () => assembleTrainingData(groups, advantages));
+      const dataset_D = metadata_D.map((m) => kept[m.group_idx].dataset);
+      const klMetrics =
+        cfg.kl_penalty_coef > 0
+          ? await scopeSpan('compute_kl_penalty', () =>
+              scopeSpan('incorporate_kl_penalty', async () =>
+                incorporateTeacherKl(data_D, await heartbeating(teacherLogprobs(cfg, data_D, dataset_D), { step }), dataset_D, cfg.kl_penalty_coef, cfg.kl_discount_factor),
+              ),
+            )
+          : {};
+      return { trajectoryMetrics, data_D, klMetrics };
+    });
+
+    const trained = await scopeSpan('train', () => trainPolicyStep(backendOf(cfg), model, data_D, cfg, { learningRate, samplerName: `sampler_${pad(step + 1)}`, step }));
+    const { klSampleTrain, postKl } = await scopeSpan('compute_full_batch_metrics_and_get_sampling_client', async () => ({
+      klSampleTrain: await scopeSpan('compute_kl_sample_train', () => computeKlSampleTrain(data_D, trained.trainLogprobs_D)),
+      postKl: cfg.compute_post_kl
+        ? computePostKl(
+            data_D,
+            await scopeSpan('compute_post_kl', () =>
+              heartbeating(
+                callBackend('post-update compute_logprobs', 'session-lost', async () => {
+                  const after = await sampler(cfg, { modelPath: trained.samplerPath }, 'create post-update sampler');
+                  return Promise.all(data_D.map(async (d) => alignScoredLogprobs(await after.computeLogprobs(fullSequenceForScoring(d)))));
+                }),
+              ),
+            ),
+          )
+        : {},
+    }));
+    const metrics: Record<string, number> = {
+      ...preStepMetrics,
+      ...trajectoryMetrics,
+      ...klMetrics,
+      ...trained.optimMetrics,
+      ...klSampleTrain,
+      ...postKl,
+    };
+    return { seqIdsUsed: trained.seqIdsUsed, metrics, samplerPath: trained.samplerPath };
+  }
+
   return {
     async distillPrepare({ run }: { run: RunRef }): Promise<DistillPlan> {
       const { cfg, data } = distillData(run);
@@ -170,6 +236,7 @@ export function distillActivities(deps: ActivityDeps) {
       if (!builder) throw ApplicationFailure.nonRetryable(`batch ${step} has no group ${group}`, ErrorTypes.data);
       const dataset = datasetIndices[group];
       let result: TrajectoryGroup | null;
+      const started = nowMs();
       try {
         result = await withSampler(cfg, { modelPath: samplerPath }, 'create student sampler', (session) => {
           // Seeds from (run seed, step, group, sample, attempt), as RL's rollouts.
@@ -182,6 +249,9 @@ export function distillActivities(deps: ActivityDeps) {
         });
       } catch (err) {
         throw rolloutFailure(err, `student rollout of step ${step} group ${group}`);
+      } finally {
+        // Every group of the step in parallel: together the reference's `sample` span.
+        recordSpan('sample', started, nowMs(), { part: true });
       }
       if (!result) return { ref: null, group, dataset };
       const ref = new RunStore(run.logPath).writeBlob(`rollouts/iteration_${pad(step)}/group_${pad(group, 4)}.json`, serializeTrajectoryGroup(result));
@@ -189,52 +259,14 @@ export function distillActivities(deps: ActivityDeps) {
     },
 
     async distillTrain(input: DistillTrainInput): Promise<DistillTrainResult> {
-      const { run, model, step, learningRate, preStepMetrics } = input;
-      const { cfg, data } = distillData(run);
-      const { composite } = await heartbeating(data);
+      const { run, step } = input;
+      const trained = await scopeSpan('do_train_step_and_get_sampling_client', () => trainStep(input));
+      const timing = stepTiming(run, step);
+      const metrics = { ...trained.metrics, ...timing.metrics };
       const store = new RunStore(run.logPath);
-      const { builders } = composite.getBatch(step);
-      // Each group keeps its own dataset index (the reference does not re-align its index list
-      // after dropping a failed group, which would route datums to the wrong teacher; we do).
-      const kept = input.groups.filter((g) => g.ref !== null);
-      const groups = kept.map((g) => deserializeTrajectoryGroup(store.readBlob(g.ref!).toString('utf8')));
-      const tags = kept.map((g) => builders[g.group]?.loggingTags() ?? []);
-      const rows = rolloutSummaryRows(groups, tags, { iteration: step, split: 'train', samplingClientStep: step });
-      store.writeIterationFile(step, 'train_rollout_summaries.jsonl', rolloutSummariesJsonl(rows));
-
-      const trajectoryMetrics = computeTrajectoryMetrics(groups, tags);
-      const advantages = computeAdvantages(groups);
-      const recorded = kept.map((g, i) => ({ ref: g.ref!, batch: step, group: g.group, samplingStep: step, tags: tags[i], trajectories: groups[i] }));
-      store.writeRolloutRecord(rolloutRecord(step, recorded, groups, advantages));
-      const { data_D, metadata_D } = assembleTrainingData(groups, advantages);
-      const dataset_D = metadata_D.map((m) => kept[m.group_idx].dataset);
-      const klMetrics =
-        cfg.kl_penalty_coef > 0
-          ? incorporateTeacherKl(data_D, await heartbeating(teacherLogprobs(cfg, data_D, dataset_D), { step }), dataset_D, cfg.kl_penalty_coef, cfg.kl_discount_factor)
-          : {};
-
-      const trained = await trainPolicyStep(backendOf(cfg), model, data_D, cfg, { learningRate, samplerName: `sampler_${pad(step + 1)}`, step });
-      const postKl = cfg.compute_post_kl
-        ? computePostKl(
-            data_D,
-            await heartbeating(
-              callBackend('post-update compute_logprobs', 'session-lost', async () => {
-                const after = await sampler(cfg, { modelPath: trained.samplerPath }, 'create post-update sampler');
-                return Promise.all(data_D.map(async (d) => alignScoredLogprobs(await after.computeLogprobs(fullSequenceForScoring(d)))));
-              }),
-            ),
-          )
-        : {};
-      const metrics: Record<string, number> = {
-        ...preStepMetrics,
-        ...trajectoryMetrics,
-        ...klMetrics,
-        ...trained.optimMetrics,
-        ...computeKlSampleTrain(data_D, trained.trainLogprobs_D),
-        ...postKl,
-      };
       store.writeMetrics({ step, ...metrics });
-      return { seqIdsUsed: trained.seqIdsUsed, metrics, samplerPath: trained.samplerPath };
+      timing.write(store);
+      return { ...trained, metrics };
     },
 
     async teacherSamplePlan({ run }: { run: RunRef }): Promise<TeacherSamplePlan> {

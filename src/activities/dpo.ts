@@ -14,9 +14,11 @@ import { dpoLossFn, evenDatums } from '../cookbook/preference/dpo-loss.js';
 import { alignScoredLogprobs, fullSequenceForScoring } from '../cookbook/rl/kl.js';
 import { RunStore, type RunRef } from '../cookbook/run-store.js';
 import { computeMeanNll } from '../cookbook/supervised/nll.js';
+import { nowMs, recordSpan, scopeSpan } from '../cookbook/timing.js';
 import { callBackend, collectOrResubmit, heartbeating, type ActivityDeps } from './context.js';
 import { runDataCache } from './run-data.js';
 import { SamplingSessions } from './sampling-sessions.js';
+import { asEvaluator, stepTiming } from './timing.js';
 import { ErrorTypes, type EvalInput, type EvalResult, type ModelRef, type SeqUse, type SubmittedStep } from './types.js';
 
 type DPOData = Awaited<ReturnType<typeof buildPreferenceDatasets>>;
@@ -55,8 +57,6 @@ export interface DPOStepResult extends SeqUse {
 
 /** What a step knows once submitted: its row so far (small numbers only). */
 export interface DPOStepRow {
-  /** Wall-clock start, for `time/total` (a timing metric, as in the reference). */
-  startedMs: number;
   numTokens: number;
   /** false: every comparison was filtered out, nothing was submitted. */
   trained: boolean;
@@ -126,11 +126,10 @@ export function dpoActivities(deps: ActivityDeps) {
 
   /** Everything of a step up to its training requests queued: the row so far and the submissions. */
   async function submitStep(input: DPOStepInput) {
-    const startedMs = Date.now();
     const { run, model, step, epoch, batch, learningRate, totalSteps, reference, preStepMetrics } = input;
     const { cfg, data } = dpoData(run);
     const { train, tokenizer } = await data;
-    const b = await train.batchAt(epoch, batch);
+    const b = await scopeSpan('get_batch', () => train.batchAt(epoch, batch));
     const logger = runLogger(new RunStore(run.logPath).logFile, { run: run.workflowId });
     for (const why of b.filtered) logger.warn({ step }, `comparison skipped: ${why}`);
     const data_D = evenDatums(b.datums, (msg) => logger.warn({ step }, msg));
@@ -143,7 +142,6 @@ export function dpoActivities(deps: ActivityDeps) {
     }
     const numTokens = data_D.reduce((n, d) => n + inputLength(d), 0);
     const row: DPOStepRow = {
-      startedMs,
       numTokens,
       trained: data_D.length > 0,
       metrics: { epoch, learning_rate: learningRate, progress: step / totalSteps, num_pairs: data_D.length / 2, num_tokens: numTokens, ...preStepMetrics },
@@ -152,14 +150,30 @@ export function dpoActivities(deps: ActivityDeps) {
       logger.warn({ step }, 'every comparison of the batch was filtered out: no update this step');
       return { seqIdsUsed: 0, row };
     }
-    const ref_D = await referenceLogprobs(run, cfg, reference, lines, data_D);
+    const ref_D = await scopeSpan('get_ref_logprobs', () => referenceLogprobs(run, cfg, reference, lines, data_D));
+    // The reference's `step` runs from the custom loss's forward to the optim step's result: it
+    // starts here and ends where the results are collected (a pipelined step's dpoFinish).
+    const stepStart = nowMs();
     const client = session(cfg, model.modelId);
     const fb = await callBackend('forward_backward_custom', 'model-lost', () =>
       heartbeating(client.forwardBackwardCustom(data_D, dpoLossFn(ref_D, cfg.dpo_beta), { seqId: model.nextSeqId }), { step }),
     );
     const adam = { learning_rate: learningRate, beta1: cfg.adam_beta1, beta2: cfg.adam_beta2, eps: cfg.adam_eps };
     const optim = await callBackend('optim_step', 'model-lost', () => client.optimStep(adam, { seqId: model.nextSeqId + fb.seqIds }));
-    return { seqIdsUsed: fb.seqIds + optim.seqIds, row, fb, optim };
+    return { seqIdsUsed: fb.seqIds + optim.seqIds, row, fb, optim, stepStart };
+  }
+
+  /**
+   * Awaits a step's results: the end of its `step` span, whole when this activity submitted the
+   * step (at `submittedAt`), else the collection's part of it (a pipelined step's dpoFinish).
+   */
+  async function collectStep<T>(collect: () => Promise<T>, submittedAt?: number): Promise<T> {
+    const start = submittedAt ?? nowMs();
+    try {
+      return await collect();
+    } finally {
+      recordSpan('step', start, nowMs(), submittedAt === undefined ? { part: true } : {});
+    }
   }
 
   /** The step's metrics row with its training results (none when every pair was filtered out). */
@@ -170,9 +184,12 @@ export function dpoActivities(deps: ActivityDeps) {
   ): { numTokens: number; metrics: Record<string, number> } {
     const metrics = { ...row.metrics };
     if (results) Object.assign(metrics, results[0].metrics, results[1].metrics ?? {});
-    metrics['time/total'] = (Date.now() - row.startedMs) / 1000;
-    metrics.batch_time = metrics['time/total'];
-    new RunStore(run.logPath).writeMetrics({ step, ...metrics, ...(statePath ? { state_path: statePath } : {}) });
+    const timing = stepTiming(run, step);
+    Object.assign(metrics, timing.metrics);
+    if ('time/total' in metrics) metrics.batch_time = metrics['time/total'];
+    const store = new RunStore(run.logPath);
+    store.writeMetrics({ step, ...metrics, ...(statePath ? { state_path: statePath } : {}) });
+    timing.write(store);
     if (row.trained && !Number.isFinite(metrics.dpo_loss)) {
       throw ApplicationFailure.nonRetryable(`step ${step}: dpo_loss is ${metrics.dpo_loss} (non-finite loss); the run stops here and its last checkpoint is intact`, ErrorTypes.nonFiniteLoss);
     }
@@ -189,7 +206,7 @@ export function dpoActivities(deps: ActivityDeps) {
     async dpoStep(input: DPOStepInput): Promise<DPOStepResult> {
       const step = await submitStep(input);
       const results = step.fb && step.optim
-        ? await callBackend('train step', 'model-lost', () => heartbeating(Promise.all([step.fb!.result(), step.optim!.result()]), { step: input.step }))
+        ? await collectStep(() => callBackend('train step', 'model-lost', () => heartbeating(Promise.all([step.fb!.result(), step.optim!.result()]), { step: input.step })), step.stepStart)
         : undefined;
       return { seqIdsUsed: step.seqIdsUsed, ...finishRow(input, step.row, results) };
     },
@@ -200,7 +217,9 @@ export function dpoActivities(deps: ActivityDeps) {
      * optim_step queued, not awaited.
      */
     async dpoSubmit(input: DPOStepInput): Promise<DPOSubmitResult> {
-      const { seqIdsUsed, row, fb, optim } = await submitStep(input);
+      const { seqIdsUsed, row, fb, optim, stepStart } = await submitStep(input);
+      // The first part of the step's `step` span; dpoFinish adds the rest.
+      if (stepStart !== undefined) recordSpan('step', stepStart, nowMs(), { part: true });
       const requests = fb && optim ? { model: input.model, forwardBackward: fb.requestIds!, optimStep: optim.requestIds![0], lossMetrics: fb.lossMetrics } : undefined;
       return { seqIdsUsed, submitted: { row, ...(requests ? { requests } : {}) } };
     },
@@ -212,7 +231,7 @@ export function dpoActivities(deps: ActivityDeps) {
       let results: [ForwardBackwardOutput, OptimStepResponse] | undefined;
       if (requests) {
         const client = session(dpoData(run).cfg, requests.model.modelId);
-        results = await callBackend('train step', 'model-lost', () =>
+        results = await collectStep(() => callBackend('train step', 'model-lost', () =>
           heartbeating(
             collectOrResubmit(
               async () => {
@@ -226,13 +245,13 @@ export function dpoActivities(deps: ActivityDeps) {
             ),
             { step },
           ),
-        );
+        ));
       }
       return { seqIdsUsed: 0, ...finishRow({ run, step, ...(statePath ? { statePath } : {}) }, submitted.row, results) };
     },
 
     /** The reference's default evaluator: NLL of the test pairs' datums (raw weights), pre-step weights. */
-    async dpoEval({ run, model, step }: EvalInput): Promise<EvalResult> {
+    dpoEval: ({ run, model, step }: EvalInput): Promise<EvalResult> => asEvaluator(run, async (): Promise<EvalResult> => {
       const { cfg, data } = dpoData(run);
       const { test } = await data;
       if (!test) return { seqIdsUsed: 0, metrics: {} };
@@ -241,6 +260,6 @@ export function dpoActivities(deps: ActivityDeps) {
       const out = await callBackend('forward', 'model-lost', () => heartbeating(fwd.result(), { step }));
       const logprobs_D = out.loss_fn_outputs.map((o) => o.logprobs.data);
       return { seqIdsUsed: fwd.seqIds, metrics: { 'test/nll': computeMeanNll(logprobs_D, test_D.map((d) => d.loss_fn_inputs.weights.data)) } };
-    },
+    }),
   };
 }

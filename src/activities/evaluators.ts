@@ -14,6 +14,7 @@ import { loadEvaluatorExamples, runCustomSamplingEvaluator } from '../cookbook/e
 import { deriveSeed } from '../cookbook/rl/seeds.js';
 import type { RunRef } from '../cookbook/run-store.js';
 import { callBackend, heartbeating, type ActivityDeps } from './context.js';
+import { asEvaluator } from './timing.js';
 import { runDataCache } from './run-data.js';
 import { ErrorTypes } from './types.js';
 
@@ -52,7 +53,7 @@ async function buildEvalData(cfg: EvaluatedConfig) {
 
 export function evaluatorActivities(deps: ActivityDeps) {
   return {
-    async customSamplingEval({ run, step, samplerPath, index }: CustomEvalInput): Promise<{ metrics: Record<string, number> }> {
+    customSamplingEval: ({ run, step, samplerPath, index }: CustomEvalInput): Promise<{ metrics: Record<string, number> }> => asEvaluator(run, async () => {
       const { cfg, data } = evalData(run);
       const evaluator = cfg.evaluators[index];
       if (!evaluator) throw ApplicationFailure.nonRetryable(`the run has no evaluator ${index}`, ErrorTypes.config);
@@ -65,7 +66,7 @@ export function evaluatorActivities(deps: ActivityDeps) {
           : runCustomSamplingEvaluator(evaluator, examples[index] as Awaited<ReturnType<typeof loadEvaluatorExamples>>, sampler, renderer, (example) => deriveSeed(cfg.seed, CUSTOM_EVAL_SEED_MARKER, step, index, example));
       const metrics = await callBackend(`evaluator ${index} before step ${step}`, 'session-lost', () => heartbeating(evaluate(), { step, evaluator: index }));
       return { metrics };
-    },
+    }),
   };
 }
 

@@ -7,6 +7,7 @@ import type { Datum, ForwardBackwardOutput, LossFn, OptimStepResponse, Submitted
 import { ApplicationFailure } from '@temporalio/activity';
 import { checkProvenance, datumForLoss, splitList } from '../cookbook/rl/data.js';
 import { CookbookError } from '../cookbook/errors.js';
+import { nowMs, spanUntilSettled } from '../cookbook/timing.js';
 import { callBackend, heartbeating } from './context.js';
 import { ErrorTypes, type ModelRef } from './types.js';
 
@@ -53,10 +54,14 @@ export async function trainPolicySubsteps(
   opts: { learningRate: number; samplerName: string; step: number },
 ): Promise<PolicyStepResult> {
   const session = backend.openTrainingSession(model.modelId);
+  // The reference's `train_step`, then its save of the next sampler weights; here the save is queued
+  // right behind the training, so the two spans overlap.
+  const trainStart = nowMs();
   const { submitted, seqId } = await submitSubsteps(session, model.nextSeqId, substeps, cfg, opts.learningRate);
+  const saveStart = nowMs();
   const sampler = await submitSamplerSave(session, seqId, opts.samplerName, cfg.ttl_seconds);
   const [trainOuts, samplerPath] = await callBackend('train step', 'model-lost', () =>
-    heartbeating(Promise.all([collectSubsteps(submitted), sampler.result()] as const), { step: opts.step }),
+    heartbeating(Promise.all([spanUntilSettled(['train_step'], trainStart, collectSubsteps(submitted)), spanUntilSettled(SAMPLER_SAVE_SPANS, saveStart, sampler.result())] as const), { step: opts.step }),
   );
   return {
     seqIdsUsed: sampler.nextSeqId - model.nextSeqId,
@@ -87,8 +92,9 @@ export async function trainPolicySubstep(
   opts: { learningRate: number; step: number; substep: number },
 ): Promise<PolicySubstepResult> {
   const session = backend.openTrainingSession(model.modelId);
+  const start = nowMs();
   const { submitted, seqId } = await submitSubsteps(session, model.nextSeqId, [minibatches], cfg, opts.learningRate);
-  const outs = await callBackend('train substep', 'model-lost', () => heartbeating(collectSubsteps(submitted), { step: opts.step, substep: opts.substep }));
+  const outs = await callBackend('train substep', 'model-lost', () => heartbeating(spanUntilSettled(['train_step'], start, collectSubsteps(submitted)), { step: opts.step, substep: opts.substep }));
   return { seqIdsUsed: seqId - model.nextSeqId, trainLogprobs_D: outs.trainLogprobs_D, optimMetrics: outs.optimMetrics };
 }
 
@@ -99,10 +105,14 @@ export async function savePolicySampler(
   opts: { samplerName: string; ttlSeconds: number | null; step: number },
 ): Promise<{ seqIdsUsed: number; samplerPath: string }> {
   const session = backend.openTrainingSession(model.modelId);
+  const start = nowMs();
   const sampler = await submitSamplerSave(session, model.nextSeqId, opts.samplerName, opts.ttlSeconds);
-  const samplerPath = await callBackend('save_weights_for_sampler', 'model-lost', () => heartbeating(sampler.result(), { step: opts.step }));
+  const samplerPath = await callBackend('save_weights_for_sampler', 'model-lost', () => heartbeating(spanUntilSettled(SAMPLER_SAVE_SPANS, start, sampler.result()), { step: opts.step }));
   return { seqIdsUsed: sampler.nextSeqId - model.nextSeqId, samplerPath };
 }
+
+/** The next sampler's weights saved, as the reference's step names it (`save_checkpoint_and_get_sampling_client` around its `save_checkpoint`). */
+const SAMPLER_SAVE_SPANS = ['save_checkpoint', 'save_checkpoint_and_get_sampling_client'];
 
 type TrainingSession = ReturnType<TrainingBackend['openTrainingSession']>;
 type SubmittedSubstep = { fbs: Array<Submitted<ForwardBackwardOutput>>; optim: Submitted<OptimStepResponse> };

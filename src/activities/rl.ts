@@ -25,9 +25,11 @@ import { deserializeStreamedSubstep, mergeStreamedSubsteps, serializeStreamedSub
 import { deserializeTrajectoryGroup, serializeTrajectoryGroup } from '../cookbook/rl/serialize.js';
 import type { TrajectoryGroup } from '../cookbook/rl/types.js';
 import { RunStore, type RunRef } from '../cookbook/run-store.js';
+import { nowMs, recordSpan, scopeSpan } from '../cookbook/timing.js';
 import { callBackend, heartbeating, rolloutFailure, type ActivityDeps } from './context.js';
 import { savePolicySampler, trainPolicyStep, trainPolicySubstep, trainPolicySubsteps } from './policy-train.js';
 import { runDataCache } from './run-data.js';
+import { asEvalsPart, currentTiming, stepTiming, storedSpans } from './timing.js';
 import { ErrorTypes, type ModelRef, type SeqUse } from './types.js';
 
 type RLData = Awaited<ReturnType<typeof buildRLDatasets>>;
@@ -130,6 +132,43 @@ function policyFor(session: SamplingSession, cfg: RLConfig, seedPrefix: number[]
   };
 }
 
+/** A streaming step's training (its substeps and its finish), as the reference's scope names it. */
+const STREAMING_STEP_SPAN = 'do_train_step_streaming_and_get_sampling_client';
+
+/**
+ * A step's metrics row: its training's metrics, the step's timing, then the run's error counts (as
+ * the reference's §2.9 step 12), and the step's timing_spans row.
+ */
+function writeStepRow(run: RunRef, step: number, trained: Record<string, number>, errorMetrics: Record<string, number>): Record<string, number> {
+  const timing = stepTiming(run, step);
+  const metrics = { ...trained, ...timing.metrics, ...errorMetrics };
+  const store = new RunStore(run.logPath);
+  store.writeMetrics({ step, ...metrics });
+  timing.write(store);
+  return metrics;
+}
+
+/**
+ * A rollout activity's span: in sync RL a part of the step's `sampling` (every group of the batch
+ * in parallel, as the reference's span around its gather); with streaming minibatches and in async
+ * RL the reference's `trajectory_group_worker`, one per group.
+ */
+function rolloutSpan(cfg: RLConfig, startMs: number): void {
+  if (cfg.async_config || cfg.stream_minibatch_config) recordSpan('trajectory_group_worker', startMs, nowMs());
+  else recordSpan('sampling', startMs, nowMs(), { part: true });
+}
+
+/** Async RL's `time/sampling_time_max|min|mean` (the reference's compute_sampling_client_metrics): how long each trained group took to sample. */
+function samplingTimes(run: RunRef, kept: RolloutGroupResult[]): Record<string, number> {
+  const seconds = kept.flatMap((g) => storedSpans(run, g.ref!).filter((span) => span.name === 'trajectory_group_worker').map((span) => span.duration));
+  if (seconds.length === 0) return {};
+  return {
+    'time/sampling_time_max': Math.max(...seconds),
+    'time/sampling_time_min': Math.min(...seconds),
+    'time/sampling_time_mean': seconds.reduce((a, b) => a + b, 0) / seconds.length,
+  };
+}
+
 /** Backend trouble is infrastructure (retry the activity); anything else is the env's own failure. */
 export function rlActivities(deps: ActivityDeps) {
   const backendOf = (cfg: RLConfig): TrainingBackend => deps.backendFor(cfg.base_url);
@@ -180,13 +219,19 @@ export function rlActivities(deps: ActivityDeps) {
       const builder = train.getBatch(batch)[group];
       if (!builder) throw ApplicationFailure.nonRetryable(`batch ${batch} has no group ${group}`, ErrorTypes.data);
       let result: TrajectoryGroup | null;
+      const started = nowMs();
       try {
         [result] = await heartbeating(rolloutGroups(cfg, samplerPath, [builder], () => [step, group, attempt]), { step, group });
       } catch (err) {
         throw rolloutFailure(err, `rollout of step ${step} group ${group}`);
+      } finally {
+        rolloutSpan(cfg, started);
       }
-      if (!result) return { ref: null, batch, group, samplingStep, errorTypes: [], meanReward: null };
       const name = `rollouts/batch_${pad(step)}/group_${String(group).padStart(4, '0')}${attempt ? `_attempt_${attempt}` : ''}.json`;
+      // Async rollouts belong to whichever step trains them: their spans are kept by trajectory
+      // group (beside no step's), where that step's rlTrain reads its groups' sampling times.
+      if (cfg.async_config) currentTiming()?.storeAt(result ? name : undefined);
+      if (!result) return { ref: null, batch, group, samplingStep, errorTypes: [], meanReward: null };
       const ref = new RunStore(run.logPath).writeBlob(name, serializeTrajectoryGroup(result));
       const totals = result.getTotalRewards();
       return {
@@ -200,50 +245,11 @@ export function rlActivities(deps: ActivityDeps) {
     },
 
     async rlTrain(input: RLTrainInput): Promise<RLTrainResult> {
-      const { run, model, step, learningRate, preStepMetrics, errorMetrics } = input;
+      const { run, step, errorMetrics } = input;
       const { cfg, data } = rlData(run);
       if (cfg.stream_minibatch_config) return streamingTrain(input, cfg, await heartbeating(data));
-      const tokens = new TokenTracker(input.tokens);
-      const { train } = await heartbeating(data);
-      const store = new RunStore(run.logPath);
-      const kept = input.groups.filter((g) => g.ref !== null);
-      const loaded = kept.map((g) => deserializeTrajectoryGroup(store.readBlob(g.ref!).toString('utf8')));
-      let groups = loaded;
-      const tags = kept.map((g) => train.getBatch(g.batch)[g.group]?.loggingTags() ?? []);
-      if (cfg.rollout_json_export) {
-        const rows = rolloutSummaryRows(groups, tags, { iteration: step, split: 'train', samplingClientStep: kept[0]?.samplingStep ?? null });
-        store.writeIterationFile(step, 'train_rollout_summaries.jsonl', rolloutSummariesJsonl(rows));
-      }
-      if (cfg.remove_constant_reward_groups) groups = removeConstantRewardGroups(groups);
-      tokens.recordDiscardedSampling(rolloutUsage(loaded.filter((g) => !groups.includes(g))));
-      const trajectoryMetrics = computeTrajectoryMetrics(groups, tags.slice(0, groups.length));
-      const advantages = computeAdvantages(groups);
-      const recorded = kept.map((g, i) => ({ ref: g.ref!, batch: g.batch, group: g.group, samplingStep: g.samplingStep, tags: tags[i], trajectories: loaded[i] }));
-      store.writeRolloutRecord(rolloutRecord(step, recorded, groups, advantages));
-      const { data_D } = assembleTrainingData(groups, advantages);
-      const kl = cfg.kl_penalty_coef > 0 ? await heartbeating(klPenalty(cfg, data_D)) : { metrics: {}, usage: NO_TOKENS };
-
-      const trained = await trainPolicyStep(backendOf(cfg), model, data_D, cfg, { learningRate, samplerName: `sampler_${pad(step + 1)}`, step });
-      const { samplerPath } = trained;
-      let tokenMetrics = tokens.recordStep(addTokens(rolloutUsage(groups), kl.usage, trainingUsage(data_D)));
-      let postKl: Record<string, number> = {};
-      if (cfg.compute_post_kl) {
-        const scored = await heartbeating(scoreAll(await newSampler(cfg, samplerPath), data_D));
-        postKl = computePostKl(data_D, scored.logprobs_D);
-        tokenMetrics = tokens.extendStep(scored.usage);
-      }
-      const metrics: Record<string, number> = {
-        ...preStepMetrics,
-        ...trajectoryMetrics,
-        ...kl.metrics,
-        ...trained.optimMetrics,
-        ...computeKlSampleTrain(data_D, trained.trainLogprobs_D),
-        ...tokenMetrics,
-        ...postKl,
-        ...errorMetrics,
-      };
-      store.writeMetrics({ step, ...metrics });
-      return { seqIdsUsed: trained.seqIdsUsed, metrics, samplerPath, tokens: tokens.totals };
+      const trained = await scopeSpan('do_train_step_and_get_sampling_client', () => trainStep(input, cfg, data));
+      return { ...trained, metrics: writeStepRow(run, step, trained.metrics, errorMetrics) };
     },
 
     /**
@@ -261,8 +267,10 @@ export function rlActivities(deps: ActivityDeps) {
       }
       const store = new RunStore(run.logPath);
       const local = ranges.map(([start, end]): [number, number] => [start - base, end - base]);
+      const started = nowMs();
       const prepared = await prepareStreamSubstep(cfg, store, await heartbeating(data), groups, local);
       const trained = await trainPolicySubstep(backendOf(cfg), model, prepared.minibatches, cfg, { learningRate, step, substep });
+      recordSpan(STREAMING_STEP_SPAN, started, nowMs(), { part: true });
       const record: StreamedSubstep = {
         groups: prepared.groups,
         data_D: prepared.minibatches.flat(),
@@ -280,14 +288,18 @@ export function rlActivities(deps: ActivityDeps) {
     async rlStreamFinish({ run, model, step, substeps, preStepMetrics, errorMetrics, tokens }: RLStreamFinishInput): Promise<RLTrainResult> {
       const { cfg } = rlData(run);
       const store = new RunStore(run.logPath);
+      const started = nowMs();
       const trained = mergeStreamedSubsteps(substeps.map((ref) => deserializeStreamedSubstep(store.readBlob(ref).toString('utf8'), ref)));
-      const saved = await savePolicySampler(backendOf(cfg), model, { samplerName: `sampler_${pad(step + 1)}`, ttlSeconds: cfg.ttl_seconds, step });
-      const finished = await finishStreamingStep(cfg, store, { step, trained, samplerPath: saved.samplerPath, preStepMetrics, errorMetrics, tokens });
-      return { seqIdsUsed: saved.seqIdsUsed, ...finished, samplerPath: saved.samplerPath };
+      const { saved, finished } = await scopeSpan('compute_full_batch_metrics_and_get_sampling_client', async () => {
+        const saved = await savePolicySampler(backendOf(cfg), model, { samplerName: `sampler_${pad(step + 1)}`, ttlSeconds: cfg.ttl_seconds, step });
+        return { saved, finished: await finishStreamingStep(cfg, store, { step, trained, samplerPath: saved.samplerPath, preStepMetrics, tokens }) };
+      });
+      recordSpan(STREAMING_STEP_SPAN, started, nowMs(), { part: true });
+      return { seqIdsUsed: saved.seqIdsUsed, tokens: finished.tokens, metrics: writeStepRow(run, step, finished.metrics, errorMetrics), samplerPath: saved.samplerPath };
     },
 
     /** The RL test-set evaluator (§2.11) on the pre-update sampler: every test group in parallel. */
-    async rlEval({ run, step, samplerPath }: { run: RunRef; step: number; samplerPath: string }): Promise<{ metrics: Record<string, number> }> {
+    rlEval: ({ run, step, samplerPath }: { run: RunRef; step: number; samplerPath: string }): Promise<{ metrics: Record<string, number> }> => asEvalsPart(run, async () => {
       const { cfg, data } = rlData(run);
       const { test } = await heartbeating(data);
       if (!test) return { metrics: {} };
@@ -313,8 +325,60 @@ export function rlActivities(deps: ActivityDeps) {
         new RunStore(run.logPath).writeIterationFile(step, 'eval_test_rollout_summaries.jsonl', rolloutSummariesJsonl(rows));
       }
       return { metrics: Object.fromEntries(Object.entries(metrics).map(([k, v]) => [`test/${k}`, v])) };
-    },
+    }),
   };
+
+  /**
+   * A step's training on its groups (§2.9 steps 6–10), timed under the reference's names; its row's
+   * metrics but the timing and the error counts.
+   */
+  async function trainStep(input: RLTrainInput, cfg: RLConfig, data: Promise<RLData>): Promise<RLTrainResult> {
+    const { run, model, step, learningRate, preStepMetrics } = input;
+    const tokens = new TokenTracker(input.tokens);
+    const { train } = await heartbeating(data);
+    const store = new RunStore(run.logPath);
+    const kept = input.groups.filter((g) => g.ref !== null);
+    const loaded = kept.map((g) => deserializeTrajectoryGroup(store.readBlob(g.ref!).toString('utf8')));
+    let groups = loaded;
+    const tags = kept.map((g) => train.getBatch(g.batch)[g.group]?.loggingTags() ?? []);
+    if (cfg.rollout_json_export) {
+      const rows = rolloutSummaryRows(groups, tags, { iteration: step, split: 'train', samplingClientStep: kept[0]?.samplingStep ?? null });
+      store.writeIterationFile(step, 'train_rollout_summaries.jsonl', rolloutSummariesJsonl(rows));
+    }
+    if (cfg.remove_constant_reward_groups) groups = removeConstantRewardGroups(groups);
+    tokens.recordDiscardedSampling(rolloutUsage(loaded.filter((g) => !groups.includes(g))));
+    const { trajectoryMetrics, data_D, kl } = await scopeSpan('prepare_minibatch', async () => {
+      const trajectoryMetrics = computeTrajectoryMetrics(groups, tags.slice(0, groups.length));
+      const advantages = computeAdvantages(groups);
+      const recorded = kept.map((g, i) => ({ ref: g.ref!, batch: g.batch, group: g.group, samplingStep: g.samplingStep, tags: tags[i], trajectories: loaded[i] }));
+      store.writeRolloutRecord(rolloutRecord(step, recorded, groups, advantages));
+      const { data_D } = await scopeSpan('assemble_training_data', () => assembleTrainingData(groups, advantages));
+      const kl = cfg.kl_penalty_coef > 0 ? await scopeSpan('kl_vs_base', () => heartbeating(klPenalty(cfg, data_D))) : { metrics: {}, usage: NO_TOKENS };
+      return { trajectoryMetrics, data_D, kl };
+    });
+
+    const trained = await trainPolicyStep(backendOf(cfg), model, data_D, cfg, { learningRate, samplerName: `sampler_${pad(step + 1)}`, step });
+    const { samplerPath } = trained;
+    let tokenMetrics = tokens.recordStep(addTokens(rolloutUsage(groups), kl.usage, trainingUsage(data_D)));
+    const fullBatch = await scopeSpan('compute_full_batch_metrics_and_get_sampling_client', async () => {
+      const klSampleTrain = await scopeSpan('compute_kl_sample_train', () => computeKlSampleTrain(data_D, trained.trainLogprobs_D));
+      if (!cfg.compute_post_kl) return { klSampleTrain, postKl: {} };
+      const scored = await scopeSpan('compute_post_kl', async () => heartbeating(scoreAll(await newSampler(cfg, samplerPath), data_D)));
+      tokenMetrics = tokens.extendStep(scored.usage);
+      return { klSampleTrain, postKl: computePostKl(data_D, scored.logprobs_D) };
+    });
+    const metrics: Record<string, number> = {
+      ...preStepMetrics,
+      ...(cfg.async_config ? samplingTimes(run, kept) : {}),
+      ...trajectoryMetrics,
+      ...kl.metrics,
+      ...trained.optimMetrics,
+      ...fullBatch.klSampleTrain,
+      ...tokenMetrics,
+      ...fullBatch.postKl,
+    };
+    return { seqIdsUsed: trained.seqIdsUsed, metrics, samplerPath, tokens: tokens.totals };
+  }
 
   /**
    * A streaming-minibatch step (§2.9) in one activity (histories recorded before substeps became
@@ -335,8 +399,8 @@ export function rlActivities(deps: ActivityDeps) {
       trainLogprobs_D: result.trainLogprobs_D,
       optimMetrics: result.optimMetrics,
     };
-    const finished = await finishStreamingStep(cfg, store, { step, trained, samplerPath: result.samplerPath, preStepMetrics, errorMetrics, tokens });
-    return { seqIdsUsed: result.seqIdsUsed, ...finished, samplerPath: result.samplerPath };
+    const finished = await scopeSpan('compute_full_batch_metrics_and_get_sampling_client', () => finishStreamingStep(cfg, store, { step, trained, samplerPath: result.samplerPath, preStepMetrics, tokens }));
+    return { seqIdsUsed: result.seqIdsUsed, tokens: finished.tokens, metrics: writeStepRow(run, step, finished.metrics, errorMetrics), samplerPath: result.samplerPath };
   }
 
   /**
@@ -358,15 +422,19 @@ export function rlActivities(deps: ActivityDeps) {
       const members = sampled.filter(({ group }) => !cfg.remove_constant_reward_groups || !allSame(group.getTotalRewards()));
       discarded = addTokens(discarded, rolloutUsage(sampled.filter((m) => !members.includes(m)).map((m) => m.group)));
       if (members.length === 0) continue;
-      const advantages = computeAdvantages(members.map((m) => m.group));
-      const { data_D } = assembleTrainingData(members.map((m) => m.group), advantages);
-      usage = addTokens(usage, rolloutUsage(members.map((m) => m.group)));
-      if (cfg.kl_penalty_coef > 0) {
-        const kl = await heartbeating(klPenalty(cfg, data_D));
-        // As the reference: each minibatch's KL penalty metrics replace the previous ones.
-        klMetrics = kl.metrics;
-        usage = addTokens(usage, kl.usage);
-      }
+      // As the reference's prepare_minibatch, once per minibatch.
+      const { advantages, data_D } = await scopeSpan('prepare_minibatch', async () => {
+        const advantages = computeAdvantages(members.map((m) => m.group));
+        const { data_D } = await scopeSpan('assemble_training_data', () => assembleTrainingData(members.map((m) => m.group), advantages));
+        usage = addTokens(usage, rolloutUsage(members.map((m) => m.group)));
+        if (cfg.kl_penalty_coef > 0) {
+          const kl = await scopeSpan('kl_vs_base', () => heartbeating(klPenalty(cfg, data_D)));
+          // As the reference: each minibatch's KL penalty metrics replace the previous ones.
+          klMetrics = kl.metrics;
+          usage = addTokens(usage, kl.usage);
+        }
+        return { advantages, data_D };
+      });
       members.forEach((m, i) => trained.push({ meta: m.meta, advantages: advantages[i], tags: train.getBatch(m.meta.batch)[m.meta.group]?.loggingTags() ?? [] }));
       minibatches.push(data_D);
     }
@@ -374,13 +442,13 @@ export function rlActivities(deps: ActivityDeps) {
   }
 
   /**
-   * A streaming step's rollout summaries, rollout record and metrics row, aggregated over the whole
-   * batch as the reference does once its last substep is applied.
+   * A streaming step's rollout summaries, rollout record and metrics (but its timing and error
+   * counts), aggregated over the whole batch as the reference does once its last substep is applied.
    */
   async function finishStreamingStep(
     cfg: RLConfig,
     store: RunStore,
-    opts: { step: number; trained: StreamedSubstep; samplerPath: string; preStepMetrics: Record<string, number>; errorMetrics: Record<string, number>; tokens: TokenTotals },
+    opts: { step: number; trained: StreamedSubstep; samplerPath: string; preStepMetrics: Record<string, number>; tokens: TokenTotals },
   ): Promise<{ metrics: Record<string, number>; tokens: TokenTotals }> {
     const { step, trained, samplerPath } = opts;
     const loaded = trained.groups.map((t) => deserializeTrajectoryGroup(store.readBlob(t.meta.ref!).toString('utf8')));
@@ -398,7 +466,7 @@ export function rlActivities(deps: ActivityDeps) {
     let tokenMetrics = tokens.recordStep(addTokens(trained.usage ?? NO_TOKENS, trainingUsage(all_D)));
     let postKl: Record<string, number> = {};
     if (cfg.compute_post_kl && all_D.length) {
-      const scored = await heartbeating(scoreAll(await newSampler(cfg, samplerPath), all_D));
+      const scored = await scopeSpan('compute_post_kl', async () => heartbeating(scoreAll(await newSampler(cfg, samplerPath), all_D)));
       postKl = computePostKl(all_D, scored.logprobs_D);
       tokenMetrics = tokens.extendStep(scored.usage);
     }
@@ -418,9 +486,7 @@ export function rlActivities(deps: ActivityDeps) {
       ...(all_D.length ? computeKlSampleTrain(all_D, trained.trainLogprobs_D) : {}),
       ...tokenMetrics,
       ...postKl,
-      ...opts.errorMetrics,
     };
-    store.writeMetrics({ step, ...metrics });
     return { metrics, tokens: tokens.totals };
   }
 

@@ -8,9 +8,11 @@ import { RunStore, type RunRef } from '../cookbook/run-store.js';
 import { buildChatDatasets } from '../cookbook/supervised/dataset.js';
 import { computeBpb, computeMeanNll } from '../cookbook/supervised/nll.js';
 import { NO_TOKENS, TokenTracker, tokenUsage } from '../cookbook/token-usage.js';
+import { scopeSpan } from '../cookbook/timing.js';
 import { ApplicationFailure } from '@temporalio/activity';
 import { callBackend, collectOrResubmit, heartbeating, type ActivityDeps } from './context.js';
 import { runDataCache } from './run-data.js';
+import { asEvaluator, stepTiming } from './timing.js';
 import { readRunConfig } from './training.js';
 import { ErrorTypes, type EvalInput, type EvalResult, type SlFinishInput, type SlFinishResult, type SlPlan, type SlRowState, type SlStepInput, type SlStepResult, type SlSubmitResult } from './types.js';
 
@@ -46,18 +48,42 @@ function assertFinite(metrics: Record<string, number>, step: number): void {
 export function supervisedActivities(deps: ActivityDeps) {
   const session = (run: RunRef, modelId: string): TrainingSession => deps.backendFor(readRunConfig<SupervisedConfig>(run).base_url).openTrainingSession(modelId);
 
-  async function submitStep({ run, model, epoch, batch, learningRate }: SlStepInput) {
-    const { cfg, data } = slData(run);
-    const batch_D = await (await data).train.batchAt(epoch, batch);
-    const client = session(run, model.modelId);
-    const fb = await callBackend('forward_backward', 'model-lost', () => client.forwardBackward(batch_D, 'cross_entropy', { seqId: model.nextSeqId }));
-    const adam = { learning_rate: learningRate, beta1: cfg.adam_beta1, beta2: cfg.adam_beta2, eps: cfg.adam_eps };
-    const optim = await callBackend('optim_step', 'model-lost', () => client.optimStep(adam, { seqId: model.nextSeqId + fb.seqIds }));
-    return { batch_D, fb, optim };
+  /** The reference's `submit_batch` (its evals are activities of their own here): the batch, its requests queued. */
+  function submitStep({ run, model, epoch, batch, learningRate }: SlStepInput) {
+    return scopeSpan('submit_batch', async () => {
+      const { cfg, data } = slData(run);
+      const batch_D = await scopeSpan('get_batch', async () => (await data).train.batchAt(epoch, batch));
+      const client = session(run, model.modelId);
+      const fb = await callBackend('forward_backward', 'model-lost', () => client.forwardBackward(batch_D, 'cross_entropy', { seqId: model.nextSeqId }));
+      const adam = { learning_rate: learningRate, beta1: cfg.adam_beta1, beta2: cfg.adam_beta2, eps: cfg.adam_eps };
+      const optim = await callBackend('optim_step', 'model-lost', () => client.optimStep(adam, { seqId: model.nextSeqId + fb.seqIds }));
+      return { batch_D, fb, optim };
+    });
   }
 
-  /** The step's metrics row (§1.2 step 7), written to the run store; a diverged loss stops the run. */
-  async function logStepRow(
+  /**
+   * The reference's `finish_batch`: the step's results awaited (`step`) and its metrics row (§1.2
+   * step 7) written with the step's timing; a diverged loss stops the run.
+   */
+  async function finishStep(
+    input: Omit<SlStepInput, 'model'> & SlRowState,
+    collect: () => Promise<{ batch_D: Datum[]; results: [ForwardBackwardOutput, OptimStepResponse] }>,
+  ): Promise<SlFinishResult> {
+    const { numTokens, metrics } = await scopeSpan('finish_batch', async () => {
+      const { batch_D, results } = await scopeSpan('step', collect);
+      return rowMetrics(input, batch_D, ...results);
+    });
+    const timing = stepTiming(input.run, input.step);
+    Object.assign(metrics, timing.metrics);
+    const store = new RunStore(input.run.logPath);
+    store.writeMetrics({ step: input.step, ...metrics });
+    timing.write(store);
+    assertFinite(metrics, input.step);
+    return { numTokens, metrics };
+  }
+
+  /** The step's metrics (§1.2 step 7) but its timing. */
+  async function rowMetrics(
     { run, step, epoch, learningRate, progressDenominator, preStepMetrics, elapsedTokensBefore }: Omit<SlStepInput, 'model'> & SlRowState,
     batch_D: Datum[],
     fbOut: ForwardBackwardOutput,
@@ -82,8 +108,6 @@ export function supervisedActivities(deps: ActivityDeps) {
       train_mean_bpb: computeBpb(logprobs_D, weights_D, targetsOf(batch_D), tokenizer),
       ...preStepMetrics,
     };
-    new RunStore(run.logPath).writeMetrics({ step, ...metrics });
-    assertFinite(metrics, step);
     return { numTokens, metrics };
   }
 
@@ -100,8 +124,11 @@ export function supervisedActivities(deps: ActivityDeps) {
     /** The whole step unit in one activity (`submit_ahead` 0): submitted, awaited, logged. */
     async slStep(input: SlStepInput & SlRowState): Promise<SlStepResult> {
       const { batch_D, fb, optim } = await submitStep(input);
-      const [fbOut, optimOut] = await callBackend('train step', 'model-lost', () => heartbeating(Promise.all([fb.result(), optim.result()]), { step: input.step }));
-      return { seqIdsUsed: fb.seqIds + optim.seqIds, ...await logStepRow(input, batch_D, fbOut, optimOut) };
+      const row = await finishStep(input, async () => ({
+        batch_D,
+        results: await callBackend('train step', 'model-lost', () => heartbeating(Promise.all([fb.result(), optim.result()]), { step: input.step })),
+      }));
+      return { seqIdsUsed: fb.seqIds + optim.seqIds, ...row };
     },
 
     /**
@@ -121,25 +148,26 @@ export function supervisedActivities(deps: ActivityDeps) {
     async slFinish(input: SlFinishInput): Promise<SlFinishResult> {
       const { run, step, epoch, batch, submitted } = input;
       const { data } = slData(run);
-      const batch_D = await (await data).train.batchAt(epoch, batch);
       const client = session(run, submitted.model.modelId);
-      const [fbOut, optimOut] = await callBackend('train step', 'model-lost', () =>
-        heartbeating(
-          collectOrResubmit(
-            () => Promise.all([client.forwardBackwardResult(submitted.forwardBackward), client.optimStepResult(submitted.optimStep)]),
-            async () => {
-              const { fb, optim } = await submitStep({ ...input, model: submitted.model });
-              return Promise.all([fb.result(), optim.result()]);
-            },
+      return finishStep(input, async () => ({
+        batch_D: await (await data).train.batchAt(epoch, batch),
+        results: await callBackend('train step', 'model-lost', () =>
+          heartbeating(
+            collectOrResubmit(
+              () => Promise.all([client.forwardBackwardResult(submitted.forwardBackward), client.optimStepResult(submitted.optimStep)]),
+              async () => {
+                const { fb, optim } = await submitStep({ ...input, model: submitted.model });
+                return Promise.all([fb.result(), optim.result()]);
+              },
+            ),
+            { step },
           ),
-          { step },
         ),
-      );
-      return await logStepRow(input, batch_D, fbOut, optimOut);
+      }));
     },
 
     /** The NLL evaluator on the test split: a forward pass (no gradients) on the pre-step weights. */
-    async slEval({ run, model, step }: EvalInput): Promise<EvalResult> {
+    slEval: ({ run, model, step }: EvalInput): Promise<EvalResult> => asEvaluator(run, async (): Promise<EvalResult> => {
       const { data } = slData(run);
       const { test, tokenizer } = await data;
       if (!test) return { seqIdsUsed: 0, metrics: {} };
@@ -156,6 +184,6 @@ export function supervisedActivities(deps: ActivityDeps) {
           'test/bpb': computeBpb(logprobs_D, weights_D, targetsOf(test_D), tokenizer),
         },
       };
-    },
+    }),
   };
 }

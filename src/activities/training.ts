@@ -8,7 +8,9 @@ import { checkpointMetadata, metadataConflicts, type MetadataConfig } from '../c
 import type { ContinueFrom } from '../cookbook/config/common.js';
 import { rowExpiry } from '../cookbook/checkpoint-expiry.js';
 import { parseTinkerPath } from '../backends/tinker-backend.js';
+import { scopeSpan } from '../cookbook/timing.js';
 import { callBackend, heartbeating, toFailure, type ActivityDeps } from './context.js';
+import { asEvalsPart, rollBackTiming, stepTiming } from './timing.js';
 import { ErrorTypes, type CreateModelInput, type LogMetricsInput, type ModelRef, type RestoreModelInput, type SaveCheckpointInput, type SaveCheckpointResult } from './types.js';
 
 /** The config fields model creation needs; every paradigm's config has them. */
@@ -88,6 +90,25 @@ export function trainingActivities(deps: ActivityDeps) {
     return { backend: deps.backendFor(cfg.base_url), cfg };
   };
 
+  async function saveCheckpoint({ run, model, name, kind, ttlSeconds, row, record = true }: SaveCheckpointInput): Promise<SaveCheckpointResult> {
+    const { backend, cfg } = backendOf(run);
+    const session = backend.openTrainingSession(model.modelId);
+    let seqId = model.nextSeqId;
+    const opts = () => ({ seqId, ttlSeconds, overwrite: true });
+    const expiry = rowExpiry(ttlSeconds); // before the save is sent: never later than the backend's
+    const state = kind === 'sampler' ? undefined : await callBackend('save_state', 'model-lost', () => session.saveState(name, opts()));
+    if (state) seqId += state.seqIds;
+    const sampler = kind === 'state' ? undefined : await callBackend('save_weights_for_sampler', 'model-lost', () => session.saveWeightsForSampler(name, opts()));
+    if (sampler) seqId += sampler.seqIds;
+    const [statePath, samplerPath] = await callBackend('save checkpoint', 'model-lost', () =>
+      heartbeating(Promise.all([state?.result().then((r) => r.path), sampler?.result().then((r) => r.path)])),
+    );
+    // Recorded only after both saves completed, so a row always names restorable weights.
+    // With what it was trained with, checked when a run loads it (checkpoint-metadata.ts).
+    if (record) new RunStore(run.logPath).writeCheckpoint({ name, ...row, ...checkpointMetadata(cfg as MetadataConfig), state_path: statePath, sampler_path: samplerPath, ...expiry });
+    return { seqIdsUsed: seqId - model.nextSeqId, statePath, samplerPath };
+  }
+
   return {
     async initRun({ run, config }: { run: RunRef; config: unknown }): Promise<void> {
       try {
@@ -138,23 +159,11 @@ export function trainingActivities(deps: ActivityDeps) {
       return { modelId: session.modelId, nextSeqId };
     },
 
-    async saveCheckpoint({ run, model, name, kind, ttlSeconds, row, record = true }: SaveCheckpointInput): Promise<SaveCheckpointResult> {
-      const { backend, cfg } = backendOf(run);
-      const session = backend.openTrainingSession(model.modelId);
-      let seqId = model.nextSeqId;
-      const opts = () => ({ seqId, ttlSeconds, overwrite: true });
-      const expiry = rowExpiry(ttlSeconds); // before the save is sent: never later than the backend's
-      const state = kind === 'sampler' ? undefined : await callBackend('save_state', 'model-lost', () => session.saveState(name, opts()));
-      if (state) seqId += state.seqIds;
-      const sampler = kind === 'state' ? undefined : await callBackend('save_weights_for_sampler', 'model-lost', () => session.saveWeightsForSampler(name, opts()));
-      if (sampler) seqId += sampler.seqIds;
-      const [statePath, samplerPath] = await callBackend('save checkpoint', 'model-lost', () =>
-        heartbeating(Promise.all([state?.result().then((r) => r.path), sampler?.result().then((r) => r.path)])),
-      );
-      // Recorded only after both saves completed, so a row always names restorable weights.
-      // With what it was trained with, checked when a run loads it (checkpoint-metadata.ts).
-      if (record) new RunStore(run.logPath).writeCheckpoint({ name, ...row, ...checkpointMetadata(cfg as MetadataConfig), state_path: statePath, sampler_path: samplerPath, ...expiry });
-      return { seqIdsUsed: seqId - model.nextSeqId, statePath, samplerPath };
+    saveCheckpoint(input: SaveCheckpointInput): Promise<SaveCheckpointResult> {
+      // Timed as the reference's CheckpointManager save; sampler weights alone as the SDK call they
+      // are, and the snapshot SL's and DPO's evaluators sample from as part of the step's evals.
+      const save = () => scopeSpan(input.record === false ? 'save_weights_for_sampler' : 'save_checkpoint', () => saveCheckpoint(input));
+      return input.name.startsWith('eval_') ? asEvalsPart(input.run, save) : save();
     },
 
     async deleteCheckpoint({ run, statePath }: { run: RunRef; statePath: string }): Promise<void> {
@@ -169,12 +178,17 @@ export function trainingActivities(deps: ActivityDeps) {
       runLogger(new RunStore(run.logPath).logFile, { run: run.workflowId }).info({ statePath }, 'rolling checkpoint deleted');
     },
 
+    /** A row no step activity writes (a step whose rollouts all failed, RL's closing totals), with its step's timing. */
     async logMetrics({ run, step, metrics }: LogMetricsInput): Promise<void> {
-      new RunStore(run.logPath).writeMetrics({ step, ...metrics });
+      const timing = stepTiming(run, step);
+      const store = new RunStore(run.logPath);
+      store.writeMetrics({ step, ...metrics, ...timing.metrics });
+      timing.write(store);
     },
 
     async rollBackMetrics({ run, fromStep }: { run: RunRef; fromStep: number }): Promise<void> {
       new RunStore(run.logPath).truncateMetrics(fromStep);
+      rollBackTiming(run, fromStep);
     },
   };
 }

@@ -66,6 +66,11 @@ export interface TinkerBackendOptions {
    * so that the caller can show why it waits (the worker heartbeats it into the running activity).
    */
   onRetry?: (info: RetryInfo) => void;
+  /**
+   * Called when a future's result arrives (or its polling fails): how long the caller waited on
+   * the server, so that the caller can account for it (the worker records it as a timing span).
+   */
+  onFutureWait?: (info: FutureWaitInfo) => void;
   /** Environment to read defaults from (default process.env); injectable for tests. */
   env?: Record<string, string | undefined>;
 }
@@ -79,6 +84,15 @@ export interface RetryInfo {
   delayMs: number;
   /** How long this call has been failing. */
   failingForMs: number;
+}
+
+export interface FutureWaitInfo {
+  requestType: string;
+  /** When polling began and ended, in milliseconds since the epoch. */
+  startMs: number;
+  endMs: number;
+  /** retrieve_future calls it took (long polls that timed out, re-polls after errors, the answer). */
+  polls: number;
 }
 
 export interface ResolvedOptions {
@@ -98,6 +112,7 @@ export interface ResolvedOptions {
   projectId: string | undefined;
   logger: Logger;
   onRetry: ((info: RetryInfo) => void) | undefined;
+  onFutureWait: ((info: FutureWaitInfo) => void) | undefined;
 }
 
 const silentLogger: Logger = { warn() {} };
@@ -139,6 +154,7 @@ export function resolveOptions(opts: TinkerBackendOptions = {}): ResolvedOptions
     projectId: opts.projectId ?? env.TINKER_PROJECT_ID ?? undefined,
     logger: opts.logger ?? silentLogger,
     onRetry: opts.onRetry,
+    onFutureWait: opts.onFutureWait,
   };
 }
 

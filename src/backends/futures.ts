@@ -71,7 +71,22 @@ export interface PollArgs<T> {
   wantProto: boolean;
 }
 
+/** High-resolution wall clock in ms since the epoch (what a caller's timing spans are measured in). */
+const nowMs = () => performance.timeOrigin + performance.now();
+
+/** Polls a future to its result, reporting how long that took to `opts.onFutureWait`. */
 export async function pollFuture<T>(http: HttpClient, opts: ResolvedOptions, args: PollArgs<T>): Promise<T> {
+  if (!opts.onFutureWait) return pollUntilDone(http, opts, args, { polls: 0 });
+  const startMs = nowMs();
+  const count = { polls: 0 };
+  try {
+    return await pollUntilDone(http, opts, args, count);
+  } finally {
+    opts.onFutureWait({ requestType: args.requestType, startMs, endMs: nowMs(), polls: count.polls });
+  }
+}
+
+async function pollUntilDone<T>(http: HttpClient, opts: ResolvedOptions, args: PollArgs<T>, count: { polls: number }): Promise<T> {
   const { requestId, requestType, decoder } = args;
   const policy = opts.retry;
   const deadline = opts.futureTimeoutMs !== undefined ? Date.now() + opts.futureTimeoutMs : undefined;
@@ -109,6 +124,7 @@ export async function pollFuture<T>(http: HttpClient, opts: ResolvedOptions, arg
       );
     }
     let res: HttpResponse;
+    count.polls++;
     try {
       res = await http.send({
         method: 'POST',

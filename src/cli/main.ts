@@ -41,6 +41,7 @@ ${TRACK_USAGE}
         [--out FILE]                        rollouts; written to <log dir>/report.html unless --out
         [--serve [--port N]]                --serve: live page on 127.0.0.1, re-rendered per request
         [--rollout-iterations N]            rollout iterations shown per run (default 50, evenly spaced)
+        [--trace FILE]                      write the steps' timing spans as a Perfetto / chrome://tracing file
 ${SWEEP_USAGE}
 ${EVAL_USAGE}
 ${EXPORT_USAGE}
@@ -69,6 +70,7 @@ async function main(argv: string[]): Promise<number> {
       serve: { type: 'boolean', default: false },
       port: { type: 'string' },
       'rollout-iterations': { type: 'string' },
+      trace: { type: 'string' },
       format: { type: 'string' },
       'base-dir': { type: 'string' },
       'base-model-id': { type: 'string' },
@@ -227,7 +229,7 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case 'report':
-      return (await import('../report/cli.js')).reportCommand(rest, { out: values.out, serve: values.serve, port: values.port, rolloutIterations: values['rollout-iterations'] }, async (id) =>
+      return (await import('../report/cli.js')).reportCommand(rest, { out: values.out, serve: values.serve, port: values.port, rolloutIterations: values['rollout-iterations'], trace: values.trace }, async (id) =>
         logDirOf(await connectClient(flags), id),
       );
     case 'export': {

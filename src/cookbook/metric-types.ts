@@ -13,13 +13,16 @@ const INT_METRIC_KEYS = new Set([
   'progress/batch', 'training_client/step', 'sampling_client/step_max', 'sampling_client/step_min', // RL, distillation
 ]);
 
+/** A repeated span's count (`time/<name>:count`, a `len()` in the reference's trace). */
+const isSpanCount = (key: string) => key.startsWith('time/') && key.endsWith(':count');
+
 /**
  * Whether a metrics.jsonl value is a Python int in the reference's rows; every other number there
  * is a float. Numbers that crossed Temporal no longer say which they were, so the key decides: the
- * names above, every token count (`tokens/…`), and the trajectory totals under any env tag
- * (`env/<tag>/total_episodes`, also as `test/env/…`).
+ * names above, every token count (`tokens/…`), the trajectory totals under any env tag
+ * (`env/<tag>/total_episodes`, also as `test/env/…`) and span counts.
  */
 export function isIntMetricKey(key: string): boolean {
-  return INT_METRIC_KEYS.has(key) || key.startsWith(TOKEN_METRIC_PREFIX) || TRAJECTORY_METRIC_INT_SUFFIXES.some((suffix) => key.endsWith(suffix));
+  return INT_METRIC_KEYS.has(key) || key.startsWith(TOKEN_METRIC_PREFIX) || TRAJECTORY_METRIC_INT_SUFFIXES.some((suffix) => key.endsWith(suffix)) || isSpanCount(key);
 }
 

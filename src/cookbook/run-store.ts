@@ -1,5 +1,6 @@
 // The run directory (the reference's `log_path`): config.json, metrics.jsonl, checkpoints.jsonl,
-// logs.log, plus `.cookbook/` for the machine-readable run record and claim-check blobs.
+// timing_spans.jsonl, logs.log, plus `.cookbook/` for the machine-readable run record and
+// claim-check blobs.
 //
 // Every write here is idempotent, because activities run at least once and a run recovered from a
 // checkpoint replays steps: a metrics row replaces any row of the same or a later step, a
@@ -15,6 +16,7 @@ import { existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { pyJsonDumps } from './pyjson.js';
 import { isIntMetricKey } from './metric-types.js';
+import type { TimingRow } from './timing.js';
 import { CheckedFile, CheckedJsonl, parseJsonLine, RunStoreDamagedError, RunStoreWriteError, writeFileAtomic } from './run-store-integrity.js';
 
 export { RunStoreDamagedError, RunStoreWriteError, writeFileAtomic };
@@ -73,6 +75,7 @@ export interface RolloutRecord {
 
 /** Beside the `rollouts/` blobs rather than in them: tests count the blobs of a batch directory. */
 const ROLLOUT_RECORDS_DIR = 'rollout_records';
+const TIMING_FLOAT_KEYS = new Set(['duration', 'wall_start', 'wall_end', 'wall_origin']);
 const KNOWN_CHECKPOINT_KEYS = ['name', 'batch', 'epoch', 'final', 'state_path', 'sampler_path'];
 
 export class RunDirInUseError extends Error {
@@ -93,23 +96,48 @@ function jsonRows(file: CheckedJsonl): Array<{ line: number; text: string; row: 
 
 const stepOf = (row: Record<string, unknown>) => (typeof row.step === 'number' ? row.step : -1);
 
+/** Appends the line of `step`, or replaces the rows of this step and later ones with it. */
+function writeStepLine(file: CheckedJsonl, step: number, line: string): void {
+  file.settle();
+  const tail = file.lastLine();
+  const tailStep = tail === undefined || tail.trim() === '' ? -1 : stepOf(parseJsonLine(file.file, undefined, tail) as Record<string, unknown>);
+  if (tailStep < step) {
+    file.append(line);
+    return;
+  }
+  const kept = jsonRows(file).filter((r) => stepOf(r.row) < step);
+  file.rewrite([...kept.map((r) => r.text), line]);
+}
+
+/** Drops the rows of `fromStep` and later. */
+function truncateStepLines(file: CheckedJsonl, fromStep: number): void {
+  if (!existsSync(file.file)) return;
+  const rows = jsonRows(file);
+  const kept = rows.filter((r) => stepOf(r.row) < fromStep);
+  if (kept.length !== rows.length) file.rewrite(kept.map((r) => r.text));
+}
+
 export class RunStore {
   readonly configJson: string;
   readonly metricsJsonl: string;
   readonly checkpointsJsonl: string;
+  readonly timingSpansJsonl: string;
   readonly logFile: string;
   private readonly recordFile: string;
   private readonly metrics: CheckedJsonl;
   private readonly checkpoints: CheckedJsonl;
+  private readonly timingSpans: CheckedJsonl;
 
   constructor(readonly logPath: string) {
     this.configJson = join(logPath, 'config.json');
     this.metricsJsonl = join(logPath, 'metrics.jsonl');
     this.checkpointsJsonl = join(logPath, 'checkpoints.jsonl');
+    this.timingSpansJsonl = join(logPath, 'timing_spans.jsonl');
     this.logFile = join(logPath, 'logs.log');
     this.recordFile = join(logPath, '.cookbook', 'run.json');
     this.metrics = new CheckedJsonl(logPath, this.metricsJsonl);
     this.checkpoints = new CheckedJsonl(logPath, this.checkpointsJsonl);
+    this.timingSpans = new CheckedJsonl(logPath, this.timingSpansJsonl);
   }
 
   private checked(path: string): CheckedFile {
@@ -155,28 +183,31 @@ export class RunStore {
    * rolled back to a checkpoint) are replaced, so the file always reads as one clean history.
    */
   writeMetrics(row: MetricsRow & { step: number }): void {
-    const line = pyJsonDumps(row, { floatKeys: (k) => !isIntMetricKey(k) });
-    this.metrics.settle();
-    const tail = this.metrics.lastLine();
-    const tailStep = tail === undefined || tail.trim() === '' ? -1 : stepOf(parseJsonLine(this.metricsJsonl, undefined, tail) as Record<string, unknown>);
-    if (tailStep < row.step) {
-      this.metrics.append(line);
-      return;
-    }
-    const kept = jsonRows(this.metrics).filter((r) => stepOf(r.row) < row.step);
-    this.metrics.rewrite([...kept.map((r) => r.text), line]);
+    writeStepLine(this.metrics, row.step, pyJsonDumps(row, { floatKeys: (k) => !isIntMetricKey(k) }));
   }
 
   /** Drops rows of `fromStep` and later: their updates were undone by a restore from a checkpoint. */
   truncateMetrics(fromStep: number): void {
-    if (!existsSync(this.metricsJsonl)) return;
-    const rows = jsonRows(this.metrics);
-    const kept = rows.filter((r) => stepOf(r.row) < fromStep);
-    if (kept.length !== rows.length) this.metrics.rewrite(kept.map((r) => r.text));
+    truncateStepLines(this.metrics, fromStep);
   }
 
   readMetrics(): Array<Record<string, unknown>> {
     return jsonRows(this.metrics).map((r) => r.row);
+  }
+
+  /** A step's `timing_spans.jsonl` row, replacing any row of the same or a later step (as metrics rows). */
+  writeTimingSpans(row: TimingRow): void {
+    // As the reference's json.dumps: durations and wall times are floats (`0.0`), the step an int.
+    writeStepLine(this.timingSpans, row.step, pyJsonDumps(row, { floatKeys: TIMING_FLOAT_KEYS }));
+  }
+
+  /** Drops timing rows of `fromStep` and later, with the metrics rows they belong to. */
+  truncateTimingSpans(fromStep: number): void {
+    truncateStepLines(this.timingSpans, fromStep);
+  }
+
+  readTimingSpans(): TimingRow[] {
+    return jsonRows(this.timingSpans).map((r) => r.row as unknown as TimingRow);
   }
 
   /** Appends a checkpoint row, or replaces the row with the same name. */

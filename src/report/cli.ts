@@ -3,12 +3,15 @@ import { ConfigError } from '../cookbook/config/overrides.js';
 import type { LogDirLookup } from './resolve.js';
 import { resolveTargets, writeReport } from './report.js';
 import { serveReport } from './serve.js';
+import { writeTrace } from './trace.js';
 
 export interface ReportCommandOptions {
   out?: string;
   serve: boolean;
   port?: string;
   rolloutIterations?: string;
+  /** Write the runs' timing spans as a Chrome trace-event file (Perfetto) here, instead of the page (unless `out` asks for it too). */
+  trace?: string;
 }
 
 function positiveInt(flag: string, value: string | undefined, min: number): number | undefined {
@@ -21,8 +24,14 @@ function positiveInt(flag: string, value: string | undefined, min: number): numb
 export async function reportCommand(targets: string[], opts: ReportCommandOptions, lookup: LogDirLookup): Promise<number> {
   const rolloutIterations = positiveInt('rollout-iterations', opts.rolloutIterations, 0);
   const port = positiveInt('port', opts.port, 0);
+  if (opts.trace !== undefined && opts.serve) throw new ConfigError('report: --trace writes a file; --serve writes none (choose one)');
   if (!opts.serve) {
     if (opts.port !== undefined) throw new ConfigError('report: --port goes with --serve');
+    if (opts.trace !== undefined) {
+      const events = await writeTrace(targets, opts.trace, { lookup });
+      console.log(`wrote ${opts.trace} (${events} spans; open it in https://ui.perfetto.dev or chrome://tracing)`);
+      if (opts.out === undefined) return 0;
+    }
     console.log(`wrote ${await writeReport(targets, { out: opts.out, lookup, rolloutIterations })}`);
     return 0;
   }

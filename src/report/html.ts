@@ -19,6 +19,8 @@ export interface ReportModel {
   notice?: string;
   /** The results tables of the sweeps among the targets (report/sweep.ts), rendered. */
   sweepSection?: string;
+  /** Where each run's steps spent their time (report/timing.ts), rendered. */
+  timingSection?: string;
 }
 
 export const esc = (s: unknown) =>
@@ -58,6 +60,7 @@ summary{cursor:pointer}
 .muted{color:#777}.notice{background:#fff6d6;border:1px solid #e8d48a;padding:8px 12px;margin:12px 0}
 .kv{font-size:12.5px;color:#444}.kv b{font-weight:600}
 .bad{color:#b03030}
+.legend-item{margin-right:10px;white-space:nowrap}
 `;
 
 /** Reloads the report in place: open <details> and the scroll position survive each refresh. */
@@ -179,6 +182,7 @@ export function renderHtml(m: ReportModel): string {
   const nav = [
     ...(m.sweepSection ? ['<a href="#sweep">sweep results</a>'] : []),
     ...m.groups.map((g) => `<a href="#metrics-${slug(g.name)}">${esc(g.name)}</a>`),
+    ...(m.timingSection ? ['<a href="#timing">timing</a>'] : []),
     '<a href="#config">config</a>',
     '<a href="#checkpoints">checkpoints</a>',
     ...(hasRollouts ? ['<a href="#rollouts">rollouts</a>'] : []),
@@ -186,7 +190,7 @@ export function renderHtml(m: ReportModel): string {
   const status = `<div id="status" class="muted">generated ${esc(m.generatedAt.toISOString().replace('T', ' ').slice(0, 19))} UTC${m.live ? ` · live, refreshing every ${m.live.refreshSeconds}s` : ''}</div>`;
   const notice = m.notice ? `<div class="notice">${esc(m.notice)}</div>` : '';
   const content = m.runs.length
-    ? `<div id="content">${notice}${m.sweepSection ?? ''}${runsTable(m.runs)}${metricsSection(m)}${configSection(m.runs)}${checkpointsSection(m.runs)}${rolloutsSection(m)}</div>`
+    ? `<div id="content">${notice}${m.sweepSection ?? ''}${runsTable(m.runs)}${metricsSection(m)}${m.timingSection ?? ''}${configSection(m.runs)}${checkpointsSection(m.runs)}${rolloutsSection(m)}</div>`
     : `<div id="content">${notice}</div>`;
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">

@@ -7,6 +7,7 @@ import { loadRun, loadRuns, ReportError, requireMetrics, type RunData } from './
 import { resolveTarget, type LogDirLookup } from './resolve.js';
 import { DEFAULT_MAX_ITERATIONS, loadRollouts } from './rollouts.js';
 import { isSweepRun, loadSweepTable, renderSweepSection } from './sweep.js';
+import { renderTimingSection } from './timing.js';
 
 export interface ReportOptions {
   /** Looks up workflow ids that name no directory (the CLI asks Temporal). */
@@ -65,7 +66,8 @@ export async function buildReportHtml(logDirs: readonly string[], opts: ReportOp
     const i = runs.findIndex((r) => basename(r.logDir) === name || basename(dirname(r.logDir)) === name);
     return i === -1 ? undefined : runColor(i);
   });
-  return renderHtml({ runs, groups, charts, rollouts, generatedAt: new Date(), live: opts.live, notice, sweepSection: sweepSection || undefined });
+  const timingSection = await renderTimingSection(runs);
+  return renderHtml({ runs, groups, charts, rollouts, generatedAt: new Date(), live: opts.live, notice, sweepSection: sweepSection || undefined, timingSection: timingSection || undefined });
 }
 
 /** Writes the report (by default `report.html` in the first run's log dir) and returns its path. */

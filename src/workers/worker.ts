@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { bundleWorkflowCode, NativeConnection, Worker, type NativeConnectionOptions, type WorkflowBundle } from '@temporalio/worker';
 import { ApplicationFailure } from '@temporalio/activity';
-import { reportBackendRetry } from '../activities/context.js';
+import { reportBackendRetry, reportFutureWait } from '../activities/context.js';
 import { createActivities } from '../activities/index.js';
 import { ErrorTypes } from '../activities/types.js';
 import type { TrainingBackend } from '../backends/types.js';
@@ -127,7 +127,7 @@ export async function createCookbookWorker(opts: CookbookWorkerOptions): Promise
     let backend = backends.get(url);
     if (!backend) {
       try {
-        backend = createTinkerBackend({ baseUrl: url, apiKey: apiKeyFor(url, opts.tinkerApiKey), onRetry: reportBackendRetry });
+        backend = createTinkerBackend({ baseUrl: url, apiKey: apiKeyFor(url, opts.tinkerApiKey), onRetry: reportBackendRetry, onFutureWait: reportFutureWait });
       } catch (err) {
         // A missing or malformed key cannot fix itself on retry.
         throw ApplicationFailure.nonRetryable(`training backend ${url}: ${(err as Error).message}`, ErrorTypes.auth);

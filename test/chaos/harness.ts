@@ -9,6 +9,7 @@ import type { PipelineResult } from '../../src/workflows/pipeline.js';
 import type { SweepResult } from '../../src/workflows/sweep.js';
 import type { RunResult } from '../../src/workflows/shared/training-run.js';
 import { rng } from '../support/rng.js';
+import { RunStore } from '../../src/cookbook/run-store.js';
 import { checkpointsOf, metricsOf, weightsFingerprint } from '../support/runs.js';
 import { startTestStack, testRun, workerProcess, type TestStack } from '../support/stack.js';
 import { timed } from '../support/timing.js';
@@ -28,6 +29,8 @@ export interface Baseline {
   checkpoints: Array<Record<string, unknown>>;
   fingerprint: string;
   steps: number;
+  /** Per run: the steps of its timing_spans.jsonl rows and of its metrics rows with `time/*` keys (their values differ per run). */
+  timing: Array<{ rows: number[]; timed: number[] }>;
 }
 
 export interface TrialOptions {
@@ -178,6 +181,7 @@ export class ChaosLab {
       checkpoints: logPaths.flatMap((p, i) => tagged(checkpointsOf(p), i)),
       fingerprint: await weightsFingerprint(this.stack.engine.baseUrl, result.finalCheckpoint!.samplerPath!),
       steps: result.steps,
+      timing: logPaths.map(timingSteps),
     };
   }
 
@@ -195,8 +199,18 @@ export class ChaosLab {
       checkpoints: dirs.flatMap((d, i) => checkpointsOf(d).map((r) => ({ point: i, ...r }))),
       fingerprint: fingerprints.join(':'),
       steps: result.steps,
+      timing: dirs.map(timingSteps),
     };
   }
+}
+
+/** Which steps a run timed: once each in an uninterrupted run, and so in a crashed one. */
+function timingSteps(logPath: string): { rows: number[]; timed: number[] } {
+  const store = new RunStore(logPath);
+  return {
+    rows: store.readTimingSpans().map((r) => r.step),
+    timed: store.readMetrics().filter((r) => Object.keys(r).some((k) => k.startsWith('time/'))).map((r) => r.step as number),
+  };
 }
 
 export function compare(expected: Baseline, got: Baseline): { equal: boolean; differences: string[] } {
@@ -208,6 +222,7 @@ export function compare(expected: Baseline, got: Baseline): { equal: boolean; di
     differences.push(`metrics.jsonl differs (first at row ${i === -1 ? Math.min(got.metrics.length, expected.metrics.length) : i})`);
   }
   if (JSON.stringify(got.checkpoints) !== JSON.stringify(expected.checkpoints)) differences.push('checkpoints.jsonl differs');
+  if (JSON.stringify(got.timing) !== JSON.stringify(expected.timing)) differences.push(`timed steps differ: ${JSON.stringify(got.timing)} ≠ ${JSON.stringify(expected.timing)}`);
   return { equal: differences.length === 0, differences };
 }
 

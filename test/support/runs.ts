@@ -25,6 +25,30 @@ export function checkpointsOf(logPath: string): Array<Record<string, unknown>> {
     .map(({ state_path: _s, sampler_path: _p, ...rest }) => Object.fromEntries(Object.entries(rest).filter(([k]) => !recordedForLoading.has(k))));
 }
 
+/**
+ * What is wrong with a run's timing (none: []): each of `steps` has `time/*` keys in its metrics row
+ * (`time/total` iff `total`), timing_spans.jsonl has exactly one row per timed metrics row, in step
+ * order, and every span has the reference's four fields, its wall times relative to the row's
+ * earliest span. Wall-clock values differ between runs: only their shape is checked.
+ */
+export function timingProblems(logPath: string, steps: readonly number[], opts: { total: boolean }): string[] {
+  const store = new RunStore(logPath);
+  const out: string[] = [];
+  const timedRows = store.readMetrics().filter((r) => Object.keys(r).some((k) => k.startsWith('time/')));
+  const timedSteps = timedRows.map((r) => r.step as number);
+  for (const step of steps) if (!timedSteps.includes(step)) out.push(`step ${step}: no time/* keys in its metrics row`);
+  for (const row of timedRows) if ((typeof row['time/total'] === 'number') !== opts.total) out.push(`step ${row.step}: time/total ${opts.total ? 'missing' : 'present'}`);
+  const rows = store.readTimingSpans();
+  if (JSON.stringify(rows.map((r) => r.step)) !== JSON.stringify(timedSteps)) out.push(`timing_spans.jsonl steps ${JSON.stringify(rows.map((r) => r.step))}, timed metrics rows ${JSON.stringify(timedSteps)}`);
+  for (const row of rows) {
+    if (row.spans.length === 0) out.push(`step ${row.step}: a timing row without spans`);
+    const bad = row.spans.filter((s) => typeof s.name !== 'string' || !(s.wall_start >= 0) || !(s.wall_end >= s.wall_start) || Math.abs(s.duration - (s.wall_end - s.wall_start)) > 1e-3);
+    if (bad.length) out.push(`step ${row.step}: spans without the reference's four fields: ${JSON.stringify(bad.slice(0, 2))}`);
+    if (Math.min(...row.spans.map((s) => s.wall_start)) !== 0) out.push(`step ${row.step}: wall times not relative to the earliest span`);
+  }
+  return out;
+}
+
 const PROBE_TOKENS = [785, 6722, 315, 9625, 374, 12095, 13, 576, 6722, 315, 9856, 374, 19846, 13, 151645, 198, 151644, 77091, 198];
 
 /**

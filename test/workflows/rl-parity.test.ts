@@ -12,7 +12,7 @@ import { RunStore } from '../../src/cookbook/run-store.js';
 import { progressQuery } from '../../src/workflows/shared/messages.js';
 import type { RunResult } from '../../src/workflows/shared/training-run.js';
 import { checkHistories, overlappingActivities } from '../support/history.js';
-import { checkpointsOf, metricsOf, weightsFingerprint } from '../support/runs.js';
+import { checkpointsOf, metricsOf, timingProblems, weightsFingerprint } from '../support/runs.js';
 import { startTestStack, testRun, uninterruptedRun, waitUntil, workerProcess, type TestStack } from '../support/stack.js';
 import { expectRlTokenTotals, stepRows } from '../support/tokens.js';
 
@@ -129,6 +129,13 @@ describe('RL parity: gspo, streaming minibatches, num_epochs', { timeout: 900_00
       expect(units.filter((u) => u.type === 'rlStreamSubstep').map((u) => [u.step, u.substep])).toEqual(cleanUnits.filter((u) => u.type === 'rlStreamSubstep').map((u) => [u.step, u.substep]));
 
       expect(metricsOf(crashed.run.logPath)).toEqual(metricsOf(clean.run.logPath));
+      // Each step's timing once, its substeps' training and its rollouts in it, the substep trained twice counted once.
+      expect(timingProblems(crashed.run.logPath, [0, 1, 2, 3], { total: true })).toEqual([]);
+      for (const row of stepRows(new RunStore(crashed.run.logPath).readMetrics())) {
+        expect(row).toMatchObject({ 'time/train_step:count': 2, 'time/trajectory_group_worker:count': 4 });
+        expect(row['time/prepare_minibatch:count']).toBeGreaterThanOrEqual(2);
+        expect(row).toHaveProperty('time/do_train_step_streaming_and_get_sampling_client');
+      }
       expect(new RunStore(crashed.run.logPath).readRolloutRecords()).toEqual(new RunStore(clean.run.logPath).readRolloutRecords());
       expect(checkpointsOf(crashed.run.logPath)).toEqual(checkpointsOf(clean.run.logPath));
       expect(await weightsFingerprint(stack.engine.baseUrl, crashedResult.finalCheckpoint!.samplerPath!)).toBe(
@@ -163,6 +170,9 @@ describe('RL parity: gspo, streaming minibatches, num_epochs', { timeout: 900_00
       expect(units.filter((u) => u.type === 'rlStreamSubstep' && u.step === 2 && u.substep === 0)).toHaveLength(2);
 
       expect(metricsOf(crashed.run.logPath)).toEqual(metricsOf(clean.run.logPath));
+      // The replayed step's timing replaced its first attempt's: once per step, each substep once.
+      expect(timingProblems(crashed.run.logPath, [0, 1, 2, 3], { total: true })).toEqual([]);
+      expect(stepRows(new RunStore(crashed.run.logPath).readMetrics()).map((r) => r['time/train_step:count'])).toEqual([2, 2, 2, 2]);
       expect(new RunStore(crashed.run.logPath).readRolloutRecords()).toEqual(new RunStore(clean.run.logPath).readRolloutRecords());
       expect(checkpointsOf(crashed.run.logPath)).toEqual(checkpointsOf(clean.run.logPath));
       expect(await weightsFingerprint(stack.engine.baseUrl, crashedResult.finalCheckpoint!.samplerPath!)).toBe(

@@ -8,7 +8,7 @@ import { NO_TOKENS } from '../../src/cookbook/token-usage.js';
 import { progressQuery } from '../../src/workflows/shared/messages.js';
 import type { RunResult } from '../../src/workflows/shared/training-run.js';
 import { checkHistories } from '../support/history.js';
-import { checkpointsOf, metricsOf, weightsFingerprint } from '../support/runs.js';
+import { checkpointsOf, metricsOf, timingProblems, weightsFingerprint } from '../support/runs.js';
 import { startTestStack, testRun, untilActivityRunning, waitUntil, withWorker, workerProcess, type TestStack } from '../support/stack.js';
 import { fullTier } from '../support/tier.js';
 import { expectRlTokenTotals, stepRows } from '../support/tokens.js';
@@ -100,6 +100,8 @@ describe('RL workflow', { timeout: 600_000 }, () => {
       expect(metricsOf(clean.run.logPath).filter((r) => 'probe/accuracy' in r).map((r) => r.step)).toEqual([0, 2, 4]);
       expectBilledTokens(metricsOf(clean.run.logPath), new RunStore(clean.run.logPath).readCheckpoints());
       expect(metricsOf(crashed.run.logPath)).toEqual(metricsOf(clean.run.logPath));
+      // Timings differ between the runs (metricsOf leaves them out); each step has them once.
+      expect(timingProblems(crashed.run.logPath, [0, 1, 2, 3, 4, 5], { total: true })).toEqual([]);
       expect(checkpointsOf(crashed.run.logPath)).toEqual(checkpointsOf(clean.run.logPath));
       expect(await weightsFingerprint(stack.engine.baseUrl, crashedResult.finalCheckpoint!.samplerPath!)).toBe(
         await weightsFingerprint(stack.engine.baseUrl, cleanResult.finalCheckpoint!.samplerPath!),
@@ -124,6 +126,12 @@ describe('RL workflow', { timeout: 600_000 }, () => {
     }
     // Overlap: some step trained on groups sampled before the previous update.
     expect(rows.some((r) => (r.step as number) - (r['sampling_client/step_min'] as number) === 1)).toBe(true);
+    // Timing as the reference's async loop: the train step's spans, and how long its groups took to sample.
+    expect(timingProblems(run.run.logPath, [0, 1, 2, 3, 4, 5], { total: true })).toEqual([]);
+    for (const row of new RunStore(run.run.logPath).readMetrics().slice(0, 6)) {
+      expect(row['time/sampling_time_min']).toBeLessThanOrEqual(row['time/sampling_time_max'] as number);
+      expect(row).toHaveProperty('time/train_step');
+    }
     // The token totals went on through continue-as-new (every 3 steps).
     expectRlTokenTotals(metricsOf(run.run.logPath), new RunStore(run.run.logPath).readCheckpoints(), 6);
     expect(existsSync(join(run.run.logPath, 'iteration_000005', 'train_rollout_summaries.jsonl'))).toBe(true);

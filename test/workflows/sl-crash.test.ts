@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRun } from '../../src/cli/train.js';
 import { progressQuery } from '../../src/workflows/shared/messages.js';
 import type { RunResult } from '../../src/workflows/shared/training-run.js';
-import { checkpointsOf, metricsOf, weightsFingerprint } from '../support/runs.js';
+import { checkpointsOf, metricsOf, timingProblems, weightsFingerprint } from '../support/runs.js';
 import { startTestStack, testRun, uninterruptedRun, waitUntil, workerProcess, type TestStack } from '../support/stack.js';
 import { inFullTier } from '../support/tier.js';
 
@@ -22,6 +22,7 @@ afterAll(async () => {
 });
 
 const uninterrupted = uninterruptedRun(() => stack, config);
+const steps = (n: number) => Array.from({ length: n }, (_, i) => i);
 
 // Both loops: pipelined (submit_ahead 1, the default: a kill can land between a step's submission
 // and its collection, with the next step already queued) and, in the fuller tier, unpipelined
@@ -46,7 +47,9 @@ for (const [loop, overrides] of inFullTier<[string, string[]]>([['pipelined', []
     expect(crashedResult.status).toBe('completed');
     expect(crashedResult.steps).toBe(cleanResult.steps);
     expect(crashedResult.recoveries).toBe(0); // the engine kept the model: seq-id dedupe, no restore
+    // Equal but for wall-clock timings (metricsOf leaves time/* out), which are there once per step.
     expect(metricsOf(crashed.run.logPath)).toEqual(metricsOf(clean.run.logPath));
+    expect(timingProblems(crashed.run.logPath, steps(cleanResult.steps), { total: false })).toEqual([]);
     expect(checkpointsOf(crashed.run.logPath)).toEqual(checkpointsOf(clean.run.logPath));
     const [a, b] = await Promise.all([
       weightsFingerprint(stack.engine.baseUrl, cleanResult.finalCheckpoint!.samplerPath!),
@@ -69,6 +72,8 @@ for (const [loop, overrides] of inFullTier<[string, string[]]>([['pipelined', []
       expect(crashedResult.status).toBe('completed');
       expect(crashedResult.recoveries).toBeGreaterThanOrEqual(1);
       expect(metricsOf(crashed.run.logPath)).toEqual(metricsOf(clean.run.logPath));
+      // The replayed steps' timing replaced what their first attempt had: one row per step.
+      expect(timingProblems(crashed.run.logPath, steps(cleanResult.steps), { total: false })).toEqual([]);
       expect(checkpointsOf(crashed.run.logPath)).toEqual(checkpointsOf(clean.run.logPath));
       const [a, b] = await Promise.all([
         weightsFingerprint(stack.engine.baseUrl, cleanResult.finalCheckpoint!.samplerPath!),

@@ -20,6 +20,7 @@ import {
   type Trajectory,
   type Transition,
 } from './types.js';
+import { scopeSpan } from '../timing.js';
 
 export const TRUNCATION_METRIC_KEY = 'num_truncations_max_turn_tokens';
 
@@ -91,7 +92,8 @@ class RolloutRun {
   }
 
   private async loop(): Promise<Trajectory> {
-    const init = await this.env.initialObservation();
+    // Spans under the reference's names (rollout_runner.py's scope_spans), where an activity records them.
+    const init = await scopeSpan('env_initial_observation', () => this.env.initialObservation());
     if (init instanceof InitialObservationOverflow) return this.finalizeInitialOverflow(init);
     this.ob = init.ob;
     this.stopCondition = init.stopCondition;
@@ -106,7 +108,7 @@ class RolloutRun {
       if (budgetStop !== null) return this.finalizeRunnerStop(budgetStop);
       const ac = await this.sample(this.perCallBudget());
       if (this.abandoned) return this.finalizeRunnerStop(StopReason.ROLLOUT_TIMEOUT, false);
-      const step = await this.env.step(ac.tokens, { extra: { stop_reason: ac.stopReason } });
+      const step = await scopeSpan('env_step', () => this.env.step(ac.tokens, { extra: { stop_reason: ac.stopReason } }));
       if (this.abandoned) return this.finalizeRunnerStop(StopReason.ROLLOUT_TIMEOUT, false);
       const transition: Transition = { ob: this.ob, ac, reward: step.reward, episodeDone: step.episodeDone, metrics: step.metrics ?? {}, logs: step.logs ?? {} };
       this.transitions.push(transition);
@@ -223,10 +225,12 @@ class RolloutRun {
   }
 
   private sample(budget: number | undefined) {
-    // The per-call cap is passed only when a budget applies, as the reference does.
-    const call = budget === undefined ? this.policy(this.ob, this.stopCondition) : this.policy(this.ob, this.stopCondition, { maxTokens: budget });
-    const seconds = this.limits?.sampling_turn_timeout_seconds ?? null;
-    return withinSeconds(call, seconds, () => new SamplingTurnTimeoutError(`Sampling call exceeded sampling_turn_timeout_seconds=${seconds}`));
+    return scopeSpan('policy_sample', () => {
+      // The per-call cap is passed only when a budget applies, as the reference does.
+      const call = budget === undefined ? this.policy(this.ob, this.stopCondition) : this.policy(this.ob, this.stopCondition, { maxTokens: budget });
+      const seconds = this.limits?.sampling_turn_timeout_seconds ?? null;
+      return withinSeconds(call, seconds, () => new SamplingTurnTimeoutError(`Sampling call exceeded sampling_turn_timeout_seconds=${seconds}`));
+    });
   }
 
   private attachTruncationMetric(): void {

@@ -13,6 +13,7 @@ import { BackendError } from '../../backends/types.js';
 import type { TokenCompleter } from './completers.js';
 import { applyZeroRewardOnLimit, GraderTimeoutError, shouldSkipGroupGrading, withinSeconds, type TerminationRewardPolicy } from './rollout-limits.js';
 import { runRollout } from './rollout-runner.js';
+import { scopeSpan } from '../timing.js';
 import {
   AllTrajectoriesFailedError,
   RolloutTimeoutError,
@@ -287,7 +288,9 @@ export async function doGroupRollout(
     const seconds = termination?.grader_timeout_seconds ?? null;
     const rewards = shouldSkipGroupGrading(termination, result.trajectories)
       ? result.trajectories.map((): [number, Metrics] => [0, {}])
-      : await withinSeconds(builder.computeGroupRewards(result.trajectories, result.envs), seconds, () => new GraderTimeoutError(`compute_group_rewards exceeded grader_timeout_seconds=${seconds}`));
+      : await scopeSpan('compute_group_rewards', () =>
+          withinSeconds(builder.computeGroupRewards(result.trajectories, result.envs), seconds, () => new GraderTimeoutError(`compute_group_rewards exceeded grader_timeout_seconds=${seconds}`)),
+        );
     if (rewards.length !== result.trajectories.length) {
       throw new RangeError(`computeGroupRewards returned ${rewards.length} rewards for ${result.trajectories.length} trajectories`);
     }
@@ -313,11 +316,16 @@ export interface GroupRolloutOptions {
  * trajectory failed, when a catching strategy hit a group error, or when constant-reward groups
  * are removed and this one is constant. Other errors propagate.
  */
-export async function doGroupRolloutAndFilterConstantReward(
+export function doGroupRolloutAndFilterConstantReward(
   builder: EnvGroupBuilder,
   policy: PolicySource,
   opts: GroupRolloutOptions = {},
 ): Promise<TrajectoryGroup | null> {
+  // Timed under the reference's function name (its @trace.scope), where an activity records spans.
+  return scopeSpan('do_group_rollout_and_filter_constant_reward', () => groupRolloutAndFilter(builder, policy, opts));
+}
+
+async function groupRolloutAndFilter(builder: EnvGroupBuilder, policy: PolicySource, opts: GroupRolloutOptions): Promise<TrajectoryGroup | null> {
   const strategy = opts.strategy ?? failFast();
   let group: TrajectoryGroup;
   try {
