@@ -18,6 +18,7 @@ import { addTokens, NO_TOKENS, TokenTracker, type TokenTotals, type TokenUsage }
 import { computeTrajectoryMetrics, rolloutSummariesJsonl, rolloutSummaryRows } from '../cookbook/rl/metrics.js';
 import { doGroupRolloutAndFilterConstantReward, resolveRolloutStrategyConfig, strategyFromConfig, type RolloutPolicyFactory } from '../cookbook/rl/rollouts.js';
 import { bindRollout, samplerRolloutContext } from '../cookbook/rl/rollout-context.js';
+import { runStoreOnce } from '../cookbook/rl/side-effects.js';
 import { effectiveTermination } from '../cookbook/rl/rollout-limits.js';
 import { rolloutRecord } from '../cookbook/rl/rollout-record.js';
 import { sequentialSeeds } from '../cookbook/rl/seeds.js';
@@ -175,12 +176,12 @@ export function rlActivities(deps: ActivityDeps) {
 
   const policySessions = new SamplingSessions();
 
-  function rolloutGroups(cfg: RLConfig, samplerPath: string, builders: ReturnType<RLData['train']['getBatch']>, seedPrefix: (g: number) => number[]) {
+  function rolloutGroups(run: RunRef, cfg: RLConfig, samplerPath: string, builders: ReturnType<RLData['train']['getBatch']>, seedPrefix: (g: number) => number[]) {
     const open = () => callBackend('create sampling session', 'bad-path', () => backendOf(cfg).createSamplingSession({ modelPath: samplerPath }));
-    return policySessions.use(`${cfg.base_url ?? ''} ${samplerPath}`, open, (session) => rolloutGroupsOn(session, cfg, builders, seedPrefix));
+    return policySessions.use(`${cfg.base_url ?? ''} ${samplerPath}`, open, (session) => rolloutGroupsOn(run, session, cfg, builders, seedPrefix));
   }
 
-  async function rolloutGroupsOn(session: SamplingSession, cfg: RLConfig, builders: ReturnType<RLData['train']['getBatch']>, seedPrefix: (g: number) => number[]) {
+  async function rolloutGroupsOn(run: RunRef, session: SamplingSession, cfg: RLConfig, builders: ReturnType<RLData['train']['getBatch']>, seedPrefix: (g: number) => number[]) {
     const strategy = strategyFromConfig(resolveRolloutStrategyConfig(cfg.rollout_error_tolerance, cfg.model_name));
     const termination = effectiveTermination(cfg.termination, cfg.model_name);
     // Side samplers (answerers, opponents, graders, reward models) are seeded from the same position as the policy.
@@ -189,6 +190,8 @@ export function rlActivities(deps: ActivityDeps) {
         openSession: (source) => callBackend('create side sampler', 'bad-path', () => backendOf(cfg).createSamplingSession(source)),
         policyModel: cfg,
         seeds: (...parts) => sequentialSeeds(cfg.seed, ...seedPrefix(g), SIDE_SAMPLER_SEED_MARKER, ...parts),
+        // Tool calls and sandbox runs: recorded by the same position, replayed when this activity is retried.
+        once: runStoreOnce(new RunStore(run.logPath), seedPrefix(g)),
       });
     return Promise.all(
       builders.map((b, g) => doGroupRolloutAndFilterConstantReward(bindRollout(b, contextFor(g), cfg.rollout_limits, { parseErrors: cfg.parse_errors, hooks: cfg.rollout_hooks }), policyFor(session, cfg, seedPrefix(g)), { strategy, termination })),
@@ -221,7 +224,7 @@ export function rlActivities(deps: ActivityDeps) {
       let result: TrajectoryGroup | null;
       const started = nowMs();
       try {
-        [result] = await heartbeating(rolloutGroups(cfg, samplerPath, [builder], () => [step, group, attempt]), { step, group });
+        [result] = await heartbeating(rolloutGroups(run, cfg, samplerPath, [builder], () => [step, group, attempt]), { step, group });
       } catch (err) {
         throw rolloutFailure(err, `rollout of step ${step} group ${group}`);
       } finally {
@@ -306,7 +309,7 @@ export function rlActivities(deps: ActivityDeps) {
       const builders = Array.from({ length: test.length }, (_, i) => test.getBatch(i)).flat();
       let groups: Array<TrajectoryGroup | null>;
       try {
-        groups = await heartbeating(rolloutGroups(cfg, samplerPath, builders, (g) => [EVAL_SEED_MARKER, step, g]), { step, eval: true });
+        groups = await heartbeating(rolloutGroups(run, cfg, samplerPath, builders, (g) => [EVAL_SEED_MARKER, step, g]), { step, eval: true });
       } catch (err) {
         throw rolloutFailure(err, `evaluation before step ${step}`);
       }

@@ -262,6 +262,11 @@ export class RunStore {
     return relPath;
   }
 
+  /** Whether a blob was written (a side effect's record, say). */
+  hasBlob(relPath: string): boolean {
+    return existsSync(join(this.logPath, '.cookbook', 'store', relPath));
+  }
+
   /** A blob's bytes, checked against the checksum recorded when it was written. */
   readBlob(relPath: string): Buffer {
     return this.checked(join(this.logPath, '.cookbook', 'store', relPath)).read();

@@ -171,7 +171,7 @@ export class Nemotron3Renderer extends Qwen3_5Renderer {
   }
 
   /** The system message declaring `tools` in Nemotron-3's XML, after the system prompt. */
-  createConversationPrefixWithTools(tools: Nemotron3ToolSpec[], systemPrompt = ''): Message[] {
+  override createConversationPrefixWithTools(tools: Nemotron3ToolSpec[], systemPrompt = ''): Message[] {
     return nemotron3ConversationPrefixWithTools(tools, systemPrompt);
   }
 }

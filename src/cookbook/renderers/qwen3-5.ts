@@ -19,6 +19,7 @@ import type {
   RenderedMessage,
   Role,
   ToolCall,
+  ToolSpec,
   UnparsedToolCall,
 } from './types.js';
 import { PY_WHITESPACE, pyStripWs } from './py-whitespace.js';
@@ -107,6 +108,14 @@ export class Qwen3_5Renderer extends Qwen3VLRenderer {
    */
   override get hasExtensionProperty(): boolean {
     return false;
+  }
+
+  /**
+   * Qwen3.5's template declares tools in a format of its own, which is not ported yet; the Qwen3
+   * declaration it would inherit is refused rather than rendered wrongly.
+   */
+  override createConversationPrefixWithTools(_tools: ToolSpec[], _systemPrompt = ''): Message[] {
+    throw new RendererError(`${this.name}: declaring tools in the Qwen3.5 format is not supported yet; render without tools`);
   }
 
   /** The template's `content|trim`. */

@@ -16,7 +16,8 @@ import {
   removeThinking,
   toolCallPayloadJson,
 } from './content.js';
-import type { ContentPart, Message, ParseResult, RenderContext, RenderedMessage, Role } from './types.js';
+import { pyJsonDumps } from '../pyjson.js';
+import type { ContentPart, Message, ParseResult, RenderContext, RenderedMessage, Role, ToolSpec } from './types.js';
 
 /** The template's framing of a produced turn's reasoning (present even when empty). */
 function frameThinking(reasoning: string): string {
@@ -136,6 +137,25 @@ export class Qwen3Renderer extends BaseRenderer {
 
   getStopSequences(): number[] {
     return [this.imEnd];
+  }
+
+  /**
+   * The system message that declares `tools` (reference Qwen3Renderer
+   * create_conversation_prefix_with_tools, Qwen3's chat template): the system prompt, then each
+   * tool as `{"type": "function", "function": spec}` JSON inside `<tools>`, and how to call one.
+   */
+  createConversationPrefixWithTools(tools: ToolSpec[], systemPrompt = ''): Message[] {
+    let toolsText = '';
+    if (tools.length) {
+      const lines = tools.map((t) => pyJsonDumps({ type: 'function', function: t })).join('\n');
+      toolsText =
+        '# Tools\n\nYou may call one or more functions to assist with the user query.\n\n' +
+        'You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n' +
+        lines +
+        '\n</tools>\n\nFor each function call, return a json object with function name and arguments within ' +
+        '<tool_call></tool_call> XML tags:\n<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>';
+    }
+    return [{ role: 'system', content: systemPrompt ? `${systemPrompt}\n\n${toolsText}` : toolsText }];
   }
 
   parseResponse(tokens: number[]): ParseResult {

@@ -8,6 +8,7 @@ import type { Renderer } from '../renderers/types.js';
 import { tinkerMessageCompleter, type MessageCompleter } from './completers.js';
 import { resolveRolloutHooks, type RolloutHooksConfig } from './rollout-hooks.js';
 import type { ParseErrorPolicy, RolloutLimits } from './rollout-limits.js';
+import { actAlways, type Once } from './side-effects.js';
 import type { EnvGroupBuilder, StopCondition } from './types.js';
 
 export interface SideSamplerSpec {
@@ -27,6 +28,8 @@ export interface RolloutContext {
   samplingSession(model: string): Promise<SamplingSession>;
   /** Seeds of one sampler of this rollout, one per call, apart from every other `parts`. */
   seeds(...parts: number[]): () => number;
+  /** Side effects (tool calls, sandbox runs) recorded once at this rollout's position and replayed on a retry. */
+  once: Once;
 }
 
 /** A builder whose envs need side samplers: bound to the context of one group rollout. */
@@ -45,6 +48,8 @@ export interface SamplerContextOptions {
   policyModel: ModelChoice;
   /** Seeds of (episode, role, …), one per call: sequentialSeeds(run seed, position…, ...parts). */
   seeds(...parts: number[]): () => number;
+  /** The record of this rollout's side effects; absent: they act every time. */
+  once?: Once;
 }
 
 /** A context whose samplers are sessions opened once per model (base model or weights path). */
@@ -66,6 +71,7 @@ export function samplerRolloutContext(opts: SamplerContextOptions): RolloutConte
   return {
     samplingSession: sessionFor,
     seeds: opts.seeds,
+    once: opts.once ?? actAlways,
     messageCompleter(spec, episode, role) {
       const seedFor = opts.seeds(episode, role);
       const model = spec.model ?? opts.policyModel.model_name;

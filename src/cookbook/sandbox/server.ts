@@ -1,0 +1,84 @@
+// The local sandbox behind SandboxFusion's HTTP API (POST /run_code), so anything written for a
+// SandboxFusion deployment — the reference's client, this project's SandboxFusionClient — can use
+// it by pointing SANDBOX_URL at it. Binds 127.0.0.1 unless told otherwise: it runs code for anyone
+// who can reach it. Run it on its own:
+//   node --import tsx src/cookbook/sandbox/server.ts [--port 8080] [--host 127.0.0.1]
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { pathToFileURL } from 'node:url';
+import { LocalSandbox } from './local.js';
+import type { RunCodeRequest } from './types.js';
+
+const MAX_BODY_BYTES = 64 * 1024 * 1024;
+
+export interface SandboxServer {
+  /** The run_code endpoint, e.g. http://127.0.0.1:8080/run_code. */
+  readonly url: string;
+  readonly server: Server;
+  close(): Promise<void>;
+}
+
+async function readBody(req: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_BODY_BYTES) throw new Error(`request body over ${MAX_BODY_BYTES} bytes`);
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function asRequest(body: unknown): RunCodeRequest {
+  const b = body as Partial<RunCodeRequest> | null;
+  if (!b || typeof b !== 'object' || typeof b.code !== 'string') throw new Error('body must be a JSON object with a string "code"');
+  if (b.files !== undefined && (typeof b.files !== 'object' || b.files === null)) throw new Error('"files" must map file names to base64 content');
+  return { ...b, code: b.code, language: typeof b.language === 'string' ? b.language : 'python' };
+}
+
+export async function startSandboxServer(opts: { port?: number; host?: string; sandbox?: LocalSandbox } = {}): Promise<SandboxServer> {
+  const sandbox = opts.sandbox ?? new LocalSandbox();
+  await sandbox.available();
+  const server = createServer((req, res) => {
+    const reply = (status: number, body: unknown) => {
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(body));
+    };
+    if (req.method !== 'POST' || (req.url ?? '').split('?')[0] !== '/run_code') return reply(404, { detail: 'Not Found' });
+    readBody(req)
+      .then((text) => {
+        let request: RunCodeRequest;
+        try {
+          request = asRequest(JSON.parse(text));
+        } catch (e) {
+          return reply(422, { detail: (e as Error).message });
+        }
+        return sandbox.runCode(request).then((response) => reply(200, response));
+      })
+      .catch((e: Error) => reply(500, { detail: e.message }));
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 0, opts.host ?? '127.0.0.1', resolve);
+  });
+  const { address, port } = server.address() as AddressInfo;
+  return {
+    url: `http://${address}:${port}/run_code`,
+    server,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const arg = (name: string) => {
+    const i = process.argv.indexOf(name);
+    return i > 0 ? process.argv[i + 1] : undefined;
+  };
+  startSandboxServer({ port: Number(arg('--port') ?? 8080), host: arg('--host') }).then(
+    (s) => console.log(`sandbox listening: SANDBOX_URL=${s.url}`),
+    (e: Error) => {
+      console.error(e.message);
+      process.exit(1);
+    },
+  );
+}
