@@ -1,6 +1,7 @@
 """Command line: `python -m tinker_engine --port 8765 [--data-dir DIR] ...`."""
 
 import argparse
+import ipaddress
 import logging
 import os
 import sys
@@ -17,7 +18,14 @@ def parse_args(argv=None):
     p.add_argument("--data-dir", default=os.environ.get("TINKER_ENGINE_DATA_DIR", str(DEFAULT_DATA_DIR)),
                    help="where checkpoints and training-run records are kept")
     p.add_argument("--api-key", default=os.environ.get("TINKER_ENGINE_API_KEY"),
-                   help="require exactly this X-API-Key (otherwise any 'tml-' key is accepted)")
+                   help="require exactly this X-API-Key (otherwise any 'tml-' key is accepted, which only a "
+                        "loopback --host allows)")
+    p.add_argument("--tls-certfile", default=os.environ.get("TINKER_ENGINE_TLS_CERTFILE"),
+                   help="serve HTTPS with this certificate (PEM; with --tls-keyfile)")
+    p.add_argument("--tls-keyfile", default=os.environ.get("TINKER_ENGINE_TLS_KEYFILE"),
+                   help="the certificate's private key (PEM)")
+    p.add_argument("--tls-client-ca", default=os.environ.get("TINKER_ENGINE_TLS_CLIENT_CA"),
+                   help="mutual TLS: accept only clients with a certificate signed by this CA (PEM)")
     p.add_argument("--threads", type=int, default=int(os.environ.get("TINKER_ENGINE_THREADS", "0")) or os.cpu_count(),
                    help="torch intra-op threads (default: number of cores)")
     p.add_argument("--device", default=os.environ.get("TINKER_ENGINE_DEVICE", "auto"),
@@ -67,6 +75,18 @@ def parse_args(argv=None):
         p.error("--clock-cycle-ms must be a finite number >= 0")
     if args.api_key is not None and not args.api_key.startswith("tml-"):
         p.error("--api-key must start with 'tml-' (the Tinker SDK refuses other keys)")
+    for flag in ("tls_certfile", "tls_keyfile", "tls_client_ca"):
+        path = getattr(args, flag)
+        if path is not None and not Path(path).is_file():
+            p.error(f"--{flag.replace('_', '-')} {path}: no such file")
+    if (args.tls_certfile is None) != (args.tls_keyfile is None):
+        p.error("--tls-certfile and --tls-keyfile go together")
+    if args.tls_client_ca is not None and args.tls_certfile is None:
+        p.error("--tls-client-ca (mutual TLS) needs --tls-certfile and --tls-keyfile")
+    if not is_loopback(args.host) and args.api_key is None and args.tls_client_ca is None:
+        p.error(f"--host {args.host} makes the engine reachable from other machines, and without a key it "
+                "accepts any 'tml-' key: start it with --api-key tml-<secret> (TINKER_ENGINE_API_KEY) or "
+                "with mutual TLS (--tls-certfile, --tls-keyfile, --tls-client-ca)")
     aliases = {}
     for item in args.model:
         name, sep, directory = item.partition("=")
@@ -75,6 +95,28 @@ def parse_args(argv=None):
         aliases[name] = directory
     args.aliases = aliases
     return args
+
+
+def is_loopback(host: str) -> bool:
+    """Whether binding `host` keeps the engine on this machine (a hostname counts as reachable)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def tls_options(args) -> dict:
+    """uvicorn's TLS settings from the flags: none, HTTPS, or HTTPS that requires client certificates."""
+    if args.tls_certfile is None:
+        return {}
+    import ssl
+
+    options = {"ssl_certfile": args.tls_certfile, "ssl_keyfile": args.tls_keyfile}
+    if args.tls_client_ca is not None:
+        options.update(ssl_ca_certs=args.tls_client_ca, ssl_cert_reqs=ssl.CERT_REQUIRED)
+    return options
 
 
 def configure_determinism():
@@ -143,11 +185,12 @@ def main(argv=None):
     if args.clock_cycle_ms > 0:
         sampling += f", training in clock cycles of {args.clock_cycle_ms:g} ms"
     logging.getLogger("tinker_engine").info(
-        "engine on http://%s:%d (device %s, %s, %d threads, %s, data %s)", args.host, args.port, device,
+        "engine on %s://%s:%d (device %s, %s, %d threads, %s, data %s)", "https" if args.tls_certfile else "http",
+        args.host, args.port, device,
         str(dtype).removeprefix("torch."), torch.get_num_threads(), sampling, args.data_dir,
     )
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level.lower(), access_log=False,
-                timeout_keep_alive=75)
+                timeout_keep_alive=75, **tls_options(args))
     return 0
 
 

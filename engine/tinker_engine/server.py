@@ -2,6 +2,7 @@
 
 import asyncio
 import contextlib
+import hmac
 import json
 import logging
 import math
@@ -138,7 +139,8 @@ class GuardMiddleware:
         if not key:
             return "missing X-API-Key header"
         if self.api_key is not None:
-            return None if key == self.api_key else "invalid API key"
+            # Constant time: how long a comparison takes must not tell a caller how much of a key was right.
+            return None if hmac.compare_digest(key.encode(), self.api_key.encode()) else "invalid API key"
         if not key.startswith("tml-"):
             return "invalid API key: keys start with 'tml-'"
         return None
