@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Client } from '@temporalio/client';
 import { metadataConflicts, type MetadataConfig } from '../cookbook/checkpoint-metadata.js';
-import { applyOverrides, ConfigError, parseConfig } from '../cookbook/config/overrides.js';
+import { ConfigError, parseWithOverrides } from '../cookbook/config/overrides.js';
 import { RunStore, type CheckpointRow, type RunKind } from '../cookbook/run-store.js';
 import { runIdFor, TRAINABLE_KINDS, type ResolvedRun } from './train.js';
 import { rowExpired } from '../cookbook/checkpoint-expiry.js';
@@ -68,9 +68,8 @@ export function resolveContinuation(parentLogPath: string, overrides: string[], 
   }
   // The parent's own identity and start point are not inherited.
   const { log_path: _l, run_name: parentName, continue_from: _c, ...inherited } = parent.config;
-  const raw = applyOverrides({ ...inherited, load_checkpoint_path: row.state_path, load_checkpoint_with_optimizer: true }, overrides);
   const source = join(parentLogPath, 'config.json');
-  const config = parseConfig(TRAINABLE_KINDS[kind].schema, raw, `${source} + overrides`) as Record<string, any>;
+  const config = parseWithOverrides(TRAINABLE_KINDS[kind].schema, { ...inherited, load_checkpoint_path: row.state_path, load_checkpoint_with_optimizer: true }, overrides, source) as Record<string, any>;
   const resumeState = row.resume_state && typeof row.resume_state === 'object' ? (row.resume_state as Record<string, unknown>) : null;
   config.continue_from = {
     log_path: parentLogPath,

@@ -60,6 +60,16 @@ export function pollerMayLive(p: Poller, nowMs = Date.now()): boolean {
   return nowMs - p.lastAccessMs < LONG_POLL_SPAN_MS;
 }
 
+/**
+ * Why no worker can answer on `queue` (none polled lately, or each that did is gone), or undefined
+ * when one may be there or the workers cannot be listed.
+ */
+export async function noWorkerPolls(client: Client, queue: string): Promise<WorkerState | undefined> {
+  const pollers = await workflowPollers(client, queue).catch(() => undefined);
+  if (!pollers || pollers.some((p) => pollerMayLive(p))) return undefined;
+  return pollers.length === 0 ? { kind: 'none', queue } : { kind: 'gone', queue, sinceMs: latestPoll(pollers) };
+}
+
 /** True when some worker polled after `before` was taken (a new worker, or one that took a task). */
 function polledSince(before: Poller[], after: Poller[]): boolean {
   const seen = new Map(before.map((p) => [p.identity, p.lastAccessMs]));

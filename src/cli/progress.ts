@@ -1,6 +1,7 @@
 // The progress line of `watch` and `train --wait`: redrawn in place on a terminal, one plain line
 // per change otherwise (CI logs, pipes).
 import type { Progress } from '../workflows/shared/messages.js';
+import { formatNumber } from './numbers.js';
 
 const LOSS_KEYS = ['train_mean_nll', 'loss', 'env/all/reward/total', 'dpo_loss'];
 
@@ -33,9 +34,15 @@ export function progressLine(p: Progress, times: StepTimes = [], width = 24): st
   const left = eta(p, times);
   if (left !== undefined && p.step < p.totalSteps) parts.push(`ETA ${formatDuration(left)}`);
   const lossKey = LOSS_KEYS.find((k) => p.lastMetrics[k] !== undefined);
-  if (lossKey) parts.push(`${lossKey} ${p.lastMetrics[lossKey].toFixed(4)}`);
-  parts.push(p.paused ? 'paused' : p.status);
+  if (lossKey) parts.push(`${lossKey} ${formatNumber(p.lastMetrics[lossKey], 4)}`);
+  parts.push(statusWords(p));
   return parts.join(' · ');
+}
+
+/** The run's status and a control it has not reached yet (`running (pause requested)`), each said once. */
+export function statusWords(p: Pick<Progress, 'status' | 'paused' | 'stopRequested'>): string {
+  const pending = [p.paused && p.status !== 'paused' && !p.stopRequested ? 'pause requested' : '', p.stopRequested && p.status !== 'stopping' && p.status !== 'stopped' ? 'stop requested' : ''].filter(Boolean);
+  return pending.length ? `${p.status} (${pending.join(', ')})` : p.status;
 }
 
 const PACE_WINDOW = 20;

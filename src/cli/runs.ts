@@ -4,6 +4,7 @@ import { applyOverrides, ConfigError } from '../cookbook/config/overrides.js';
 import {
   pauseSignal,
   resumeSignal,
+  setSignal,
   setUpdate,
   stopSignal,
   validateHotSettings,
@@ -14,27 +15,33 @@ import {
 import type { RunResult } from '../workflows/shared/training-run.js';
 import { KindKey, ModelKey, StatusKey, StepKey } from '../workflows/shared/search-attributes.js';
 import { followRun } from './follow.js';
-import { BUSY_QUERY_TIMEOUT_MS, lookAtRun, temporalKnows, waitingOn, workerLine } from './liveness.js';
-import { ProgressPrinter } from './progress.js';
+import { BUSY_QUERY_TIMEOUT_MS, lookAtRun, noWorkerPolls, temporalKnows, waitingOn, workerLine, type WorkerState } from './liveness.js';
+import { formatNumber } from './numbers.js';
+import { ProgressPrinter, statusWords } from './progress.js';
+import { runsTable, type RunRow } from './runs-table.js';
 import { webUiLink } from './ui-link.js';
 
-export async function listRuns(client: Client, limit = 50): Promise<string> {
-  const rows: string[][] = [['WORKFLOW ID', 'KIND', 'MODEL', 'STEP', 'STATUS', 'TEMPORAL']];
+/** Every run (one row per workflow id: the executions a continue-as-new closed are left out), fit to `width` unless `wide`. */
+export async function listRuns(client: Client, o: { limit?: number; wide?: boolean; width?: number } = {}): Promise<string> {
+  const limit = o.limit ?? 50;
+  const rows: RunRow[] = [];
   for await (const wf of client.workflow.list({ query: 'CookbookKind IS NOT NULL', pageSize: limit })) {
+    if (wf.status.name === 'CONTINUED_AS_NEW') continue;
     const sa = wf.typedSearchAttributes;
-    rows.push([
-      wf.workflowId,
-      String(sa.get(KindKey) ?? ''),
-      String(sa.get(ModelKey) ?? ''),
-      String(sa.get(StepKey) ?? ''),
-      String(sa.get(StatusKey) ?? ''),
-      wf.status.name,
-    ]);
-    if (rows.length > limit) break;
+    rows.push({
+      id: wf.workflowId,
+      kind: String(sa.get(KindKey) ?? ''),
+      model: String(sa.get(ModelKey) ?? ''),
+      step: String(sa.get(StepKey) ?? ''),
+      status: String(sa.get(StatusKey) ?? ''),
+      temporal: wf.status.name,
+    });
+    if (rows.length >= limit) break;
   }
-  if (rows.length === 1) return 'no runs yet (start one with `npx cookbook train sl <config.json>`)';
-  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
-  return rows.map((r) => r.map((c, i) => c.padEnd(widths[i])).join('  ').trimEnd()).join('\n');
+  if (rows.length === 0) return 'no runs yet (start one with `npx cookbook train sl <config.json>`)';
+  const { lines, elided } = runsTable(rows, o.wide ? Infinity : (o.width ?? 120));
+  if (elided) lines.push('(… marks a shortened id: `npx cookbook runs --wide` prints them whole)');
+  return lines.join('\n');
 }
 
 async function handleFor(client: Client, id: string): Promise<WorkflowHandle> {
@@ -65,7 +72,7 @@ export async function runStatus(client: Client, id: string): Promise<string> {
     const why = workerLine(worker);
     if (why) lines.push(`  ${why}`);
     if (p) {
-      lines.push(`  kind ${p.kind} · model ${p.model} · status ${p.status}${p.paused ? ' (paused)' : ''}${p.stopRequested ? ' (stop requested)' : ''}`);
+      lines.push(`  kind ${p.kind} · model ${p.model} · status ${statusWords(p)}`);
       lines.push(`  step ${p.step}/${p.totalSteps} · recoveries ${p.recoveries} · log dir ${p.logPath}`);
       lines.push(`  hot settings ${JSON.stringify(p.hot)}`);
       if (p.lastCheckpoint) lines.push(`  last checkpoint ${p.lastCheckpoint.name} (step ${p.lastCheckpoint.step}) ${p.lastCheckpoint.statePath}`);
@@ -87,7 +94,7 @@ export function formatMetrics(metrics: Record<string, number>): string[] {
   const keys = Object.keys(metrics).sort();
   if (keys.length === 0) return [];
   const width = Math.min(Math.max(20, ...keys.map((k) => k.length)), 60);
-  return ['  metrics:', ...keys.map((k) => `    ${k.padEnd(width)} ${Number.isInteger(metrics[k]) ? metrics[k] : metrics[k].toFixed(6)}`)];
+  return ['  metrics:', ...keys.map((k) => `    ${k.padEnd(width)} ${formatNumber(metrics[k])}`)];
 }
 
 export function formatResult(r: RunResult): string[] {
@@ -122,8 +129,19 @@ export async function sendControl(client: Client, id: string, what: 'stop' | 'pa
   return `${id}: ${verbs[what]}`;
 }
 
-/** `set <id> key=value …`: validated locally for a clear message, then by the workflow's validator. */
-export async function setHot(client: Client, id: string, assignments: string[]): Promise<SetResult> {
+/** How long `set` waits for a worker that polls to answer before it records the change instead. */
+export const SET_ANSWER_TIMEOUT_MS = 15_000;
+
+/** What `set` did: applied by the run (its answer), or recorded in the run's history for a worker to apply. */
+export type SetOutcome = ({ applied: true } & SetResult) | { applied: false; recorded: Partial<HotSettings>; worker: WorkerState };
+
+/**
+ * `set <id> key=value …`: validated locally for a clear message, then by the workflow's validator
+ * (an update, answered with the step the settings apply from). An update needs a worker to answer
+ * and Temporal keeps none that no worker accepted, so with no worker polling (or none answering)
+ * the change goes as a signal instead: kept in the run's history, applied when a worker is back.
+ */
+export async function setHot(client: Client, id: string, assignments: string[]): Promise<SetOutcome> {
   if (assignments.length === 0) throw new ConfigError('set: give at least one key=value (lr_multiplier, eval_every, save_every)');
   const patch = applyOverrides({}, assignments) as Partial<HotSettings>;
   try {
@@ -133,13 +151,33 @@ export async function setHot(client: Client, id: string, assignments: string[]):
     throw new ConfigError((err as Error).message);
   }
   const handle = await handleFor(client, id);
+  const desc = await handle.describe();
+  if (desc.status.name !== 'RUNNING') throw new Error(`${id} is ${desc.status.name.toLowerCase()}: hot settings change a running run only`);
+  const record = async (worker: WorkerState): Promise<SetOutcome> => {
+    await handle.signal(setSignal, patch);
+    return { applied: false, recorded: patch, worker };
+  };
+  const absent = await noWorkerPolls(client, desc.taskQueue);
+  if (absent) return record(absent);
+  const started = Date.now();
   try {
-    return await handle.executeUpdate(setUpdate, { args: [patch] });
+    return { applied: true, ...(await client.withDeadline(started + SET_ANSWER_TIMEOUT_MS, () => handle.executeUpdate(setUpdate, { args: [patch] }))) };
   } catch (err) {
     // The workflow's validator explains a rejection in the cause.
     if (err instanceof WorkflowUpdateFailedError && err.cause) throw new ConfigError(err.cause.message);
-    throw err;
+    if (Date.now() - started < SET_ANSWER_TIMEOUT_MS - 1000) throw err; // failed, not unanswered
+    // A worker seen lately (on another host, or just killed) did not answer. Should the update still
+    // reach the run, it sets the same absolute values as the signal: applying both is harmless.
+    return record((await noWorkerPolls(client, desc.taskQueue)) ?? { kind: 'busy', queue: desc.taskQueue, waitedMs: SET_ANSWER_TIMEOUT_MS });
   }
+}
+
+export function formatRecordedSet(id: string, o: Extract<SetOutcome, { applied: false }>): string {
+  return [
+    `${id}: ${workerLine(o.worker)}`,
+    `  recorded ${JSON.stringify(o.recorded)} in the run's history (a signal: an update needs a worker to answer it);`,
+    `  the run applies it when a worker picks it up, from the step it runs next (\`npx cookbook status ${id}\` then shows it)`,
+  ].join('\n');
 }
 
 export type { Progress };

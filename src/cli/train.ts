@@ -5,7 +5,7 @@ import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, resolve } from 'node:path';
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import type { z } from 'zod';
-import { applyOverrides, ConfigError, parseConfig } from '../cookbook/config/overrides.js';
+import { ConfigError, parseWithOverrides } from '../cookbook/config/overrides.js';
 import { DistillConfigSchema } from '../cookbook/config/distill.js';
 import { DPOConfigSchema } from '../cookbook/config/dpo.js';
 import { PromptDistillConfigSchema } from '../cookbook/config/prompt-distill.js';
@@ -31,8 +31,8 @@ export interface TrainableKind {
   schema: z.ZodType;
   workflowType: string;
   describe: (cfg: any) => string;
-  /** Loads the run's data as its first step will, so bad data fails here, before any run exists. */
-  checkData?: (cfg: any) => Promise<void>;
+  /** Loads the run's data as its first step will, so bad data fails here, before any run exists; says how many steps it makes where that is known here. */
+  checkData?: (cfg: any) => Promise<DataPlan | void>;
   /** Completes the parsed config (paths relative to the config file's folder); default: resolvePaths. */
   resolve?: (cfg: any, baseDir: string, source: string) => void;
 }
@@ -48,6 +48,7 @@ export const TRAINABLE_KINDS: Record<string, TrainableKind> = {
       train.getBatch(0);
       test?.getBatch(0);
       await checkEvaluators(cfg);
+      return epochPlan(train.length, cfg);
     },
     describe: (cfg) => `supervised fine-tune of ${cfg.model_name} on ${datasetLabel(cfg.dataset)}`,
   },
@@ -58,6 +59,8 @@ export const TRAINABLE_KINDS: Record<string, TrainableKind> = {
       const { train } = await buildRLDatasets(cfg.dataset, cfg);
       if (train.length === 0) throw new Error('the RL dataset has no batches');
       await checkEvaluators(cfg);
+      // An async run's steps take another number of groups than a batch holds: counted by the run.
+      if (!cfg.async_config) return epochPlan(train.length, { num_epochs: cfg.num_epochs ?? 1, max_steps: cfg.max_steps });
     },
     describe: (cfg) => `RL of ${cfg.model_name} on ${cfg.dataset.kind === 'custom' ? cfg.dataset.name : cfg.dataset.kind}${cfg.async_config ? ` (async, ≤${cfg.async_config.max_steps_off_policy} steps off-policy)` : ''}`,
   },
@@ -86,6 +89,7 @@ export const TRAINABLE_KINDS: Record<string, TrainableKind> = {
       train.getBatch(0);
       test?.getBatch(0);
       await checkEvaluators(cfg);
+      return epochPlan(train.length, cfg);
     },
     describe: (cfg) => `DPO of ${cfg.model_name} on ${datasetLabel(cfg.dataset)} (β=${cfg.dpo_beta}, reference: ${cfg.reference_model.kind})`,
   },
@@ -121,6 +125,19 @@ export const TRAINABLE_KINDS: Record<string, TrainableKind> = {
     describe: (cfg) => `sweep of ${cfg.kind} on ${cfg.model_name}: ${[...Object.keys(cfg.grid ?? {}), ...Object.keys(cfg.random?.space ?? {})].join(', ')} by ${cfg.metric} (${cfg.mode})`,
   },
 };
+
+/** How many steps a run makes: its workflow's count (batches × epochs, at most max_steps). */
+export interface DataPlan {
+  steps: number;
+  batches: number;
+  epochs: number;
+}
+
+const epochPlan = (batches: number, cfg: { num_epochs: number; max_steps?: number | null }): DataPlan => ({
+  steps: Math.min(batches * cfg.num_epochs, cfg.max_steps ?? Infinity),
+  batches,
+  epochs: cfg.num_epochs,
+});
 
 /** What a dataset config reads, for the run's description. */
 function datasetLabel(dataset: { file_path?: string; builtin?: string; hf?: { path: string; name: string | null; split: string } }): string {
@@ -208,8 +225,7 @@ export function runIdFor(kind: string, name: string, d = new Date()): string {
 export function resolveRun(kind: string, configPath: string, overrides: string[], opts: { runsDir?: string; workflowId?: string } = {}): ResolvedRun {
   const spec = TRAINABLE_KINDS[kind];
   if (!spec) throw new ConfigError(`unknown run kind "${kind}" (available: ${Object.keys(TRAINABLE_KINDS).join(', ')})`);
-  const raw = applyOverrides(readConfigFile(configPath), overrides);
-  const config = parseConfig(spec.schema, raw, configPath) as Record<string, any>;
+  const config = parseWithOverrides(spec.schema, readConfigFile(configPath), overrides, configPath) as Record<string, any>;
   (spec.resolve ?? resolvePaths)(config, dirname(resolve(configPath)), configPath);
   const name = config.run_name ?? basename(configPath).replace(/\.json$/, '');
   const workflowId = opts.workflowId ?? runIdFor(kind, name);
@@ -237,9 +253,9 @@ export function rendererWarnings(cfg: Record<string, any>): string[] {
 }
 
 /** Bad data is a config error: it names the file and line, and no run is started. */
-export async function checkRunData(r: ResolvedRun): Promise<void> {
+export async function checkRunData(r: ResolvedRun): Promise<DataPlan | undefined> {
   try {
-    await TRAINABLE_KINDS[r.kind].checkData?.(r.config);
+    return (await TRAINABLE_KINDS[r.kind].checkData?.(r.config)) ?? undefined;
   } catch (err) {
     if (err instanceof ConfigError) throw err;
     throw new ConfigError(`dataset: ${(err as Error).message}`);

@@ -106,6 +106,9 @@ const LOCAL_MODELS: Record<string, string> = {
 /** Tinker's variant suffix (`:peft:262144`) is not part of the model's identity. */
 export const baseModelName = (modelName: string): string => modelName.split(':')[0];
 
+/** The served model whose renderers, tokenizer and LR hint a local engine's built-in model borrows, if it is one. */
+export const standsInFor = (modelName: string): string | undefined => LOCAL_MODELS[baseModelName(modelName)];
+
 /**
  * Attributes of a served model (or of the served model a local tiny model stands in for).
  * Unknown `Inkling*` ids share Inkling's renderer, as in the reference.

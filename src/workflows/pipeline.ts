@@ -11,6 +11,7 @@ import {
   allHandlersFinished,
   ApplicationFailure,
   condition,
+  log,
   proxyActivities,
   setCurrentDetails,
   setHandler,
@@ -26,7 +27,7 @@ import type { PipelineStageKind } from '../cookbook/config/pipeline-kinds.js';
 import { initSource, substituteStageRefs, type StageRef } from '../cookbook/config/pipeline-refs.js';
 import { withHotSettings } from '../cookbook/config/sweep-points.js';
 import type { RunKind, RunRef } from '../cookbook/run-store.js';
-import { pauseSignal, progressQuery, resumeSignal, setUpdate, stopSignal, validateHotSettings, type HotSettings, type Progress, type RunStatus } from './shared/messages.js';
+import { hotSettingsProblem, pauseSignal, progressQuery, resumeSignal, setSignal, setUpdate, stopSignal, validateHotSettings, type HotSettings, type Progress, type RunStatus } from './shared/messages.js';
 import { RUN_WORKFLOWS, type RunWorkflow } from './shared/run-workflows.js';
 import { KindKey, ModelKey, StatusKey, StepKey } from './shared/search-attributes.js';
 import type { RunResult } from './shared/training-run.js';
@@ -122,15 +123,18 @@ export async function pipelineWorkflow(input: PipelineInput): Promise<PipelineRe
     paused = false;
     await forward((h) => h.signal(resumeSignal));
   });
-  setHandler(
-    setUpdate,
-    async (patch) => {
-      hotSet = { ...hotSet, ...patch };
-      const forwarded = running ? await acts.forwardHotSettings({ workflowIds: [stageId(running.index)], patch }) : [];
-      return { settings: { lr_multiplier: 1, eval_every: 0, save_every: 0, ...hotSet }, fromStep: done.length, forwarded };
-    },
-    { validator: validateHotSettings },
-  );
+  const setHot = async (patch: Partial<HotSettings>) => {
+    hotSet = { ...hotSet, ...patch };
+    const forwarded = running ? await acts.forwardHotSettings({ workflowIds: [stageId(running.index)], patch }) : [];
+    return { settings: { lr_multiplier: 1, eval_every: 0, save_every: 0, ...hotSet }, fromStep: done.length, forwarded };
+  };
+  setHandler(setUpdate, setHot, { validator: validateHotSettings });
+  setHandler(setSignal, async (patch) => {
+    const problem = hotSettingsProblem(patch);
+    if (problem) return log.warn(`recorded set ignored: ${problem}`, { patch });
+    // A child the change cannot reach is logged, not a failure of the whole run.
+    await setHot(patch).catch((err: Error) => log.warn(`recorded set not forwarded: ${err.message}`, { patch }));
+  });
   setHandler(progressQuery, (): PipelineProgress => {
     const last = done[done.length - 1]?.result;
     return {

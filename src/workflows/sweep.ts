@@ -14,6 +14,7 @@ import {
   ApplicationFailure,
   condition,
   continueAsNew,
+  log,
   proxyActivities,
   setCurrentDetails,
   setHandler,
@@ -29,7 +30,7 @@ import { NON_RETRYABLE_ERROR_TYPES } from '../activities/types.js';
 import type { ResolvedSweepConfig } from '../cookbook/config/sweep.js';
 import { bestIndex, expandPoints, metricSubdir, pointConfig, withHotSettings, type SweepPoint } from '../cookbook/config/sweep-points.js';
 import type { RunRef } from '../cookbook/run-store.js';
-import { pauseSignal, progressQuery, resumeSignal, setUpdate, stopSignal, validateHotSettings, type HotSettings, type Progress, type RunStatus } from './shared/messages.js';
+import { hotSettingsProblem, pauseSignal, progressQuery, resumeSignal, setSignal, setUpdate, stopSignal, validateHotSettings, type HotSettings, type Progress, type RunStatus } from './shared/messages.js';
 import { pipelineWorkflow } from './pipeline.js';
 import { RUN_WORKFLOWS, type RunWorkflow } from './shared/run-workflows.js';
 import { KindKey, ModelKey, StatusKey, StepKey } from './shared/search-attributes.js';
@@ -163,16 +164,19 @@ export async function sweepWorkflow(input: SweepInput): Promise<SweepResult> {
     state.paused = false;
     await forward((h) => h.signal(resumeSignal));
   });
-  setHandler(
-    setUpdate,
-    async (patch) => {
-      state.hot = { ...state.hot, ...patch };
-      const ids = [...running.keys()].map((i) => pointId(points[i]));
-      const forwarded = ids.length > 0 ? await acts.forwardHotSettings({ workflowIds: ids, patch }) : [];
-      return { settings: { lr_multiplier: 1, eval_every: 0, save_every: 0, ...state.hot }, fromStep: state.next, forwarded };
-    },
-    { validator: validateHotSettings },
-  );
+  const setHot = async (patch: Partial<HotSettings>) => {
+    state.hot = { ...state.hot, ...patch };
+    const ids = [...running.keys()].map((i) => pointId(points[i]));
+    const forwarded = ids.length > 0 ? await acts.forwardHotSettings({ workflowIds: ids, patch }) : [];
+    return { settings: { lr_multiplier: 1, eval_every: 0, save_every: 0, ...state.hot }, fromStep: state.next, forwarded };
+  };
+  setHandler(setUpdate, setHot, { validator: validateHotSettings });
+  setHandler(setSignal, async (patch) => {
+    const problem = hotSettingsProblem(patch);
+    if (problem) return log.warn(`recorded set ignored: ${problem}`, { patch });
+    // A child the change cannot reach is logged, not a failure of the whole run.
+    await setHot(patch).catch((err: Error) => log.warn(`recorded set not forwarded: ${err.message}`, { patch }));
+  });
   setHandler(progressQuery, (): SweepProgress => ({
     kind: 'sweep',
     model: config.model_name,

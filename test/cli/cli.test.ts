@@ -1,9 +1,11 @@
 // The `cookbook` CLI end to end, as a user runs it (no TTY), against the real stack.
 import { spawn } from 'node:child_process';
-import { rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { humanCount } from '../../src/cli/models.js';
 import { runStatus } from '../../src/cli/runs.js';
+import type { ServedModel } from '../../src/cli/served-models.js';
 import type { Service } from '../../src/cli/services.js';
 import { cookbookBin, cookbookOn as cookbook, type CliResult } from '../support/cli.js';
 import { startTestStack, waitUntil, workerProcess, type TestStack } from '../support/stack.js';
@@ -48,27 +50,31 @@ describe('cookbook CLI', () => {
     await stack?.stop();
   });
 
-  it('train --wait prints the resolved config, the workflow id, plain progress lines and final metrics', async () => {
+  it('train --wait prints a summary, the workflow id, plain progress lines and final metrics', async () => {
     const r = await cookbook(stack, ['train', 'sl', config, 'num_epochs=1', 'run_name=cli', '--wait', '--id', 'sl-cli-wait']);
     expect(r.err).not.toMatch(/error/i); // warnings (e.g. about the renderer) may appear
     expect(r.code).toBe(0);
-    expect(r.out).toContain('"model_name": "tiny-qwen3"');
-    expect(r.out).toContain('"num_epochs": 1');
-    expect(r.out).toContain('started sl-cli-wait');
+    // A summary, not the whole config: that is the run's config.json.
+    expect(r.out).toMatch(/^sl: supervised fine-tune of tiny-qwen3 on \S+\n {2}steps {2}5 \(5 batches × 1 epoch\)\n {2}lr {5}[\d.e-]+ \(linear schedule\)\nstarted sl-cli-wait\n/);
+    expect(r.out).not.toContain('"model_name"');
+    expect(r.out).toContain(`config   ${join(stack.dir, 'runs', 'sl-cli-wait', 'config.json')}`);
+    expect(JSON.parse(readFileSync(join(stack.dir, 'runs', 'sl-cli-wait', 'config.json'), 'utf8'))).toMatchObject({ model_name: 'tiny-qwen3', num_epochs: 1 });
     expect(r.out).toMatch(/step 5\/5 · \[#+\] · 100%/);
     expect(r.out).toMatch(/completed after 5 steps/);
-    expect(r.out).toMatch(/train_mean_nll\s+\d+\.\d{6}/);
+    expect(r.out).toMatch(/train_mean_nll\s+\d+\.\d+\n/);
 
     const runs = await cookbook(stack, ['runs']);
-    expect(runs.out).toMatch(/sl-cli-wait\s+sl\s+tiny-qwen3\s+5\s+completed\s+COMPLETED/);
+    expect(runs.out).toMatch(/^sl-cli-wait\s+sl\s+tiny-qwen3\s+5\s+completed$/m);
     const status = await cookbook(stack, ['status', 'sl-cli-wait']);
     expect(status.out).toContain('sl-cli-wait: COMPLETED');
     expect(status.out).toMatch(/final checkpoint tinker:\/\//);
   });
 
   it('set, pause, resume, status and stop drive a running run', async () => {
-    const started = await cookbook(stack, ['train', 'sl', config, 'num_epochs=30', '--id', 'sl-cli-ctl']);
+    const started = await cookbook(stack, ['train', 'sl', config, 'num_epochs=30', '--id', 'sl-cli-ctl', '--verbose']);
     expect(started.code).toBe(0);
+    expect(started.out).toContain('"model_name": "tiny-qwen3"'); // --verbose: the whole resolved config
+    expect(started.out).toContain('"num_epochs": 30');
     await waitUntil('the run has stepped', async () => (await cookbook(stack, ['status', 'sl-cli-ctl'])).out.match(/step [1-9]\d*\//) !== null);
 
     const set = await cookbook(stack, ['set', 'sl-cli-ctl', 'lr_multiplier=0.5', 'eval_every=0']);
@@ -129,11 +135,23 @@ describe('cookbook CLI', () => {
     expect(cli.out).toMatch(noWorker);
     expect(Date.now() - cliStarted).toBeLessThan(10_000);
 
+    // `set` needs no worker either: the change is kept in the run's history (a signal), not lost or waited on.
+    const setStarted = Date.now();
+    const set = await cookbook(stack, ['set', id, 'lr_multiplier=0.25']);
+    expect(set.code, set.err).toBe(0);
+    expect(Date.now() - setStarted).toBeLessThan(10_000);
+    expect(set.out).toMatch(noWorker);
+    expect(set.out).toContain(`recorded {"lr_multiplier":0.25} in the run's history`);
+    const history = await stack.client.workflow.getHandle(id).fetchHistory();
+    expect((history.events ?? []).filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'set')).toHaveLength(1);
+
     const watch = cookbookLive(stack, ['watch', id]);
     try {
       await watch.until(/no worker is polling task queue .*; waiting/);
       worker = await workerProcess(stack, 'worker-again');
       await watch.until(new RegExp(`a worker answers for ${id} again: following it\n(.*\n)*step \\d+/\\d+`));
+      // The worker applied the recorded change.
+      await waitUntil('the recorded set applied', async () => /hot settings \{"lr_multiplier":0.25,/.test(await runStatus(stack.client, id)), 60_000);
       expect((await cookbook(stack, ['stop', id])).out).toContain('stop requested');
       const r = await watch.done;
       expect(r.code).toBe(0);
@@ -144,10 +162,35 @@ describe('cookbook CLI', () => {
     }
   });
 
+  it("models lists what the engine serves, with the shapes the engine reports", async () => {
+    const caps = (await (await fetch(`${stack.engine.baseUrl}/api/v1/get_server_capabilities`, { headers: { 'X-API-Key': 'tml-test' } })).json()) as { supported_models: ServedModel[] };
+    const qwen = caps.supported_models.find((m) => m.model_name === 'tiny-qwen3')!;
+    // The seeded tiny model itself, not the Qwen3-8B whose tokenizer and renderers it borrows.
+    expect([qwen.num_hidden_layers, qwen.hidden_size]).toEqual([2, 64]);
+    const r = await cookbook(stack, ['models']);
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toContain(`served by ${stack.engine.baseUrl}:`);
+    const row = (name: string) => r.out.split('\n').find((l) => l.startsWith(`${name} `)) ?? '';
+    for (const m of caps.supported_models) {
+      expect(row(m.model_name)).toMatch(new RegExp(`^${m.model_name}\\s+${humanCount(m.num_parameters!)}\\s+${m.num_hidden_layers}\\s+${m.hidden_size}\\s+${m.vocab_size!.toLocaleString('en-US')}\\s+${m.max_context_length!.toLocaleString('en-US')}\\s+shipped`));
+    }
+    expect(r.out).toContain('tiny-qwen3 → Qwen/Qwen3-8B');
+    expect(r.out).not.toContain('Qwen/Qwen3-32B'); // the hosted catalogue only with --catalogue
+    expect((await cookbook(stack, ['models', '--catalogue'])).out).toMatch(/^Qwen\/Qwen3-32B +32B +yes/m);
+
+    const one = await cookbook(stack, ['models', 'tiny-qwen3']);
+    expect(one.code, one.err).toBe(0);
+    expect(one.out).toMatch(/^layers +2$/m);
+    expect(one.out).toMatch(/^hidden size +64$/m);
+    expect(one.out).toMatch(new RegExp(`^parameters +${qwen.num_parameters!.toLocaleString('en-US')} \\(`, 'm'));
+    expect(one.out).toMatch(/^stands in for +Qwen\/Qwen3-8B /m);
+    expect(one.out).not.toMatch(/8B$|4096/m);
+  });
+
   it('errors name the problem and exit non-zero', async () => {
     const badKey = await cookbook(stack, ['train', 'sl', config, 'learning_rat=1']);
     expect(badKey.code).toBe(2);
-    expect(badKey.err).toContain('unknown config key learning_rat');
+    expect(badKey.err).toContain('command-line override learning_rat=1: learning_rat: unknown config key; did you mean learning_rate?');
     const badModel = await cookbook(stack, ['train', 'sl', config, 'model_name=no-such-model']);
     expect(badModel.code).toBe(2);
     expect(badModel.err).toMatch(/model_name: no-such-model is not served by .* \(served: .*tiny-qwen3/);

@@ -2,16 +2,23 @@
 // its default renderer, tokenizer source and LR hint) and `cookbook train … --dry-run`.
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../src/cli/services.js';
 import { SERVED_MODELS } from '../../src/cookbook/model-info.js';
 
 const bin = path.join(__dirname, '..', '..', 'bin', 'cookbook.mjs');
 const cookbook = (...args: string[]) => spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8' });
 
-describe('cookbook models', () => {
-  it('lists every served model with its default renderer and where its tokenizer comes from', () => {
-    const r = cookbook('models');
+describe('cookbook models without an engine', () => {
+  let noEngine: string;
+  beforeAll(async () => {
+    noEngine = `http://127.0.0.1:${await freePort()}`; // nothing listens there
+  });
+
+  it('lists the catalogue, labelled so, with each model\'s default renderer and where its tokenizer comes from', () => {
+    const r = cookbook('models', '--engine-url', noEngine);
     expect(r.status).toBe(0);
+    expect(r.stdout.split('\n')[0]).toBe(`models (catalogue; engine not reachable at ${noEngine}: ECONNREFUSED):`);
     for (const m of SERVED_MODELS) expect(r.stdout).toContain(m.name);
     const line = (name: string) => r.stdout.split('\n').find((l) => l.startsWith(`${name} `))!;
     expect(line('Qwen/Qwen3-8B')).toMatch(/shipped \(qwen3\)\s+0\.000473\s+qwen3, qwen3_disable_thinking$/);
@@ -19,11 +26,17 @@ describe('cookbook models', () => {
   });
 
   it('details one model, and names the organization of an unknown one', () => {
-    const one = cookbook('models', 'meta-llama/Llama-3.2-1B');
+    const one = cookbook('models', 'meta-llama/Llama-3.2-1B', '--engine-url', noEngine);
     expect(one.status).toBe(0);
+    expect(one.stdout).toMatch(new RegExp(`^served by +\\(catalogue; engine not reachable at ${noEngine}: ECONNREFUSED\\)$`, 'm'));
     expect(one.stdout).toMatch(/renderers\s+role_colon/);
     expect(one.stdout).toMatch(/LoRA params at rank 32\s+26,714,112/);
-    const bad = cookbook('models', 'acme/Thing-1B');
+    // A built-in model's shape is the engine's to tell: the catalogue row it borrows from is another model's.
+    const tiny = cookbook('models', 'tiny-qwen3', '--engine-url', noEngine);
+    expect(tiny.status).toBe(0);
+    expect(tiny.stdout).toMatch(/^stands in for +Qwen\/Qwen3-8B/m);
+    expect(tiny.stdout).not.toMatch(/^(size|hidden size) +(8B|4096)/m);
+    const bad = cookbook('models', 'acme/Thing-1B', '--engine-url', noEngine);
     expect(bad.status).toBe(1);
     expect(bad.stderr).toMatch(/organization "acme" is not served/);
   });
@@ -43,6 +56,16 @@ describe('cookbook train --dry-run', () => {
     expect(colon.stdout).toMatch(/Assistant:⟦ [^⟧]+\n\nUser:⟧/);
     expect(colon.stderr).toMatch(/warning: Renderer role_colon is not recommended for model Qwen\/Qwen3-8B \(recommended: qwen3, qwen3_disable_thinking\)/);
     expect(llama.stderr).not.toMatch(/warning/);
+  });
+
+  it('the shipped demo config trains as the renderer expects: no warning', () => {
+    // Qwen3's renderer frames only the last assistant turn as sampling does: training earlier turns
+    // (all_assistant_messages, the default) draws the reference's warning, once per process.
+    const demo = cookbook('train', 'sl', config, '--dry-run');
+    expect(demo.status, demo.stderr).toBe(0);
+    expect(demo.stderr).not.toMatch(/warn|\[cookbook\]/i);
+    const all = cookbook('train', 'sl', config, 'dataset.train_on_what=all_assistant_messages', '--dry-run');
+    expect(all.stderr).toMatch(/\[cookbook\] train_on_what=all_assistant_messages with renderer "qwen3", which lacks the extension property/);
   });
 
   it('fixes the date that gpt-oss system prompts print for the whole run', () => {

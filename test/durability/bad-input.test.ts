@@ -45,7 +45,7 @@ function failureOf(err: unknown): ApplicationFailure {
 
 describe('bad input: rejected before a run starts', () => {
   it('unknown config keys are named', async () => {
-    expect(await rejectBeforeStart(config('unknown-key', goodRows), ['lerning_rate=0.1'])).toMatch(/unknown config key lerning_rate/);
+    expect(await rejectBeforeStart(config('unknown-key', goodRows), ['lerning_rate=0.1'])).toMatch(/command-line override lerning_rate=0.1: lerning_rate: unknown config key; did you mean learning_rate\?/);
   });
   it('wrong types name the config path', async () => {
     expect(await rejectBeforeStart(config('wrong-type', goodRows), ['dataset.batch_size="eight"'])).toMatch(/dataset\.batch_size: .*number/i);

@@ -76,10 +76,33 @@ describe('resolveRun', () => {
       expect(err).toBeInstanceOf(ConfigError);
       message = (err as Error).message;
     }
-    expect(message).toContain('unknown config key learning_rat');
+    expect(message).toContain(`${p}: learning_rat: unknown config key; did you mean learning_rate?`);
     expect(message).toMatch(/num_epochs: .*number/i);
     expect(message).toMatch(/dataset\.batch_size: /);
     expect(message).toContain(p);
+  });
+  it('suggests the closest known key wherever it is nested, and none for a key like no other', () => {
+    const p = write('typos.json', { ...base, dataset: { ...base.dataset, batch_sise: 2 }, evaluators: [{ kind: 'benchmark', suite: 'ifeval', limt: 3 }] });
+    const message = (() => {
+      try {
+        resolveRun('sl', p, ['zzzzzz=1']);
+      } catch (err) {
+        return (err as Error).message;
+      }
+      throw new Error('expected a config error');
+    })();
+    expect(message).toContain(`${p}: dataset.batch_sise: unknown config key; did you mean dataset.batch_size?`);
+    expect(message).toContain(`${p}: evaluators.0.limt: unknown config key; did you mean evaluators.0.limit?`);
+    expect(message).toMatch(/zzzzzz: unknown config key$/m);
+  });
+  it('blames a bad command-line override on the override, not on the config file', () => {
+    const p = write('good.json', base);
+    expect(() => resolveRun('sl', p, ['learning_rat=1'])).toThrow(/^command-line override learning_rat=1: learning_rat: unknown config key; did you mean learning_rate\?$/);
+    expect(() => resolveRun('sl', p, ['dataset.batch_size=0'])).toThrow(/^command-line override dataset\.batch_size=0: dataset\.batch_size: /);
+    expect(() => resolveRun('sl', p, ['dataset={"file_path": "chat.jsonl", "batch_size": 2, "max_lenght": 9}'])).toThrow(/^command-line override dataset=.*: dataset\.max_lenght: unknown config key; did you mean dataset\.max_length\?$/);
+    // The file's own mistake still names the file, beside an override that is fine.
+    const bad = write('bad-epochs.json', { ...base, num_epochs: 'two' });
+    expect(() => resolveRun('sl', bad, ['learning_rate=0.001'])).toThrow(new RegExp(`^${bad.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: num_epochs: `));
   });
   it('reports a missing dataset file, a missing config and broken JSON clearly', () => {
     expect(() => resolveRun('sl', write('nofile.json', { ...base, dataset: { ...base.dataset, file_path: 'nope.jsonl' } }), [])).toThrow(/dataset.file_path: .*nope.jsonl does not exist/);

@@ -11,10 +11,10 @@ const progress = (over: Partial<Progress> = {}): Progress => ({
 describe('progress line', () => {
   it('shows step/total, a bar, ETA from recent pace, last loss and status', () => {
     expect(eta(progress(), [[6, 0], [10, 8000]])).toBe(60);
-    expect(progressLine(progress(), [[6, 0], [10, 8000]], 8)).toBe('step 10/40 · [##------] · 25% · ETA 1:00 · train_mean_nll 1.8300 · running');
+    expect(progressLine(progress(), [[6, 0], [10, 8000]], 8)).toBe('step 10/40 · [##------] · 25% · ETA 1:00 · train_mean_nll 1.83 · running');
   });
   it('has no ETA without two step times, and says paused', () => {
-    expect(progressLine(progress({ paused: true, status: 'paused' }), [], 4)).toBe('step 10/40 · [#---] · 25% · train_mean_nll 1.8300 · paused');
+    expect(progressLine(progress({ paused: true, status: 'paused' }), [], 4)).toBe('step 10/40 · [#---] · 25% · train_mean_nll 1.83 · paused');
   });
   it('the printer measures the pace from its own polls, and restarts it after a rollback', () => {
     const lines: string[] = [];

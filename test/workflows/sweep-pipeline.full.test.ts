@@ -125,6 +125,7 @@ describe('sweep of pipelines', { timeout: 1_500_000 }, () => {
       const stageId = `${first}/1-dpo`;
       await waitUntil('the DPO stage paused', async () => (await query<Progress>(stack, stageId)).status === 'paused', 60_000, 100);
       const answer = await setHot(stack.client, run.workflowId, ['lr_multiplier=0.5', 'save_every=3']);
+      if (!answer.applied) throw new Error(`the sweep did not answer the set: ${JSON.stringify(answer)}`);
       expect(answer.forwarded).toHaveLength(1);
       expect(answer.forwarded![0].workflowId).toBe(first);
       const stageAnswer = answer.forwarded![0].forwarded!;

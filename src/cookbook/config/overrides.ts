@@ -1,6 +1,7 @@
 // `key=value` overrides with dotted keys, as the CLI takes them. Values parse as JSON when they can
 // (numbers, booleans, null, arrays, objects) and stay strings otherwise.
 import { z } from 'zod';
+import { closestKey, knownKeysAt } from './did-you-mean.js';
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -61,23 +62,52 @@ export function applyOverrides(config: Record<string, unknown>, overrides: strin
   return out;
 }
 
-/** One line per zod issue, each naming the offending config path (e.g. `dataset.batch_size`). */
-export function formatZodError(err: z.ZodError, source?: string): string {
-  const where = source ? `${source}: ` : '';
+/** Where a config value came from, for an error about it: a file, or a command-line override. */
+export type ConfigSource = string | ((path: readonly PropertyKey[]) => string | undefined);
+
+/**
+ * One line per zod issue, each naming the offending config path (e.g. `dataset.batch_size`) and,
+ * given the schema, the known key closest to an unknown one.
+ */
+export function formatZodError(err: z.ZodError, source?: ConfigSource, schema?: z.ZodType): string {
+  const where = (path: readonly PropertyKey[]) => {
+    const s = typeof source === 'function' ? source(path) : source;
+    return s ? `${s}: ` : '';
+  };
   return err.issues
-    .map((issue) => {
+    .flatMap((issue) => {
       const path = issue.path.length ? issue.path.join('.') : '(root)';
       if (issue.code === 'unrecognized_keys') {
-        const keys = issue.keys.map((k) => (issue.path.length ? `${path}.${k}` : k));
-        return `${where}unknown config key${keys.length > 1 ? 's' : ''} ${keys.join(', ')}`;
+        const known = schema ? knownKeysAt(schema, issue.path) : [];
+        return issue.keys.map((k) => {
+          const full = [...issue.path, k];
+          const near = closestKey(k, known);
+          const at = (key: string) => [...issue.path, key].join('.');
+          return `${where(full)}${at(k)}: unknown config key${near ? `; did you mean ${at(near)}?` : ''}`;
+        });
       }
-      return `${where}${path}: ${issue.message}`;
+      return [`${where(issue.path)}${path}: ${issue.message}`];
     })
     .join('\n');
 }
 
-export function parseConfig<S extends z.ZodType>(schema: S, raw: unknown, source?: string): z.output<S> {
+export function parseConfig<S extends z.ZodType>(schema: S, raw: unknown, source?: ConfigSource): z.output<S> {
   const result = schema.safeParse(raw);
-  if (!result.success) throw new ConfigError(formatZodError(result.error, source));
+  if (!result.success) throw new ConfigError(formatZodError(result.error, source, schema));
   return result.data;
+}
+
+/**
+ * A config file's object with the command line's `key=value` overrides applied, parsed: an error
+ * about a value an override set (or a key it added) names that override, any other the file.
+ */
+export function parseWithOverrides<S extends z.ZodType>(schema: S, fromFile: Record<string, unknown>, overrides: string[], file: string): z.output<S> {
+  const set = overrides.map((arg) => ({ arg, path: parseOverride(arg)[0] }));
+  const within = (outer: readonly PropertyKey[], inner: readonly PropertyKey[]) => outer.length <= inner.length && outer.every((k, i) => String(k) === String(inner[i]));
+  const blame = (path: readonly PropertyKey[]) => {
+    // The last override that set this value, a value around it, or a value within it (not the root).
+    const hit = [...set].reverse().find((o) => within(o.path, path) || (path.length > 0 && within(path, o.path)));
+    return hit ? `command-line override ${hit.arg}` : file;
+  };
+  return parseConfig(schema, applyOverrides(fromFile, overrides), blame);
 }

@@ -58,6 +58,12 @@ export interface ForwardedSet {
 }
 
 export const setUpdate = defineUpdate<SetResult, [Partial<HotSettings>]>('set');
+/**
+ * `set` while no worker polls: Temporal keeps no update that a worker has not accepted, so the CLI
+ * sends the change as a signal instead, which the run's history keeps until a worker applies it.
+ * The CLI validates it first; a run ignores (and logs) one that fails validateHotSettings.
+ */
+export const setSignal = defineSignal<[Partial<HotSettings>]>('set');
 
 export const HOT_SETTING_KEYS: ReadonlyArray<keyof HotSettings> = ['lr_multiplier', 'eval_every', 'save_every'];
 
@@ -73,5 +79,16 @@ export function validateHotSettings(patch: Partial<HotSettings>): void {
     if (typeof value !== 'number' || !Number.isFinite(value)) throw new Error(`set: ${key} must be a number`);
     if (key === 'lr_multiplier' && !(value > 0)) throw new Error('set: lr_multiplier must be > 0');
     if (key !== 'lr_multiplier' && (!Number.isInteger(value) || value < 0)) throw new Error(`set: ${key} must be an integer ≥ 0`);
+  }
+}
+
+/** Why a recorded `set` signal cannot apply, or undefined when it can (a signal cannot be refused). */
+export function hotSettingsProblem(patch: unknown): string | undefined {
+  try {
+    if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) throw new Error('set: expected an object of settings');
+    validateHotSettings(patch as Partial<HotSettings>);
+    return undefined;
+  } catch (err) {
+    return (err as Error).message;
   }
 }

@@ -11,6 +11,7 @@ import {
   condition,
   continueAsNew,
   isCancellation,
+  log,
   patched,
   proxyActivities,
   setCurrentDetails,
@@ -29,6 +30,8 @@ import {
   pauseSignal,
   progressQuery,
   resumeSignal,
+  hotSettingsProblem,
+  setSignal,
   setUpdate,
   stopSignal,
   validateHotSettings,
@@ -558,6 +561,11 @@ export class TrainingRun<C extends RunConfig, P> {
       },
       { validator: validateHotSettings },
     );
+    setHandler(setSignal, (patch) => {
+      const problem = hotSettingsProblem(patch);
+      if (problem) return log.warn(`recorded set ignored: ${problem}`, { patch });
+      this.state.hot = { ...this.state.hot, ...patch };
+    });
     setHandler(progressQuery, (): Progress => ({
       kind: this.kind,
       model: this.input.config.model_name,
