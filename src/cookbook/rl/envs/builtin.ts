@@ -5,6 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { CustomRLDatasetBuilder } from '../registry.js';
 import { buildGuessNumberDatasets } from './guess-number.js';
+import { buildOpenAIClientArithmeticDatasets } from './openai-client-arithmetic.js';
 import { buildRubricDatasets } from './rubric.js';
 import { buildShorterDatasets } from './shorter.js';
 import { buildTicTacToeDatasets } from './tictactoe.js';
@@ -24,4 +25,5 @@ export const BUILTIN_RL_DATASETS: Record<string, CustomRLDatasetBuilder> = {
   tictactoe: ({ args, renderer }) => buildTicTacToeDatasets(args, renderer),
   rubric: ({ args, renderer }) => buildRubricDatasets(args, renderer, dataRoot()),
   shorter: ({ args, renderer }) => buildShorterDatasets(args, renderer),
+  openai_client_arithmetic: ({ args, renderer }) => buildOpenAIClientArithmeticDatasets(args, renderer),
 };

@@ -1,0 +1,88 @@
+// `cookbook serve` and `cookbook chat`: use a checkpoint (or a base model) through the OpenAI API or
+// in the terminal. They take their own flags (parsed here, not in main.ts): neither talks to
+// Temporal, and `--api-key` here is the key clients of the served API must send.
+import { parseArgs } from 'node:util';
+import { ConfigError } from '../cookbook/config/overrides.js';
+import { DEFAULT_ENGINE_URL } from './connect.js';
+
+export const SERVE_USAGE = `  serve <tinker path | base model>    OpenAI-compatible API on 127.0.0.1 (/v1/chat/completions, /v1/completions,
+        [--port N] [--api-key K]            /v1/models; streaming); --port 0/absent: a free port, printed;
+        [--renderer NAME]                   --api-key (COOKBOOK_SERVE_API_KEY): clients must send it as a bearer token;
+        [--tokenizer-path DIR]              --max-tokens: the cap when a request sets none (4096); see docs/serve.md
+        [--max-tokens N]
+  chat <tinker path | base model>     talk to the model in the terminal (multi-turn; reasoning shown apart); piped
+        [--system TEXT] [--max-tokens N]    stdin: each line is the next turn, answers on stdout, reasoning on stderr
+        [--temperature T] [--seed S] [--renderer NAME] [--tokenizer-path DIR]`;
+
+const OPTIONS = {
+  port: { type: 'string' },
+  'api-key': { type: 'string' },
+  'engine-url': { type: 'string' },
+  renderer: { type: 'string' },
+  'tokenizer-path': { type: 'string' },
+  'max-tokens': { type: 'string' },
+  system: { type: 'string' },
+  temperature: { type: 'string' },
+  seed: { type: 'string' },
+  help: { type: 'boolean', short: 'h', default: false },
+} as const;
+
+function number(name: string, value: string | undefined, check: (n: number) => boolean, what: string): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isFinite(n) || !check(n)) throw new ConfigError(`--${name}: expected ${what}, got "${value}"`);
+  return n;
+}
+
+export async function serveCommand(command: 'serve' | 'chat', argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: OPTIONS });
+  if (values.help) {
+    console.log(SERVE_USAGE);
+    return 0;
+  }
+  const [source, ...extra] = positionals;
+  if (!source || extra.length) throw new ConfigError(`${command}: usage \`cookbook ${command} <tinker://…/sampler_weights/… path | base model> [options]\``);
+  // Every flag is checked before the backend is contacted.
+  const maxTokens = number('max-tokens', values['max-tokens'], (n) => Number.isInteger(n) && n > 0, 'a positive integer');
+  const temperature = number('temperature', values.temperature, (n) => n >= 0 && n <= 2, 'a number in [0, 2]');
+  const seed = number('seed', values.seed, Number.isSafeInteger, 'an integer');
+  const port = number('port', values.port, (n) => Number.isInteger(n) && n >= 0 && n < 65536, 'a port number') ?? 0;
+  const baseUrl = values['engine-url'] ?? process.env.TINKER_BASE_URL ?? DEFAULT_ENGINE_URL;
+  const [{ openServedModel }, { DEFAULT_MAX_TOKENS }] = await Promise.all([import('../serve/served-model.js'), import('../serve/sampling.js')]);
+  const model = await openServedModel({ source, baseUrl, rendererName: values.renderer, tokenizerPath: values['tokenizer-path'] });
+  try {
+    if (command === 'chat') {
+      const { runChat } = await import('../serve/chat-repl.js');
+      const failures = await runChat({
+        model,
+        system: values.system,
+        maxTokens: maxTokens ?? 1024,
+        temperature,
+        seed,
+        input: process.stdin,
+        output: process.stdout,
+        errors: process.stderr,
+        interactive: Boolean(process.stdin.isTTY && process.stdout.isTTY),
+      });
+      return failures ? 1 : 0;
+    }
+    const { startServer } = await import('../serve/server.js');
+    const server = await startServer({
+      model,
+      port,
+      apiKey: values['api-key'] ?? process.env.COOKBOOK_SERVE_API_KEY ?? undefined,
+      defaultMaxTokens: maxTokens ?? DEFAULT_MAX_TOKENS,
+      log: (line) => console.error(line),
+    });
+    console.log(`serving ${model.id} (base model ${model.baseModel}, renderer ${model.renderer.name}) from ${model.baseUrl}`);
+    console.log(`OpenAI base URL ${server.url}`);
+    await new Promise<void>((resolve) => {
+      process.once('SIGINT', resolve);
+      process.once('SIGTERM', resolve);
+    });
+    await server.close();
+    return 0;
+  } finally {
+    await model.close();
+  }
+}

@@ -1,0 +1,32 @@
+// Python tools the serve tests drive `cookbook serve` with — the official `openai` client and the
+// Inspect AI evaluation harness — each in a cached venv under ~/.cache/durable-cookbook, built the
+// way the repo's other Python tools are (buildCachedVenv: once, under a temporary name, locked).
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { buildCachedVenv } from '../../src/stack/engine-env.mjs';
+import { cacheRoot } from '../../src/stack/cache.mjs';
+
+export const OPENAI_PY_VERSION = '3.57.0';
+export const INSPECT_AI_VERSION = '0.3.285';
+
+async function ensureVenv(name: string, packages: string[], log: (chunk: string) => void): Promise<{ python: string }> {
+  const venv = join(cacheRoot(), name);
+  await buildCachedVenv(venv, {
+    log,
+    banner: `[python-tools] building ${venv} (${packages.join(', ')}, for the serve tests)`,
+    marker: { packages },
+    install: (python, run) => run(python, ['-m', 'pip', 'install', '--disable-pip-version-check', '--quiet', ...packages]),
+  });
+  const python = join(venv, 'bin', 'python');
+  if (!existsSync(python)) throw new Error(`venv ${venv} has no bin/python; remove it to rebuild`);
+  return { python };
+}
+
+const stderr = (chunk: string) => process.stderr.write(chunk);
+
+/** The official OpenAI Python client. */
+export const ensureOpenAIPythonEnv = (log = stderr) => ensureVenv(`openai-venv-${OPENAI_PY_VERSION}`, [`openai==${OPENAI_PY_VERSION}`], log);
+
+/** Inspect AI with the OpenAI client its OpenAI-compatible provider needs. */
+export const ensureInspectEnv = (log = stderr) =>
+  ensureVenv(`inspect-venv-${INSPECT_AI_VERSION}-${OPENAI_PY_VERSION}`, [`inspect-ai==${INSPECT_AI_VERSION}`, `openai==${OPENAI_PY_VERSION}`], log);
