@@ -263,6 +263,7 @@ class Engine:
         loop thread (unless fn returns SETTLED_LATER: it handed `fut` to a decode pool)."""
 
         def run():
+            fut.started_ns = time.time_ns()  # the end of its queueing (metrics.py, tracing.py)
             try:
                 result = fn()
             except Exception as e:
@@ -561,6 +562,9 @@ class Engine:
             validate,
             lambda trainer: trainer.forward_backward(req),
         )
+        fut = self.futures.get(request_id)
+        if fut is not None:  # its size, for /metrics
+            fut.datums, fut.tokens = len(req.data), sum(len(d.tokens) for d in req.data)
         return {"request_id": request_id, "model_id": handle.model_id}
 
     # ------------------------------------------------------------ server-side custom losses
@@ -912,6 +916,7 @@ class Engine:
         else:
             request_id = f"{sampler.sampler_id}:{uuid.uuid4()}"
         fut = self.futures.create(request_id, "Sample")
+        fut.datums = num_samples
         if record_stability:
             self.stability.expect(request_id, sampler.session_id, prompt)
         tokens = prompt.tolist()

@@ -18,6 +18,9 @@ from .body import Body
 from .engine import Engine
 from .errors import EngineError, bad_request
 from .futures import FAILED, PENDING
+from .metrics import EngineMetrics
+from .tracing import RequestTracer
+from .model_shape import model_shape
 from .wire import (
     fingerprint_json,
     forward_output_json,
@@ -78,16 +81,20 @@ class BodyTooLarge(Exception):
 class GuardMiddleware:
     """API-key check and request-size limit, before any route runs (pure ASGI: no buffering)."""
 
-    def __init__(self, app, api_key: str | None, max_body_bytes: int):
+    def __init__(self, app, api_key: str | None, max_body_bytes: int, tracer: RequestTracer | None = None):
         self.app = app
         self.api_key = api_key
         self.max_body_bytes = max_body_bytes
+        self.tracer = tracer
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        if scope["path"] != f"{API}/healthz":
+        if self.tracer is not None:
+            self.tracer.enter_request(headers.get("traceparent"))
+        # Health and metrics answer without a key: load balancers and Prometheus scrape them.
+        if scope["path"] not in (f"{API}/healthz", "/metrics"):
             problem = self._auth_problem(headers.get("x-api-key"))
             if problem:
                 return await error_response(401, problem)(scope, receive, send)
@@ -210,6 +217,13 @@ async def sweep_expired_checkpoints(engine: Engine) -> None:
 
 
 def create_app(engine: Engine, api_key: str | None = None, max_body_bytes: int = 64 << 20) -> FastAPI:
+    metrics = EngineMetrics(engine)
+    engine.futures.listeners.append(metrics.future_settled)
+    tracer = RequestTracer.from_env()  # None unless OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is set
+    if tracer is not None:
+        engine.futures.listeners.append(tracer.future_settled)
+        log.info("exporting request spans to %s", tracer.exporter.url)
+
     @contextlib.asynccontextmanager
     async def lifespan(_app):
         engine.bind_loop(asyncio.get_running_loop())
@@ -217,6 +231,8 @@ def create_app(engine: Engine, api_key: str | None = None, max_body_bytes: int =
         yield
         sweeper.cancel()
         engine.shutdown()
+        if tracer is not None:
+            tracer.shutdown()
 
     app = FastAPI(
         title="tinker-engine", version=__version__, docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan
@@ -250,7 +266,7 @@ def create_app(engine: Engine, api_key: str | None = None, max_body_bytes: int =
         for name in engine.registry.available():
             try:
                 spec = engine.registry.resolve(name)
-                models.append({"model_name": name, "max_context_length": spec.max_context})
+                models.append({"model_name": name, "max_context_length": spec.max_context, **model_shape(spec)})
             except EngineError:
                 continue
         return models
@@ -259,6 +275,10 @@ def create_app(engine: Engine, api_key: str | None = None, max_body_bytes: int =
     async def healthz():
         # clock_cycles: the --clock-cycle-ms setting and, when on, the engine's clock and cycle counters.
         return json_response({"status": "ok", "supported_models": capabilities(), "clock_cycles": engine.clock_info()})
+
+    @app.get("/metrics")
+    async def prometheus_metrics():
+        return Response(metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
     @app.get(f"{API}/get_server_capabilities")
     async def get_server_capabilities():
@@ -468,4 +488,4 @@ def create_app(engine: Engine, api_key: str | None = None, max_body_bytes: int =
     # Checkpoint archives (§7, SDK ≤ 0.25): the route behind the key check, signed downloads before it.
     archives = ArchiveDownloads(engine, API)
     archives.add_routes(app)
-    return archives.wrap(GuardMiddleware(app, api_key, max_body_bytes))
+    return archives.wrap(GuardMiddleware(app, api_key, max_body_bytes, tracer))

@@ -2,6 +2,7 @@
 // logical call resends the identical body (same seq id, same X-Idempotency-Key): the server
 // deduplicates on (model id, seq id), which is what makes retrying a training submit safe.
 import { randomUUID } from 'node:crypto';
+import { context, propagation } from '@opentelemetry/api';
 import type { ResolvedOptions, RetryPolicy } from './config.js';
 import { SDK_VERSION } from './config.js';
 import { BackendError, type BackendErrorKind } from './types.js';
@@ -210,6 +211,9 @@ export class HttpClient {
       ...req.headers,
       ...extraHeaders,
     };
+    // The caller's trace as W3C `traceparent`, which the engine continues (workers/tracing.ts
+    // registers the propagator when tracing is on; off, the API's no-op propagator adds nothing).
+    propagation.inject(context.active(), headers);
     let body: string | Uint8Array | undefined;
     if (req.body instanceof Uint8Array) {
       body = req.body;

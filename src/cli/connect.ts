@@ -5,6 +5,7 @@
 import { Client, Connection, type TLSConfig } from '@temporalio/client';
 import { loadClientConfigProfile, toClientOptions, type ClientConfigProfile, type ClientConfigTLS } from '@temporalio/envconfig';
 import { ConfigError } from '../cookbook/config/overrides.js';
+import { clientTracingInterceptors } from '../workers/tracing.js';
 
 export const DEFAULT_TEMPORAL_ADDRESS = '127.0.0.1:7233';
 export const DEFAULT_NAMESPACE = 'default';
@@ -138,7 +139,9 @@ export async function connectClient(f: GlobalFlags): Promise<Client> {
   const t = resolveTemporal(f);
   try {
     const connection = await Connection.connect({ address: t.address, tls: t.tls, apiKey: t.apiKey, metadata: t.metadata, connectTimeout: '5s' });
-    return new Client({ connection, namespace: t.namespace });
+    // With OTEL_EXPORTER_OTLP_ENDPOINT set, workflow starts and signals are traced (workers/tracing.ts).
+    const workflow = await clientTracingInterceptors();
+    return new Client({ connection, namespace: t.namespace, ...(workflow.length ? { interceptors: { workflow } } : {}) });
   } catch (err) {
     throw new Error(`cannot reach Temporal at ${t.address} (${t.description}): ${causeChain(err)}; ${connectHint(t, causeChain(err))}`);
   }

@@ -5,17 +5,19 @@ import { parseArgs } from 'node:util';
 import { ConfigError } from '../cookbook/config/overrides.js';
 import { connectClient, CONNECTION_OPTIONS, CONNECTION_USAGE, engineUrl, globalFlags, temporalAddress, type GlobalFlags } from './connect.js';
 import { WORKER_OPTIONS, WORKER_USAGE, workerFlags } from '../workers/run.js';
-import { formatResult, listRuns, logDirOf, runStatus, sendControl, setHot, watchRun } from './runs.js';
+import { formatRecordedSet, formatResult, listRuns, logDirOf, runStatus, sendControl, setHot, watchRun } from './runs.js';
 import { webUiLine } from './ui-link.js';
 import { DEFAULT_TASK_QUEUE } from '../workers/task-queue.js';
+import { flushTracing } from '../workers/tracing.js';
 
 async function usage(): Promise<string> {
-  const [{ TRAINABLE_KINDS }, { CONTINUE_USAGE, TRACK_USAGE }, { SWEEP_USAGE }, { EVAL_USAGE }, { EXPORT_USAGE }] = await Promise.all([
+  const [{ TRAINABLE_KINDS }, { CONTINUE_USAGE, TRACK_USAGE }, { SWEEP_USAGE }, { EVAL_USAGE }, { EXPORT_USAGE }, { SERVE_USAGE }] = await Promise.all([
     import('./train.js'),
     import('./continue.js'),
     import('./sweep.js'),
     import('./eval.js'),
     import('./export.js'),
+    import('./serve.js'),
   ]);
   return `usage: cookbook <command> [options]
 
@@ -27,10 +29,12 @@ async function usage(): Promise<string> {
   dev stop [same ports or --dev-dir]  stop what \`dev\` started there, and registered \`cookbook worker\`s
   train <kind> <config.json> [k=v …]  start a run (kind: ${Object.keys(TRAINABLE_KINDS).join(', ')}); dotted keys override the config
         [--wait] [--id <workflow id>]       --dry-run: check config and data, show the first datums, start nothing
+        [--verbose]                         print the whole resolved config (else a summary and its config.json)
 ${CONTINUE_USAGE}
 ${TRACK_USAGE}
-  models [<model name>]               served models: renderers, tokenizer, LR hint (one model: details)
-  runs                                list runs (kind, model, step, status)
+  models [<model name>] [--catalogue] the backend's models with their shapes (layers, width, vocabulary, parameters),
+                                      renderers, tokenizer, LR hint; --catalogue: the hosted service's model table too
+  runs [--wide]                       list runs (kind, model, step, status); --wide: ids never shortened
   status <id>                         progress, hot settings, last checkpoint and metrics
   watch <id>                          progress bar until the run ends
   stop <id> [--reason <text>]         graceful early stop: finish the step, save a final checkpoint
@@ -45,12 +49,15 @@ ${TRACK_USAGE}
 ${SWEEP_USAGE}
 ${EVAL_USAGE}
 ${EXPORT_USAGE}
+${SERVE_USAGE}
 ${WORKER_USAGE}
 
 ${CONNECTION_USAGE}`;
 }
 
 async function main(argv: string[]): Promise<number> {
+  // serve and chat parse flags of their own (their --api-key is the served API's key, not Temporal's).
+  if (argv[0] === 'serve' || argv[0] === 'chat') return (await import('./serve.js')).serveCommand(argv[0], argv.slice(1));
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -81,6 +88,9 @@ async function main(argv: string[]): Promise<number> {
       'pass-at-k': { type: 'string' },
       set: { type: 'string', multiple: true },
       list: { type: 'boolean', default: false },
+      verbose: { type: 'boolean', default: false },
+      catalogue: { type: 'boolean', default: false },
+      wide: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -97,8 +107,10 @@ async function main(argv: string[]): Promise<number> {
 
   switch (command) {
     case 'models': {
-      const { formatModel, formatModels } = await import('./models.js');
-      console.log(rest[0] ? formatModel(rest[0]) : formatModels());
+      const [{ formatModel, formatModels }, { servedModels }, { apiKeyFor }] = await Promise.all([import('./models.js'), import('./served-models.js'), import('../backends/api-key.js')]);
+      const url = engineUrl(flags);
+      const served = await servedModels(url, apiKeyFor(url));
+      console.log(rest[0] ? formatModel(rest[0], served) : formatModels(served, { catalogue: values.catalogue }));
       return 0;
     }
     case 'dev': {
@@ -147,12 +159,14 @@ async function main(argv: string[]): Promise<number> {
         return 0;
       }
       await checkBackend(resolved.config.base_url ?? engineUrl(flags), resolved.config.model_name);
-      await checkRunData(resolved);
-      console.log(pyJsonDumps(resolved.config, { indent: 2 }));
+      const { configLine, runSummary } = await import('./train-summary.js');
+      const plan = await checkRunData(resolved);
+      console.log(values.verbose ? pyJsonDumps(resolved.config, { indent: 2 }) : runSummary(resolved, plan).join('\n'));
       const client = await connectClient(flags);
       await startRun(client, resolved, flags.taskQueue);
       console.log(`started ${resolved.workflowId}`);
       console.log(`log dir  ${resolved.run.logPath}`);
+      if (!values.verbose) console.log(configLine(resolved));
       console.log(webUiLine(client, resolved.workflowId));
       if (!values.wait) return 0;
       const result = await watchRun(client, resolved.workflowId);
@@ -173,11 +187,13 @@ async function main(argv: string[]): Promise<number> {
       const resolved = resolveContinuation(await parentLogDir(parent, (id) => logDirOf(client, id)), overrides, { workflowId: values.id });
       await checkParentSettled(client, resolved.config.continue_from.workflow_id);
       await checkBackend(resolved.config.base_url ?? engineUrl(flags), resolved.config.model_name);
-      await checkRunData(resolved);
-      console.log(pyJsonDumps(resolved.config, { indent: 2 }));
+      const { configLine, runSummary } = await import('./train-summary.js');
+      const plan = await checkRunData(resolved);
+      console.log(values.verbose ? pyJsonDumps(resolved.config, { indent: 2 }) : runSummary(resolved, plan).join('\n'));
       await startRun(client, resolved, flags.taskQueue);
       console.log(`started ${resolved.workflowId} (continues ${resolved.config.continue_from.workflow_id} from checkpoint ${resolved.config.continue_from.name}, step ${resolved.config.continue_from.next_step})`);
       console.log(`log dir  ${resolved.run.logPath}`);
+      if (!values.verbose) console.log(configLine(resolved));
       console.log(webUiLine(client, resolved.workflowId));
       if (!values.wait) return 0;
       console.log(formatResult(await watchRun(client, resolved.workflowId)).join('\n'));
@@ -208,7 +224,7 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case 'runs':
-      console.log(await listRuns(await connectClient(flags)));
+      console.log(await listRuns(await connectClient(flags), { wide: values.wide }));
       return 0;
     case 'status':
       console.log(await runStatus(await connectClient(flags), needId()));
@@ -225,7 +241,8 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     case 'set': {
       const { formatSetResult } = await import('./sweep.js');
-      console.log(formatSetResult(rest[0], await setHot(await connectClient(flags), needId(), rest.slice(1))));
+      const outcome = await setHot(await connectClient(flags), needId(), rest.slice(1));
+      console.log(outcome.applied ? formatSetResult(rest[0], outcome) : formatRecordedSet(rest[0], outcome));
       return 0;
     }
     case 'report':
@@ -254,8 +271,12 @@ async function main(argv: string[]): Promise<number> {
 }
 
 main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
-  (err: unknown) => {
+  async (code) => {
+    await flushTracing(); // spans of this command still buffered (none unless tracing is on)
+    process.exit(code);
+  },
+  async (err: unknown) => {
+    await flushTracing();
     const e = err as Error;
     console.error(`error: ${e.message}`);
     if (process.env.COOKBOOK_DEBUG) console.error(e.stack);

@@ -190,6 +190,8 @@ export interface EngineOpts {
   logFile?: string;
   extraArgs?: string[];
   detached?: boolean;
+  /** Added to the engine's environment (OTEL_EXPORTER_OTLP_ENDPOINT, say). */
+  env?: NodeJS.ProcessEnv;
 }
 
 /** The local Tinker-compatible engine (builds its Python environment on first use). */
@@ -202,6 +204,7 @@ export async function startEngine(opts: EngineOpts): Promise<Service & { baseUrl
     args: [join(repoRoot, 'src', 'stack', 'engine.mjs'), '--port', String(opts.port), '--data-dir', opts.dataDir, ...(opts.extraArgs ?? [])],
     logFile: opts.logFile ?? join(opts.dataDir, 'engine.log'),
     detached: opts.detached,
+    env: opts.env,
     // A cold start imports PyTorch and transformers: on a busy disk (right after `npm ci`, say)
     // that alone has taken two minutes. waitFor fails at once if the process exits instead.
     readyTimeoutMs: 600_000,

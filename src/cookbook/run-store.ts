@@ -117,6 +117,19 @@ function truncateStepLines(file: CheckedJsonl, fromStep: number): void {
   if (kept.length !== rows.length) file.rewrite(kept.map((r) => r.text));
 }
 
+/** Told of every metrics row and rollout record written (a worker's Prometheus counters, workers/prometheus.ts). */
+export interface RunStoreObserver {
+  metricsRow?(row: MetricsRow & { step: number }): void;
+  rolloutRecord?(record: RolloutRecord): void;
+}
+
+let observer: RunStoreObserver | undefined;
+
+/** Sets (or, with undefined, removes) the process's run store observer; none by default. */
+export function observeRunStore(o: RunStoreObserver | undefined): void {
+  observer = o;
+}
+
 export class RunStore {
   readonly configJson: string;
   readonly metricsJsonl: string;
@@ -184,6 +197,7 @@ export class RunStore {
    */
   writeMetrics(row: MetricsRow & { step: number }): void {
     writeStepLine(this.metrics, row.step, pyJsonDumps(row, { floatKeys: (k) => !isIntMetricKey(k) }));
+    observer?.metricsRow?.(row);
   }
 
   /** Drops rows of `fromStep` and later: their updates were undone by a restore from a checkpoint. */
@@ -243,6 +257,7 @@ export class RunStore {
   /** The iteration's rollout record; a retried train step rewrites the same file. */
   writeRolloutRecord(record: RolloutRecord): void {
     this.checked(join(this.logPath, '.cookbook', 'store', ROLLOUT_RECORDS_DIR, `iteration_${String(record.step).padStart(6, '0')}.json`)).write(JSON.stringify(record));
+    observer?.rolloutRecord?.(record);
   }
 
   /** Every rollout record of the run, by step. */

@@ -10,20 +10,24 @@ import type { CookbookWorker } from './worker.js';
 export interface WorkerFlags extends GlobalFlags {
   maxConcurrentActivities?: number;
   maxConcurrentWorkflows?: number;
+  /** Serve Prometheus metrics: a port or HOST:PORT (workers/prometheus.ts); else COOKBOOK_METRICS_PORT. */
+  metricsPort?: string;
 }
 
 /** parseArgs specs of `cookbook worker`'s own flags. */
 export const WORKER_OPTIONS = {
   'max-concurrent-activities': { type: 'string' },
   'max-concurrent-workflows': { type: 'string' },
+  'metrics-port': { type: 'string' },
 } as const;
 
 export const WORKER_USAGE = `  worker [--task-queue Q]             run a worker on this host (Temporal connection options below, engine
         [--max-concurrent-activities N]     from --engine-url/TINKER_BASE_URL; every worker must see the run
-        [--max-concurrent-workflows N]      store's log dirs at the same paths); stops gracefully on Ctrl-C/SIGTERM`;
+        [--max-concurrent-workflows N]      store's log dirs at the same paths); stops gracefully on Ctrl-C/SIGTERM
+        [--metrics-port [HOST:]PORT]        Prometheus metrics at /metrics (COOKBOOK_METRICS_PORT; HOST 127.0.0.1)`;
 
 export function workerFlags(flags: GlobalFlags, v: { [K in keyof typeof WORKER_OPTIONS]?: string }): WorkerFlags {
-  return { ...flags, maxConcurrentActivities: positiveInt(v, 'max-concurrent-activities'), maxConcurrentWorkflows: positiveInt(v, 'max-concurrent-workflows') };
+  return { ...flags, maxConcurrentActivities: positiveInt(v, 'max-concurrent-activities'), maxConcurrentWorkflows: positiveInt(v, 'max-concurrent-workflows'), metricsPort: v['metrics-port'] };
 }
 
 function positiveInt(v: Record<string, string | undefined>, name: string): number | undefined {
@@ -37,7 +41,8 @@ function positiveInt(v: Record<string, string | undefined>, name: string): numbe
 export async function runWorker(f: WorkerFlags): Promise<void> {
   // Loaded here, not at the top: the CLI imports this module for its flags, and its other commands
   // should not pay for the worker (bundler, activities, backends) at every start.
-  const { apiKeyFor, createCookbookWorker, TemporalConnectError } = await import('./worker.js');
+  const [{ apiKeyFor, createCookbookWorker, TemporalConnectError }, { installPrometheus, metricsBindAddress }] = await Promise.all([import('./worker.js'), import('./prometheus.js')]);
+  const metricsAddress = metricsBindAddress(f.metricsPort);
   const temporal = resolveTemporal(f);
   const tinkerBaseUrl = engineUrl(f);
   const taskQueue = f.taskQueue ?? process.env.COOKBOOK_TASK_QUEUE ?? DEFAULT_TASK_QUEUE;
@@ -45,6 +50,11 @@ export async function runWorker(f: WorkerFlags): Promise<void> {
     log.warn({ tinkerBaseUrl }, 'no --engine-url or TINKER_BASE_URL: using the engine on this host');
   }
   await warnIfEngineUnreachable(tinkerBaseUrl, apiKeyFor(tinkerBaseUrl));
+  // Before the worker's connection: the Temporal runtime (which serves the metrics) is created once.
+  if (metricsAddress) {
+    installPrometheus(metricsAddress);
+    log.info({ metrics: `http://${metricsAddress}/metrics` }, 'serving Prometheus metrics');
+  }
 
   let cookbookWorker: CookbookWorker;
   try {

@@ -9,32 +9,39 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { reportBackendRetry, reportFutureWait } from '../activities/context.js';
 import { createActivities } from '../activities/index.js';
 import { ErrorTypes } from '../activities/types.js';
+import type { RetryInfo } from '../backends/config.js';
 import type { TrainingBackend } from '../backends/types.js';
 import { createTinkerBackend } from '../backends/index.js';
+import { countBackendRetry } from './prometheus.js';
 import { DEFAULT_TASK_QUEUE } from './task-queue.js';
+import { apiKeyFor } from '../backends/api-key.js';
+import { flushTracing, WORKFLOW_TRACING_MODULE, workerTracingOptions } from './tracing.js';
 
 export { DEFAULT_TASK_QUEUE };
 const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 
 const srcDir = fileURLToPath(new URL('..', import.meta.url));
 
-let bundle: Promise<WorkflowBundle> | undefined;
+const bundles = new Map<boolean, Promise<WorkflowBundle>>();
 
 /**
  * Bundles the workflow code once per process (webpack takes a few seconds on a busy machine). With
  * COOKBOOK_WORKFLOW_BUNDLE_CACHE naming a folder, processes share one bundle there (the test suite
  * starts hundreds of workers), keyed by every source file the bundle could include and the SDK's
- * version, so any change to either bundles again.
+ * version, so any change to either bundles again. `traced`: with the OpenTelemetry workflow
+ * interceptors (workers/tracing.ts), a bundle of its own.
  */
-export function workflowBundle(): Promise<WorkflowBundle> {
-  bundle ??= cachedBundle(process.env.COOKBOOK_WORKFLOW_BUNDLE_CACHE);
+export function workflowBundle(traced = false): Promise<WorkflowBundle> {
+  let bundle = bundles.get(traced);
+  if (!bundle) bundles.set(traced, (bundle = cachedBundle(process.env.COOKBOOK_WORKFLOW_BUNDLE_CACHE, traced)));
   return bundle;
 }
 
-async function cachedBundle(cacheDir: string | undefined): Promise<WorkflowBundle> {
-  const build = () => bundleWorkflowCode({ workflowsPath, logger: quietBundlerLogger }).then(({ code }) => ({ code }));
+async function cachedBundle(cacheDir: string | undefined, traced: boolean): Promise<WorkflowBundle> {
+  const build = () =>
+    bundleWorkflowCode({ workflowsPath, logger: quietBundlerLogger, ...(traced ? { workflowInterceptorModules: [WORKFLOW_TRACING_MODULE] } : {}) }).then(({ code }) => ({ code }));
   if (!cacheDir) return build();
-  const file = join(cacheDir, `workflows-${bundleKey()}.js`);
+  const file = join(cacheDir, `workflows-${traced ? 'otel-' : ''}${bundleKey()}.js`);
   try {
     return { code: readFileSync(file, 'utf8') };
   } catch {
@@ -76,16 +83,7 @@ const quietBundlerLogger = {
   },
 };
 
-/**
- * The API key for a backend: the given one, else TINKER_API_KEY, else — for an engine on this
- * machine, which accepts any `tml-` key unless started with --api-key — a placeholder.
- */
-export function apiKeyFor(baseUrl: string, explicit?: string): string | undefined {
-  const key = explicit ?? process.env.TINKER_API_KEY;
-  if (key) return key;
-  const host = new URL(baseUrl).hostname;
-  return host === '127.0.0.1' || host === 'localhost' || host === '[::1]' ? 'tml-local' : undefined;
-}
+export { apiKeyFor };
 
 export interface CookbookWorkerOptions {
   temporalAddress: string;
@@ -127,7 +125,11 @@ export async function createCookbookWorker(opts: CookbookWorkerOptions): Promise
     let backend = backends.get(url);
     if (!backend) {
       try {
-        backend = createTinkerBackend({ baseUrl: url, apiKey: apiKeyFor(url, opts.tinkerApiKey), onRetry: reportBackendRetry, onFutureWait: reportFutureWait });
+        const onRetry = (info: RetryInfo) => {
+          reportBackendRetry(info);
+          countBackendRetry(info);
+        };
+        backend = createTinkerBackend({ baseUrl: url, apiKey: apiKeyFor(url, opts.tinkerApiKey), onRetry, onFutureWait: reportFutureWait });
       } catch (err) {
         // A missing or malformed key cannot fix itself on retry.
         throw ApplicationFailure.nonRetryable(`training backend ${url}: ${(err as Error).message}`, ErrorTypes.auth);
@@ -142,11 +144,14 @@ export async function createCookbookWorker(opts: CookbookWorkerOptions): Promise
   } catch (err) {
     throw new TemporalConnectError(opts.temporalAddress, err as Error);
   }
+  // OTEL_EXPORTER_OTLP_ENDPOINT set: trace workflows and activities (undefined otherwise).
+  const tracing = await workerTracingOptions();
   const worker = await Worker.create({
+    ...tracing,
     connection,
     namespace: opts.namespace ?? 'default',
     taskQueue: opts.taskQueue ?? DEFAULT_TASK_QUEUE,
-    workflowBundle: await workflowBundle(),
+    workflowBundle: await workflowBundle(tracing !== undefined),
     activities: createActivities({ backendFor }),
     shutdownGraceTime: opts.shutdownGraceTime ?? '10s',
     // A workflow task goes first to the sticky queue of the worker that ran the workflow last; when
@@ -164,6 +169,7 @@ export async function createCookbookWorker(opts: CookbookWorkerOptions): Promise
       if (worker.getState() === 'RUNNING') worker.shutdown();
       await Promise.all([...backends.values()].map((b) => b.close().catch(() => undefined)));
       await connection.close();
+      await flushTracing();
     },
   };
 }
