@@ -338,7 +338,7 @@ async function stackTest({ composeCmd, env, docker, override: overrideSpec, owne
   if (!isDeepStrictEqual(ca, cb)) differences.push(`checkpoints: ${JSON.stringify(ca)} vs ${JSON.stringify(cb)}`);
   const samplerA = cleanCkpts.at(-1)?.sampler_path;
   const samplerB = killCkpts.at(-1)?.sampler_path;
-  const [fa, fb] = [await support.weightsFingerprint(cliEnv.TINKER_BASE_URL, samplerA), await support.weightsFingerprint(cliEnv.TINKER_BASE_URL, samplerB)];
+  const [fa, fb] = [await support.weightsFingerprint(cliEnv.TINKER_BASE_URL, samplerA, cliEnv.TINKER_API_KEY), await support.weightsFingerprint(cliEnv.TINKER_BASE_URL, samplerB, cliEnv.TINKER_API_KEY)];
   if (fa !== fb) differences.push(`final sampler weights: ${fa} vs ${fb}`);
   if (differences.length) throw new Error(`the interrupted run differs from the clean one:\n  ${differences.slice(0, 10).join('\n  ')}`);
   noteF(`same result: ${ma.length} metrics rows, ${ca.length} checkpoint rows and the final weights (fingerprint ${fa.slice(0, 16)}…) equal the clean run's`);

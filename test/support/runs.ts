@@ -56,8 +56,8 @@ const PROBE_TOKENS = [785, 6722, 315, 9625, 374, 12095, 13, 576, 6722, 315, 9856
  * sequence. Any changed weight changes the float32 logprobs, so equal fingerprints mean the same
  * model function; it reads the weights through the protocol, whatever the server's file layout.
  */
-export async function weightsFingerprint(baseUrl: string, samplerPath: string): Promise<string> {
-  const backend = createTinkerBackend({ baseUrl, apiKey: 'tml-test' });
+export async function weightsFingerprint(baseUrl: string, samplerPath: string, apiKey = 'tml-test'): Promise<string> {
+  const backend = createTinkerBackend({ baseUrl, apiKey });
   try {
     const sampler = await backend.createSamplingSession({ modelPath: samplerPath });
     const logprobs = await sampler.computeLogprobs({ chunks: [{ type: 'encoded_text', tokens: PROBE_TOKENS }] });
