@@ -57,7 +57,7 @@ export class PythonRandomStream {
 // `shuffle` / `sample` (CPython's _randbelow by rejection on getrandbits), so the multiplayer
 // recipes split their word and number lists like the reference.
 
-function randbelow(rng: PythonRandom, n: number): number {
+export function randbelow(rng: PythonRandom, n: number): number {
   if (!Number.isInteger(n) || n <= 0 || n > 0xffffffff) throw new RangeError(`randbelow: n must be in [1, 2**32], got ${n}`);
   const k = 32 - Math.clz32(n); // n.bit_length()
   for (;;) {

@@ -30,7 +30,7 @@ function sandboxProcesses(): string[] {
     if (!/^\d+$/.test(pid)) continue;
     try {
       const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
-      if (cmd.includes('-I main.py') || cmd.includes('sandbox-init')) found.push(`${pid}: ${cmd}`);
+      if (cmd.includes('-E -s main.py') || cmd.includes('sandbox-init')) found.push(`${pid}: ${cmd}`);
     } catch {
       // gone meanwhile
     }
@@ -196,7 +196,7 @@ describe.skipIf(unavailable)('local sandbox: a caller that dies', () => {
       if (process.getuid?.() === 0) for (const p of [dir, join(dir, 'files'), join(dir, 'root'), join(dir, 'files', 'main.py')]) chownSync(p, 65534, 65534);
       const started = Date.now();
       const py = pythonInterpreter();
-      const [cmd, ...args] = isolatedArgv(dir, [py.path, '-I', 'main.py'], sandbox.limits, py.extraReadOnly, 1);
+      const [cmd, ...args] = isolatedArgv(dir, [py.path, '-E', '-s', 'main.py'], sandbox.limits, py.extraReadOnly, 1);
       const child = spawn(cmd, args, {
         stdio: ['ignore', 'ignore', 'ignore', 'pipe'],
         env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },

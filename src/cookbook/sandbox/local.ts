@@ -122,9 +122,11 @@ function execute(argv: string[], stdin: string, wallSeconds: number, maxOutputBy
       clearTimeout(timer);
       // The code's own status as the namespace's shell saw it; none when the namespace was killed.
       const reported = /^\d+$/.test(status.trim()) ? Number(status.trim()) : null;
+      // The shell reports a signal N as 128 + N; above that range it is the code's own status (exit(-1) is 255).
+      const killedBy = reported !== null && reported > 128 ? signalName(reported - 128) : null;
       resolve({
-        code: reported === null ? (stoppedFor ? null : code) : reported <= 128 ? reported : null,
-        signal: reported !== null && reported > 128 ? signalName(reported - 128) : signal,
+        code: reported === null ? (stoppedFor ? null : code) : killedBy ? null : reported,
+        signal: killedBy ?? signal,
         stdout: Buffer.concat(out).toString('utf8'),
         stderr: Buffer.concat(err).toString('utf8'),
         seconds: Number(process.hrtime.bigint() - started) / 1e9,
@@ -175,7 +177,9 @@ export class LocalSandbox implements CodeRunner {
       const py = pythonInterpreter();
       extra = py.extraReadOnly;
       entry = 'main.py';
-      command = [py.path, '-I', entry];
+      // -E -s, not -I: isolated mode also leaves the script's folder off sys.path, and code sent with
+      // its files imports them (LiveCodeBench's harness imports testing_util.py), as on SandboxFusion.
+      command = [py.path, '-E', '-s', entry];
     } else if (language === 'bash') {
       entry = 'main.sh';
       command = ['/bin/bash', entry];

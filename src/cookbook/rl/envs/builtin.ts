@@ -4,9 +4,12 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { CustomRLDatasetBuilder } from '../registry.js';
+import { buildCodeRLDatasets } from './code/env.js';
 import { buildGuessNumberDatasets } from './guess-number.js';
+import { buildNumericsCheckDatasets } from './numerics-check.js';
 import { buildOpenAIClientArithmeticDatasets } from './openai-client-arithmetic.js';
 import { buildRubricDatasets } from './rubric.js';
+import { buildSearchToolDatasets } from './search-tool.js';
 import { buildShorterDatasets } from './shorter.js';
 import { buildTicTacToeDatasets } from './tictactoe.js';
 import { buildTwentyQuestionsDatasets, TWENTY_QUESTIONS_WORDS_PATH } from './twenty-questions.js';
@@ -26,4 +29,7 @@ export const BUILTIN_RL_DATASETS: Record<string, CustomRLDatasetBuilder> = {
   rubric: ({ args, renderer }) => buildRubricDatasets(args, renderer, dataRoot()),
   shorter: ({ args, renderer }) => buildShorterDatasets(args, renderer),
   openai_client_arithmetic: ({ args, renderer }) => buildOpenAIClientArithmeticDatasets(args, renderer),
+  code_rl: ({ args, renderer }) => buildCodeRLDatasets(args, renderer, dataRoot()),
+  search_tool: ({ args, renderer }) => buildSearchToolDatasets(args, renderer, dataRoot()),
+  rl_numerics_check: ({ args, renderer }) => buildNumericsCheckDatasets(args, renderer, dataRoot()),
 };
