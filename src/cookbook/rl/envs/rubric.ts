@@ -3,7 +3,6 @@
 // default). The reward is format_coef·(format − 1) + the mean rubric score. Grading runs inside the
 // env's step, so it is batched with the group and retried with it like any rollout; the grader's
 // seeds come from the rollout context per (episode, rubric item).
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { ConfigurationError, DataFormatError } from '../../errors.js';
@@ -13,6 +12,7 @@ import type { MessageCompleter } from '../completers.js';
 import type { ContextualEnvGroupBuilder, RolloutContext, SideSamplerSpec } from '../rollout-context.js';
 import { BaseEnvGroupBuilder, type Action, type Env, type EnvGroupBuilder, type InitialObservation, type RLDataset, type StepResult } from '../types.js';
 import { parseEnvArgs, pyFloat } from './args.js';
+import { readJsonlRows } from './jsonl-rows.js';
 
 export const DEFAULT_EXTRACTION_REGEX = '<score>(.*?)</score>';
 export const DEFAULT_GRADER_OUTPUT_FORMAT_INSTRUCTION = 'Please output your score between 0 and 1 wrapped in <score> ... </score>';
@@ -152,37 +152,18 @@ export class RubricGradedDataset implements RLDataset {
 
 /** One datapoint per line; a bad line is refused naming the file and line. */
 export function loadRubricDatapoints(file: string, shownAs: string): RubricDatapoint[] {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (err) {
-    throw new DataFormatError(`${shownAs}: cannot read (${(err as Error).message})`);
-  }
-  const out: RubricDatapoint[] = [];
-  text.split('\n').forEach((line, i) => {
-    if (line.trim() === '') return;
-    let json: unknown;
-    try {
-      json = JSON.parse(line);
-    } catch (err) {
-      throw new DataFormatError(`${shownAs}:${i + 1}: not JSON (${(err as Error).message})`);
-    }
-    const parsed = RubricDatapointSchema.safeParse(json);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0];
-      throw new DataFormatError(`${shownAs}:${i + 1}: ${issue.path.join('.') || '(line)'}: ${issue.message}`);
-    }
-    for (const [j, r] of parsed.data.rubric_items.entries()) {
-      try {
-        new RegExp(r.extraction_regex, 's');
-      } catch (err) {
-        throw new DataFormatError(`${shownAs}:${i + 1}: rubric_items.${j}.extraction_regex: ${(err as Error).message}`);
+  return readJsonlRows(file, shownAs, RubricDatapointSchema, {
+    noun: 'datapoints',
+    check: (datapoint, line) => {
+      for (const [j, r] of datapoint.rubric_items.entries()) {
+        try {
+          new RegExp(r.extraction_regex, 's');
+        } catch (err) {
+          throw new DataFormatError(`${shownAs}:${line}: rubric_items.${j}.extraction_regex: ${(err as Error).message}`);
+        }
       }
-    }
-    out.push(parsed.data);
+    },
   });
-  if (out.length === 0) throw new DataFormatError(`${shownAs}: no datapoints`);
-  return out;
 }
 
 export const RubricArgsSchema = z.strictObject({

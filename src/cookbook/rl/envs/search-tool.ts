@@ -4,7 +4,6 @@
 // here the tool ranks a corpus file (by default the shipped sample, data/search_tool/) with BM25,
 // and keeps the reference's tool name, schema, description and result text. Each search is a side
 // effect recorded once under its position (durableToolCalls), so a retried rollout reads it back.
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { ConfigurationError, DataFormatError } from '../../errors.js';
@@ -15,6 +14,7 @@ import { buildAgentToolEnv, durableToolCalls, simpleToolResult, tool, type Tool 
 import type { ContextualEnvGroupBuilder, RolloutContext } from '../rollout-context.js';
 import { BaseEnvGroupBuilder, type Env, type EnvGroupBuilder, type RLDataset } from '../types.js';
 import { parseEnvArgs } from './args.js';
+import { readJsonlRows } from './jsonl-rows.js';
 import { textAnswerReward } from './search-answer.js';
 
 export const SEARCH_TASK_INSTRUCTIONS = `You are an expert assistant who solves tasks using a Wikipedia search tool.
@@ -48,35 +48,8 @@ export interface SearchDatum {
 const DatumSchema = z.object({ question: z.string().min(1), answer: z.array(z.string()), data_source: z.string().min(1) });
 const PassageSchema = z.object({ id: z.string().optional(), title: z.string(), text: z.string() });
 
-function readJsonl<T>(file: string, shownAs: string, schema: z.ZodType<T>): T[] {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (err) {
-    throw new DataFormatError(`${shownAs}: cannot read (${(err as Error).message})`);
-  }
-  const rows: T[] = [];
-  text.split('\n').forEach((line, i) => {
-    if (line.trim() === '') return;
-    let json: unknown;
-    try {
-      json = JSON.parse(line);
-    } catch (err) {
-      throw new DataFormatError(`${shownAs}:${i + 1}: not JSON (${(err as Error).message})`);
-    }
-    const parsed = schema.safeParse(json);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0];
-      throw new DataFormatError(`${shownAs}:${i + 1}: ${issue.path.join('.') || '(line)'}: ${issue.message}`);
-    }
-    rows.push(parsed.data);
-  });
-  if (rows.length === 0) throw new DataFormatError(`${shownAs}: no rows`);
-  return rows;
-}
-
 export function loadSearchData(file: string, shownAs: string): SearchDatum[] {
-  return readJsonl(file, shownAs, DatumSchema);
+  return readJsonlRows(file, shownAs, DatumSchema);
 }
 
 /** A corpus with its index; documents read as Search-R1's wiki passages do: `"Title"\ntext`. */
@@ -101,7 +74,7 @@ export class SearchCorpus {
 const corpora = new Map<string, SearchCorpus>();
 export function loadSearchCorpus(file: string, shownAs: string): SearchCorpus {
   let corpus = corpora.get(file);
-  if (!corpus) corpora.set(file, (corpus = SearchCorpus.fromPassages(readJsonl(file, shownAs, PassageSchema))));
+  if (!corpus) corpora.set(file, (corpus = SearchCorpus.fromPassages(readJsonlRows(file, shownAs, PassageSchema))));
   return corpus;
 }
 
