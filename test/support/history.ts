@@ -85,3 +85,22 @@ export async function overlappingActivities(client: Client, workflowId: string, 
   }
   return overlaps;
 }
+
+/**
+ * How many activities of `type` started on a retry (attempt > 1) across the workflow's runs: a
+ * worker killed inside one leaves it to be retried on the next worker.
+ */
+export async function retriedActivities(client: Client, workflowId: string, type: string): Promise<number> {
+  let n = 0;
+  for await (const wf of client.workflow.list({ query: `WorkflowId = "${workflowId}"` })) {
+    const history = await client.workflow.getHandle(workflowId, wf.runId).fetchHistory();
+    const types = new Map<string, string>();
+    for (const e of history.events ?? []) {
+      const scheduled = e.activityTaskScheduledEventAttributes;
+      if (scheduled) types.set(String(e.eventId), scheduled.activityType?.name ?? '');
+      const started = e.activityTaskStartedEventAttributes;
+      if (started && (started.attempt ?? 1) > 1 && types.get(String(started.scheduledEventId)) === type) n++;
+    }
+  }
+  return n;
+}

@@ -6,6 +6,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { retriedActivities } from '../support/history.js';
 import { startWorkerProcess, type Service } from '../../src/cli/services.js';
 import { startRun } from '../../src/cli/train.js';
 import { LocalSandbox, startSandboxServer, type RunCodeRequest, type RunCodeResponse, type SandboxServer } from '../../src/cookbook/sandbox/index.js';
@@ -82,21 +83,6 @@ describe.runIf(!unavailable)('code RL', { timeout: 900_000 }, () => {
       env: { TINKER_API_KEY: 'tml-test', SANDBOX_URL: server.url },
     });
 
-  /** Activities of `type` that completed on a retry (attempt > 1): the kill landed inside one. */
-  async function retried(workflowId: string, type: string): Promise<number> {
-    let n = 0;
-    for await (const wf of stack.client.workflow.list({ query: `WorkflowId = "${workflowId}"` })) {
-      const history = await stack.client.workflow.getHandle(workflowId, wf.runId).fetchHistory();
-      const types = new Map<string, string>();
-      for (const e of history.events ?? []) {
-        const scheduled = e.activityTaskScheduledEventAttributes;
-        if (scheduled) types.set(String(e.eventId), scheduled.activityType?.name ?? '');
-        const started = e.activityTaskStartedEventAttributes;
-        if (started && (started.attempt ?? 1) > 1 && types.get(String(started.scheduledEventId)) === type) n++;
-      }
-    }
-    return n;
-  }
 
   it('grades every episode in the sandbox; a worker killed mid-rollout is replaced, the run equals an uninterrupted one and no code ran twice', async () => {
     const clean = testRun(stack, FIXTURE, [], 'rl');
@@ -135,7 +121,7 @@ describe.runIf(!unavailable)('code RL', { timeout: 900_000 }, () => {
       w = await worker('code-rl-2');
       const crashedResult = (await handle.result()) as RunResult;
       expect(crashedResult.status).toBe('completed');
-      expect(await retried(crashed.workflowId, 'rlRolloutGroup')).toBeGreaterThan(0);
+      expect(await retriedActivities(stack.client, crashed.workflowId, 'rlRolloutGroup')).toBeGreaterThan(0);
 
       // Every sandbox run of the crashed run has its record, at the positions the clean run recorded.
       const crashedRecords = recordsOf(crashed.run.logPath);

@@ -12,7 +12,7 @@ import { loadRun } from '../../src/report/load.js';
 import { loadRollouts } from '../../src/report/rollouts.js';
 import { progressQuery } from '../../src/workflows/shared/messages.js';
 import type { RunResult } from '../../src/workflows/shared/training-run.js';
-import { checkHistories } from '../support/history.js';
+import { checkHistories, retriedActivities } from '../support/history.js';
 import { checkpointsOf, metricsOf, weightsFingerprint } from '../support/runs.js';
 import { startTestStack, testRun, untilActivityRunning, waitUntil, withWorker, workerProcess, type TestStack } from '../support/stack.js';
 import { fullTier } from '../support/tier.js';
@@ -35,22 +35,6 @@ describe('multi-turn RL', { timeout: 900_000 }, () => {
   });
 
   /** A clean run, then the same run with its worker killed during step 1's episodes; both must agree. */
-  /** How many activities of `type` completed on a retry (attempt > 1) in the workflow's history. */
-  async function retried(workflowId: string, type: string): Promise<number> {
-    let n = 0;
-    for await (const wf of stack.client.workflow.list({ query: `WorkflowId = "${workflowId}"` })) {
-      const history = await stack.client.workflow.getHandle(workflowId, wf.runId).fetchHistory();
-      const types = new Map<string, string>();
-      for (const e of history.events ?? []) {
-        const scheduled = e.activityTaskScheduledEventAttributes;
-        if (scheduled) types.set(String(e.eventId), scheduled.activityType?.name ?? '');
-        const started = e.activityTaskStartedEventAttributes;
-        if (started && (started.attempt ?? 1) > 1 && types.get(String(started.scheduledEventId)) === type) n++;
-      }
-    }
-    return n;
-  }
-
   async function killedMatchesClean(fixtureName: string, worker: string): Promise<{ clean: ReturnType<typeof testRun>; crashedId: string }> {
     const clean = testRun(stack, fixture(fixtureName), [], 'rl');
     const crashed = testRun(stack, fixture(fixtureName), [], 'rl');
@@ -82,7 +66,7 @@ describe('multi-turn RL', { timeout: 900_000 }, () => {
   it('twenty questions: a worker killed mid-episode is replaced and the run equals an uninterrupted one', async () => {
     const { clean, crashedId } = await killedMatchesClean('rl_twenty_questions_small.json', 'twenty-q');
     // The kill landed mid-episode: a group rollout was retried and recomputed its turns.
-    expect(await retried(crashedId, 'rlRolloutGroup')).toBeGreaterThan(0);
+    expect(await retriedActivities(stack.client, crashedId, 'rlRolloutGroup')).toBeGreaterThan(0);
     const rows = stepRows(metricsOf(clean.run.logPath));
     expect(rows.map((r) => r.step)).toEqual([0, 1, 2]);
     // rollout_limits.max_turns = 2 cuts the env's own 3-turn game: 2 turns per episode unless won.

@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { retriedActivities } from '../support/history.js';
 import { startRun } from '../../src/cli/train.js';
 import { progressQuery } from '../../src/workflows/shared/messages.js';
 import type { RunResult } from '../../src/workflows/shared/training-run.js';
@@ -22,21 +23,6 @@ describe('RL on an OpenAI-client environment', { timeout: 900_000 }, () => {
     await stack?.stop();
   });
 
-  /** Activities of `type` that completed on a retry (attempt > 1): the kill landed inside one. */
-  async function retried(workflowId: string, type: string): Promise<number> {
-    let n = 0;
-    for await (const wf of stack.client.workflow.list({ query: `WorkflowId = "${workflowId}"` })) {
-      const history = await stack.client.workflow.getHandle(workflowId, wf.runId).fetchHistory();
-      const types = new Map<string, string>();
-      for (const e of history.events ?? []) {
-        const scheduled = e.activityTaskScheduledEventAttributes;
-        if (scheduled) types.set(String(e.eventId), scheduled.activityType?.name ?? '');
-        const started = e.activityTaskStartedEventAttributes;
-        if (started && (started.attempt ?? 1) > 1 && types.get(String(started.scheduledEventId)) === type) n++;
-      }
-    }
-    return n;
-  }
 
   it('trains; a worker killed mid-episode is replaced and the run equals an uninterrupted one', async () => {
     const clean = testRun(stack, FIXTURE, [], 'rl');
@@ -53,7 +39,7 @@ describe('RL on an OpenAI-client environment', { timeout: 900_000 }, () => {
       w = await workerProcess(stack, 'openai-env-2');
       const crashedResult = (await handle.result()) as RunResult;
       expect(crashedResult.status).toBe('completed');
-      expect(await retried(crashed.workflowId, 'rlRolloutGroup')).toBeGreaterThan(0);
+      expect(await retriedActivities(stack.client, crashed.workflowId, 'rlRolloutGroup')).toBeGreaterThan(0);
       expect(metricsOf(crashed.run.logPath)).toEqual(metricsOf(clean.run.logPath));
       expect(checkpointsOf(crashed.run.logPath)).toEqual(checkpointsOf(clean.run.logPath));
       const summaries = (log: string) => readFileSync(join(log, 'iteration_000001', 'train_rollout_summaries.jsonl'), 'utf8');
