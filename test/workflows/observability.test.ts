@@ -150,15 +150,22 @@ describe('traces and metrics', () => {
     const store = new RunStore(run.run.logPath);
     await waitUntil('two steps written', async () => store.readMetrics().length >= 2);
 
-    const [workerMetrics, engineMetrics] = await Promise.all([scrape(`http://127.0.0.1:${metricsPort}/metrics`), scrape(`${engine.baseUrl}/metrics`)]);
+    // The worker's counters reach its exporter through the Temporal runtime a moment after the row
+    // is written (CI once scraped between the two), so poll until the two rows show.
+    const trained = store.readMetrics().slice(0, 2).reduce((n, r) => n + Number(r['tokens/trained']), 0);
+    expect(trained).toBeGreaterThan(0);
+    let workerMetrics = new Map<string, number>();
+    let engineMetrics = new Map<string, number>();
+    await waitUntil('the two steps counted by the worker', async () => {
+      [workerMetrics, engineMetrics] = await Promise.all([scrape(`http://127.0.0.1:${metricsPort}/metrics`), scrape(`${engine.baseUrl}/metrics`)]);
+      return total(workerMetrics, 'cookbook_tokens_total', { kind: 'trained' }) >= trained;
+    }, 30_000);
     expect((await handle.describe()).status.name).toBe('RUNNING');
 
     // The Temporal SDK's own metrics, and the project's.
     expect(total(workerMetrics, 'temporal_worker_task_slots_available', { worker_type: 'ActivityWorker' })).toBeGreaterThan(0);
     expect(total(workerMetrics, 'temporal_activity_execution_latency_count')).toBeGreaterThan(0);
     expect(total(workerMetrics, 'cookbook_steps_total', { workflow_type: 'supervisedWorkflow' })).toBeGreaterThanOrEqual(2);
-    const rows = store.readMetrics();
-    expect(total(workerMetrics, 'cookbook_tokens_total', { kind: 'trained' })).toBeGreaterThanOrEqual(rows.slice(0, 2).reduce((n, r) => n + Number(r['tokens/trained']), 0));
     // The engine's: requests, tokens trained, batch sizes, the process's memory.
     expect(total(engineMetrics, 'tinker_engine_requests_total', { type: 'ForwardBackward', outcome: 'done' })).toBeGreaterThanOrEqual(2);
     expect(total(engineMetrics, 'tinker_engine_trained_tokens_total')).toBeGreaterThan(0);
@@ -179,7 +186,13 @@ describe('traces and metrics', () => {
     // Step rows, without RL's closing row of token totals.
     const rows = store.readMetrics().filter((r) => r['tokens/sampled'] !== undefined);
     const groups = store.readRolloutRecords().flatMap((r) => r.groups);
-    const m = await scrape(`http://127.0.0.1:${metricsPort}/metrics`);
+    const sampledTokens = rows.reduce((n, r) => n + Number(r['tokens/sampled']), 0);
+    let m = new Map<string, number>();
+    // Polled: the counters reach the exporter a moment after the files are written.
+    await waitUntil('the run counted by the worker', async () => {
+      m = await scrape(`http://127.0.0.1:${metricsPort}/metrics`);
+      return total(m, 'cookbook_tokens_total', { kind: 'sampled' }) >= sampledTokens && total(m, 'cookbook_rollout_groups_total') >= groups.length;
+    }, 30_000);
     // At least what the files hold: an activity retried on a loaded machine counts again.
     expect(total(m, 'cookbook_steps_total', { workflow_type: 'rlWorkflow' })).toBeGreaterThanOrEqual(rows.length);
     const sampled = rows.reduce((n, r) => n + Number(r['tokens/sampled']), 0);
