@@ -3,6 +3,7 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { FutureWaitInfo, RetryInfo } from '../backends/config.js';
 import { BackendError, type TrainingBackend } from '../backends/types.js';
+import { ServiceUnavailableError } from '../cookbook/errors.js';
 import { nowMs, recordSpan } from '../cookbook/timing.js';
 import { ErrorTypes } from './types.js';
 
@@ -147,6 +148,8 @@ export async function callBackend<T>(what: string, notFound: NotFoundMeans, fn: 
 /** A failed rollout or sampling pass: backend trouble is retried, anything else fails the step. */
 export function rolloutFailure(err: unknown, where: string): unknown {
   if (err instanceof BackendError) return ApplicationFailure.retryable(`${where}: ${err.message}`, 'BackendUnavailable');
+  // A service a tool needs (the sandbox server) out of reach past its client's retries: try again later.
+  if (err instanceof ServiceUnavailableError) return ApplicationFailure.retryable(`${where}: ${err.message}`, 'ServiceUnavailable');
   if (err instanceof ApplicationFailure) return err;
   return ApplicationFailure.nonRetryable(`${where}: ${(err as Error)?.message ?? String(err)}`, ErrorTypes.rollout);
 }

@@ -21,3 +21,10 @@ export class DataValidationError extends DataError {}
 
 /** A renderer cannot render or parse what it was given. */
 export class RendererError extends CookbookError {}
+
+/**
+ * A service a rollout needs is out of reach for now (the sandbox server, after its client's retries).
+ * Tools and graders let it through rather than answer with an error, so nothing is recorded as the
+ * call's result: the rollout fails, retryably, and runs again once the service is back.
+ */
+export class ServiceUnavailableError extends CookbookError {}

@@ -246,6 +246,8 @@ export interface BoundFormat<T> {
   trainOnWhat?: TrainOnWhat;
   /** The columns to read (undefined: all). */
   columns?: string[];
+  /** `columns` are alternatives: read those of them a file has (parquet), not all or nothing. */
+  someColumns?: boolean;
   map(row: Record<string, unknown>, at: string): T | Skipped;
 }
 

@@ -7,8 +7,13 @@
 // name and renamed when complete, so an interrupted download never passes for a cached file.
 // Environment: HF_TOKEN (sent as a bearer token), HF_ENDPOINT (default https://huggingface.co),
 // HF_HUB_OFFLINE=1 (use the cache only), DURABLE_COOKBOOK_HF_CACHE (the cache root).
+//
+// A dataset already in the Hugging Face hub cache (what `huggingface-cli download`, `snapshot_download`
+// and `datasets` fill: HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub) is read from
+// its snapshot folder, `datasets--<owner>--<name>/snapshots/<commit>/` with the commit from
+// `refs/<revision>` (or the revision itself when it is a commit), without asking the Hub anything.
 
-import { createWriteStream, existsSync } from 'node:fs';
+import { createWriteStream, existsSync, readFileSync, statSync } from 'node:fs';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -16,7 +21,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { DataError, DataFormatError } from '../errors.js';
-import { selectSplitFiles } from './layout.js';
+import { localSplitFiles, selectSplitFiles } from './layout.js';
 import { dataFileKind, type DataFile } from './readers.js';
 
 /** A Hub id: "name" or "owner/name" (letters, digits, - _ .). */
@@ -30,6 +35,30 @@ export interface HubOptions {
   token?: string;
   offline?: boolean;
   cacheRoot?: string;
+  /** The Hugging Face hub cache to look in first (default: hfHubCacheRoot()). */
+  hfHubCache?: string;
+}
+
+const expandHome = (p: string) => (p.startsWith('~') ? path.join(os.homedir(), p.slice(1)) : p);
+
+/** huggingface_hub's HF_HUB_CACHE: HF_HUB_CACHE, HUGGINGFACE_HUB_CACHE, HF_HOME/hub, XDG_CACHE_HOME/huggingface/hub, ~/.cache/huggingface/hub. */
+export function hfHubCacheRoot(env: NodeJS.ProcessEnv = process.env): string {
+  const explicit = env.HF_HUB_CACHE || env.HUGGINGFACE_HUB_CACHE;
+  if (explicit) return expandHome(explicit);
+  const home = env.HF_HOME ? expandHome(env.HF_HOME) : path.join(env.XDG_CACHE_HOME ? expandHome(env.XDG_CACHE_HOME) : path.join(os.homedir(), '.cache'), 'huggingface');
+  return path.join(home, 'hub');
+}
+
+/** The snapshot folder of dataset `id` at `revision` in the hub cache `root`, when one was downloaded there. */
+export function hfCacheSnapshot(id: string, revision: string, root: string = hfHubCacheRoot()): { dir: string; commit: string } | undefined {
+  const repo = path.join(root, `datasets--${id.replaceAll('/', '--')}`);
+  const ref = path.join(repo, 'refs', ...revision.split('/'));
+  let commit: string | undefined;
+  if (existsSync(ref) && statSync(ref).isFile()) commit = readFileSync(ref, 'utf8').trim();
+  else if (/^[0-9a-f]{40}$/.test(revision)) commit = revision;
+  if (!commit) return undefined;
+  const dir = path.join(repo, 'snapshots', commit);
+  return existsSync(dir) && statSync(dir).isDirectory() ? { dir, commit } : undefined;
 }
 
 function settings(opts: HubOptions) {
@@ -39,6 +68,7 @@ function settings(opts: HubOptions) {
     token: opts.token ?? (process.env.HF_TOKEN || undefined),
     offline: opts.offline ?? ['1', 'true', 'yes', 'on'].includes(offlineEnv),
     cacheRoot: opts.cacheRoot ?? process.env.DURABLE_COOKBOOK_HF_CACHE ?? path.join(os.homedir(), '.cache', 'durable-cookbook', 'hf-datasets'),
+    hfHubCache: opts.hfHubCache ?? hfHubCacheRoot(),
   };
 }
 
@@ -160,8 +190,19 @@ export class HubDataset {
     await writeAtomically(dest, (tmp) => pipeline(Readable.fromWeb(res.body as WebReadableStream<Uint8Array>), createWriteStream(tmp)));
   }
 
-  /** Downloads (or finds in the cache) the files of `split`, in order. */
+  /** Downloads (or finds in a cache) the files of `split`, in order. */
   async splitFiles(name: string | null, split: string): Promise<DataFile[]> {
+    const snapshot = hfCacheSnapshot(this.id, this.revision, this.s.hfHubCache);
+    if (snapshot) {
+      try {
+        return localSplitFiles(snapshot.dir, this.id, name, split);
+      } catch (e) {
+        // A snapshot holds what was downloaded into it; offline, that is all there is.
+        if (!(e instanceof DataFormatError) || this.s.offline) {
+          throw e instanceof DataFormatError ? new DataFormatError(`${e.message} (read from the Hugging Face cache snapshot ${snapshot.dir})`) : e;
+        }
+      }
+    }
     const listing = await this.listing();
     let files: Record<string, string>;
     try {

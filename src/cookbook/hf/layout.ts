@@ -87,15 +87,28 @@ export function selectSplitFiles(allRels: string[], name: string | null, split: 
   return chosen.map((r) => prefix + r);
 }
 
-/** Every file under `root`, as sorted posix paths relative to it (dot folders skipped). */
+/**
+ * Every file under `root`, as sorted posix paths relative to it (dot folders skipped). Symbolic
+ * links are followed: a Hugging Face cache snapshot (`snapshots/<commit>/…`) links each file to
+ * `blobs/`; a link whose target is missing (a download that never finished) is not a file.
+ */
 export function listFiles(root: string): string[] {
   const out: string[] = [];
   const walk = (dir: string, rel: string) => {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
       if (entry.name.startsWith('.')) continue;
       const childRel = rel ? `${rel}/${entry.name}` : entry.name;
-      if (entry.isDirectory()) walk(path.join(dir, entry.name), childRel);
-      else if (entry.isFile()) out.push(childRel);
+      let kind: 'dir' | 'file' | undefined = entry.isDirectory() ? 'dir' : entry.isFile() ? 'file' : undefined;
+      if (entry.isSymbolicLink()) {
+        try {
+          const target = statSync(path.join(dir, entry.name));
+          kind = target.isDirectory() ? 'dir' : target.isFile() ? 'file' : undefined;
+        } catch {
+          kind = undefined;
+        }
+      }
+      if (kind === 'dir') walk(path.join(dir, entry.name), childRel);
+      else if (kind === 'file') out.push(childRel);
     }
   };
   walk(root, '');

@@ -71,11 +71,14 @@ async function parquetOpen(file: DataFile): Promise<{ buffer: AsyncBuffer; metad
   return { buffer, metadata: await parquetMetadataAsync(buffer) };
 }
 
-async function* parquetRows(file: DataFile, columns: string[] | undefined): AsyncGenerator<RawRow> {
+async function* parquetRows(file: DataFile, columns: string[] | undefined, someColumns: boolean): AsyncGenerator<RawRow> {
   const { buffer, metadata } = await parquetOpen(file);
   const present = new Set(metadata.schema.slice(1).map((s) => s.name));
   // Read only the columns the format needs, unless one is missing: then the row-level error names it.
-  const cols = columns && columns.every((c) => present.has(c)) ? columns : undefined;
+  // With `someColumns`, those of them the file has (a format whose columns are alternatives); all
+  // when it has none of them, for the row-level error to list what it has.
+  const some = columns && someColumns ? columns.filter((c) => present.has(c)) : [];
+  const cols = some.length ? some : columns && !someColumns && columns.every((c) => present.has(c)) ? columns : undefined;
   let start = 0;
   for (const group of metadata.row_groups) {
     const end = start + Number(group.num_rows);
@@ -142,10 +145,11 @@ async function* jsonRows(file: DataFile): AsyncGenerator<RawRow> {
 
 /**
  * The rows of one data file, in file order, read lazily. `columns` (parquet only) limits the
- * columns read. Read errors become DataFormatErrors naming the file.
+ * columns read: all of them, or with `someColumns` those of them the file has. Read errors become
+ * DataFormatErrors naming the file.
  */
-export async function* readRows(file: DataFile, columns?: string[]): AsyncGenerator<RawRow> {
-  const inner = file.kind === 'parquet' ? parquetRows(file, columns) : file.kind === 'arrow' ? arrowRows(file) : file.kind === 'jsonl' ? jsonlRows(file) : jsonRows(file);
+export async function* readRows(file: DataFile, columns?: string[], opts: { someColumns?: boolean } = {}): AsyncGenerator<RawRow> {
+  const inner = file.kind === 'parquet' ? parquetRows(file, columns, opts.someColumns ?? false) : file.kind === 'arrow' ? arrowRows(file) : file.kind === 'jsonl' ? jsonlRows(file) : jsonRows(file);
   try {
     yield* inner;
   } catch (e) {

@@ -46,7 +46,7 @@ export async function splitFiles(src: HfSource, split: string, opts: HfLoadOptio
 export async function* mappedRows<T>(files: DataFile[], format: BoundFormat<T>, firstLine = 1): AsyncGenerator<HfRow<T | Skipped>> {
   let line = firstLine;
   for (const file of files) {
-    for await (const raw of readRows(file, format.columns)) {
+    for await (const raw of readRows(file, format.columns, { someColumns: format.someColumns })) {
       yield { value: format.map(raw.data, raw.at), at: raw.at, line: line++ };
     }
   }

@@ -10,6 +10,7 @@
 // its slot and attempt number so callers can seed it from the logical position.
 
 import { BackendError } from '../../backends/types.js';
+import { ServiceUnavailableError } from '../errors.js';
 import type { TokenCompleter } from './completers.js';
 import { applyZeroRewardOnLimit, GraderTimeoutError, shouldSkipGroupGrading, withinSeconds, type TerminationRewardPolicy } from './rollout-limits.js';
 import { runRollout } from './rollout-runner.js';
@@ -62,12 +63,13 @@ export function isCancellation(e: unknown): boolean {
 }
 
 /**
- * Failures no strategy may absorb: cancellation, and the training backend's own errors — those are
+ * Failures no strategy may absorb: cancellation, the training backend's own errors and a service a
+ * tool needs being out of reach (ServiceUnavailableError: the sandbox server) — those are
  * infrastructure, not the env's fault. They propagate so the whole group is retried with the same
  * seeds; absorbing one would resample with a fresh env and make the run depend on an outage.
  */
 export function passesThrough(e: unknown): boolean {
-  return isCancellation(e) || e instanceof BackendError;
+  return isCancellation(e) || e instanceof BackendError || e instanceof ServiceUnavailableError;
 }
 
 function toRolloutError(e: unknown): RolloutError {

@@ -2,7 +2,7 @@
 // response (https://bytedance.github.io/SandboxFusion/, what the reference's client sends and
 // reads), the runner interface both backends here implement, and the reference's
 // SandboxInterface/SandboxResult names for stateful sandboxes.
-import { CookbookError } from '../errors.js';
+import { CookbookError, ServiceUnavailableError } from '../errors.js';
 
 /** POST /run_code body. `files` maps a relative path to its base64 content. */
 export interface RunCodeRequest {
@@ -70,6 +70,8 @@ export class SandboxError extends CookbookError {}
 export class SandboxTerminatedError extends SandboxError {}
 /** This host cannot isolate code; the message names what is missing. */
 export class SandboxUnavailableError extends SandboxError {}
+/** The sandbox server did not answer (refused or dropped connections, 502/503/504) for the client's whole retry window. */
+export class SandboxUnreachableError extends ServiceUnavailableError {}
 
 export const SandboxBackend = { SANDBOXFUSION: 'sandboxfusion', LOCAL: 'local' } as const;
 export type SandboxBackend = (typeof SandboxBackend)[keyof typeof SandboxBackend];

@@ -6,8 +6,12 @@
 //
 // Every failure becomes a tool message, never an exception out of the rollout: an unknown tool,
 // arguments that are not JSON or fail the schema, a function that throws, returns something other
-// than a ToolResult, or runs past its time.
+// than a ToolResult, or runs past its time. The one exception is a ServiceUnavailableError (a
+// service the tool needs is out of reach, e.g. the sandbox server): it fails the rollout, retryably,
+// rather than teach the model that its call failed, and nothing is recorded as the call's result.
 import { z } from 'zod';
+import { ServiceUnavailableError } from '../errors.js';
+import { pyJsonError } from '../renderers/py-json.js';
 import type { ToolCall, ToolSpec } from '../renderers/types.js';
 import { parametersJsonSchema } from './json-schema.js';
 import { errorToolResult, isToolResult } from './results.js';
@@ -77,6 +81,7 @@ export class FunctionTool<S extends z.ZodObject = z.ZodObject> implements Tool {
       }
       return result;
     } catch (e) {
+      if (e instanceof ServiceUnavailableError) throw e;
       const timedOut = e instanceof ToolTimeoutError;
       return errorToolResult(`Tool execution failed: ${e instanceof Error ? e.message : String(e)}`, {
         callId,
@@ -143,7 +148,9 @@ export async function handleToolCall(tools: ReadonlyMap<string, Tool>, toolCall:
   try {
     args = JSON.parse(toolCall.function.arguments);
   } catch (e) {
-    return errorToolResult(`Failed to parse tool arguments: ${(e as Error).message}`, { callId, name: toolName, errorType: 'json_decode_failed' });
+    // Python's json.loads wording (the reference's message), where its decoder refuses the text too.
+    const reason = pyJsonError(toolCall.function.arguments) ?? (e as Error).message;
+    return errorToolResult(`Failed to parse tool arguments: ${reason}`, { callId, name: toolName, errorType: 'json_decode_failed' });
   }
   const timeoutSeconds = opts.timeoutSeconds ?? null;
   if (timeoutSeconds === null) return found.run({ arguments: args as Record<string, unknown>, callId });
@@ -153,6 +160,7 @@ export async function handleToolCall(tools: ReadonlyMap<string, Tool>, toolCall:
   try {
     return await runWithin(null, controller.signal, (signal) => found.run({ arguments: args as Record<string, unknown>, callId, signal }));
   } catch (e) {
+    if (e instanceof ServiceUnavailableError) throw e;
     const timedOut = e instanceof ToolTimeoutError;
     return errorToolResult(`Tool execution failed: ${e instanceof Error ? e.message : String(e)}`, { callId, name: toolName, errorType: timedOut ? 'timeout' : 'execution_failed' });
   } finally {

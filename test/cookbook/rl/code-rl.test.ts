@@ -2,7 +2,7 @@
 // LiveCodeBench's harness (stdin/stdout, functional and TACO-layout tests), the reward and metrics
 // the reference computes, the check_solution tool, and sandbox runs that happen once per logical
 // position — a rollout retried after a crash replays the recorded verdicts and runs no code.
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,10 +11,11 @@ import { extractCodeFromModel, sandboxCheckCorrectness } from '../../../src/cook
 import { checkSolutionTool, CodeEnvGroupBuilder, toolDeclaring, type CodeEnvOptions, type ToolDeclaringRenderer } from '../../../src/cookbook/rl/envs/code/env.js';
 import { loadCodeTasks, type CodeTask } from '../../../src/cookbook/rl/envs/code/tasks.js';
 import type { RolloutContext } from '../../../src/cookbook/rl/rollout-context.js';
+import { passesThrough } from '../../../src/cookbook/rl/rollouts.js';
 import { runStoreOnce } from '../../../src/cookbook/rl/side-effects.js';
 import type { StepResult } from '../../../src/cookbook/rl/types.js';
 import { RunStore } from '../../../src/cookbook/run-store.js';
-import { LocalSandbox, type CodeRunner } from '../../../src/cookbook/sandbox/index.js';
+import { LocalSandbox, SandboxUnreachableError, type CodeRunner } from '../../../src/cookbook/sandbox/index.js';
 import { getTokenizer, type Tokenizer } from '../../../src/cookbook/tokenizer.js';
 
 const unavailable = await new LocalSandbox().available().then(() => null, (e: Error) => e);
@@ -145,6 +146,24 @@ describe.runIf(!unavailable)('code_rl episodes', { timeout: 120_000 }, () => {
     // Run whole: the code is right, the format (no fenced block) is not.
     expect([prose.reward, prose.metrics]).toEqual([0.9, expect.objectContaining({ format: 0, correct: 1 })]);
     expect(runner.runs).toBe(2);
+  });
+
+  it('a sandbox out of reach is no verdict: the episode throws (no strategy absorbs it), nothing is recorded, and the retried rollout runs the code', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'code-rl-'));
+    dirs.push(dir);
+    const logPath = join(dir, 'run');
+    const unreachable = new SandboxUnreachableError('sandbox http://127.0.0.1:9/run_code unreachable for 300 s (ECONNREFUSED; 64 tries; SANDBOX_RETRY_SECONDS=300)');
+    const down: CodeRunner = { run: async () => Promise.reject(unreachable), close: async () => {} };
+    const turns = () => [[action(toolCall(SOLUTIONS[0])), action(fenced(SOLUTIONS[0]))], [action(fenced(SOLUTIONS[0]))]];
+    await expect(rollout(logPath, down, turns())).rejects.toBe(unreachable);
+    expect(passesThrough(unreachable)).toBe(true);
+    const records = join(logPath, '.cookbook', 'store', 'side_effects', '1_0_0');
+    expect(existsSync(records) ? readdirSync(records).filter((f) => f.endsWith('.json')) : []).toEqual([]);
+    const runner = new CountingSandbox();
+    const retried = await rollout(logPath, runner, turns());
+    expect(runner.runs).toBe(3); // the tool call and both final answers, run once the sandbox is back
+    expect(retried[0][0].logs?.tool_result_0).toMatch(/^\{"passed": true, "details": \{"status": "Success"/);
+    expect(retried.map((steps) => steps.at(-1)!.reward)).toEqual([1, 1]);
   });
 
   it('a rollout retried after a crash replays the tool calls and verdicts it recorded and runs no code twice', async () => {

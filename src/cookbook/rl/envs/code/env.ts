@@ -20,7 +20,7 @@ import { actAlways, type Once } from '../../side-effects.js';
 import { BaseEnvGroupBuilder, STOP_METRIC_PREFIX, StopReason, type Env, type EnvGroupBuilder, type RLDataset } from '../../types.js';
 import { parseEnvArgs } from '../args.js';
 import { extractCodeFromModel, sandboxCheckCorrectness, type Verdict } from './grading.js';
-import { loadCodeTasks, type CodeTask } from './tasks.js';
+import { CodeRLHfSchema, loadCodeTaskFile, loadDeepCoderHf, type CodeTask, type LoadedCodeTasks } from './tasks.js';
 
 export interface CodeEnvOptions {
   runner: CodeRunner;
@@ -165,25 +165,36 @@ export class CodeDataset implements RLDataset {
   }
 }
 
-export const CodeRLArgsSchema = z.strictObject({
-  batch_size: z.int().positive(),
-  group_size: z.int().positive(),
-  /** Problems in DeepCoder's row layout (JSONL or a JSON array), relative to the repository root. */
-  train_file: z.string().min(1),
-  /** Evaluated one sample per problem, as the reference's test split. */
-  test_file: z.string().min(1).nullable().default(null),
-  max_turns: z.int().positive().default(2),
-  format_coef: z.number().default(0.1),
-  /** Seconds per test. */
-  timeout: z.int().positive().default(6),
-  /** `local` (this host, isolated) or `sandboxfusion` (SANDBOX_URL); default: sandboxfusion when SANDBOX_URL is set. */
-  sandbox_backend: z.enum([SandboxBackend.LOCAL, SandboxBackend.SANDBOXFUSION]).nullable().default(null),
-  max_trajectory_tokens: z.int().positive().default(32 * 1024),
-  max_generation_tokens: z.int().positive().nullable().default(null),
-  context_overflow_reward: z.number().default(-0.1),
-  /** Grade every last answer, unfenced or cut at max_tokens (not in the reference; for tiny models). */
-  grade_any_answer: z.boolean().default(false),
-});
+export const CodeRLArgsSchema = z
+  .strictObject({
+    batch_size: z.int().positive(),
+    group_size: z.int().positive(),
+    /** Problems in DeepCoder's row layout (JSONL or a JSON array), relative to the repository root. */
+    train_file: z.string().min(1).nullable().default(null),
+    /** Evaluated one sample per problem, as the reference's test split. */
+    test_file: z.string().min(1).nullable().default(null),
+    /** The DeepCoder dataset itself (a Hub id or a local snapshot folder; see CodeRLHfSchema), instead of train_file/test_file. */
+    hf: CodeRLHfSchema.nullable().default(null),
+    /** Shuffles the `hf` train rows, as the reference's load_deepcoder_tasks (files keep their order). */
+    seed: z.int().nonnegative().default(0),
+    /** Drop malformed rows (listed in a warning) instead of refusing the dataset. */
+    skip_bad_rows: z.boolean().default(false),
+    max_turns: z.int().positive().default(2),
+    format_coef: z.number().default(0.1),
+    /** Seconds per test. */
+    timeout: z.int().positive().default(6),
+    /** `local` (this host, isolated) or `sandboxfusion` (SANDBOX_URL); default: sandboxfusion when SANDBOX_URL is set. */
+    sandbox_backend: z.enum([SandboxBackend.LOCAL, SandboxBackend.SANDBOXFUSION]).nullable().default(null),
+    max_trajectory_tokens: z.int().positive().default(32 * 1024),
+    max_generation_tokens: z.int().positive().nullable().default(null),
+    context_overflow_reward: z.number().default(-0.1),
+    /** Grade every last answer, unfenced or cut at max_tokens (not in the reference; for tiny models). */
+    grade_any_answer: z.boolean().default(false),
+  })
+  .superRefine((a, ctx) => {
+    if ((a.train_file === null) === (a.hf === null)) ctx.addIssue({ code: 'custom', path: ['train_file'], message: 'set train_file or hf (one of them)' });
+    if (a.hf !== null && a.test_file !== null) ctx.addIssue({ code: 'custom', path: ['test_file'], message: 'set test_file with train_file; with hf, hf.test_subsets name the test set' });
+  });
 
 // One runner per process and backend, as the reference's module-level clients.
 const runners = new Map<string, CodeRunner>();
@@ -194,7 +205,14 @@ export function codeRunner(backend: SandboxBackend | null): CodeRunner {
   return runners.get(key)!;
 }
 
-export function buildCodeRLDatasets(args: Record<string, unknown>, renderer: Renderer, repoRoot: string): { train: RLDataset; test?: RLDataset } {
+/** Rows dropped under skip_bad_rows, said once per load (the first few by name). */
+function warnSkipped(loaded: LoadedCodeTasks, what: string): void {
+  if (!loaded.skipped.length) return;
+  const shown = loaded.skipped.slice(0, 5).join('\n  ');
+  console.warn(`[cookbook] code_rl: skipped ${loaded.skipped.length} bad row(s) of ${what} (skip_bad_rows):\n  ${shown}${loaded.skipped.length > 5 ? '\n  …' : ''}`);
+}
+
+export async function buildCodeRLDatasets(args: Record<string, unknown>, renderer: Renderer, repoRoot: string): Promise<{ train: RLDataset; test?: RLDataset }> {
   const a = parseEnvArgs(CodeRLArgsSchema, args, 'code_rl');
   const declaring = toolDeclaring(renderer);
   const opts: CodeEnvOptions = {
@@ -207,9 +225,26 @@ export function buildCodeRLDatasets(args: Record<string, unknown>, renderer: Ren
     contextOverflowReward: a.context_overflow_reward,
     gradeAnyAnswer: a.grade_any_answer,
   };
-  const train = loadCodeTasks(path.resolve(repoRoot, a.train_file), a.train_file);
-  if (a.batch_size > train.length) throw new ConfigurationError(`dataset.args.batch_size: ${a.batch_size} exceeds the ${train.length} problems of ${a.train_file}`);
-  const test = a.test_file === null ? null : loadCodeTasks(path.resolve(repoRoot, a.test_file), a.test_file);
+  let train: CodeTask[];
+  let test: CodeTask[] | null = null;
+  const source = a.hf !== null ? a.hf.path : a.train_file!;
+  if (a.hf !== null) {
+    const loaded = await loadDeepCoderHf(a.hf, { baseDir: repoRoot, seed: a.seed, skipBadRows: a.skip_bad_rows });
+    warnSkipped(loaded.train, `${a.hf.path} (train)`);
+    if (loaded.test) warnSkipped(loaded.test, `${a.hf.path} (test)`);
+    train = loaded.train.tasks;
+    test = loaded.test && loaded.test.tasks.length ? loaded.test.tasks : null;
+  } else {
+    const loaded = loadCodeTaskFile(path.resolve(repoRoot, a.train_file!), a.train_file!, { skipBadRows: a.skip_bad_rows });
+    warnSkipped(loaded, a.train_file!);
+    train = loaded.tasks;
+    if (a.test_file !== null) {
+      const loadedTest = loadCodeTaskFile(path.resolve(repoRoot, a.test_file), a.test_file, { skipBadRows: a.skip_bad_rows });
+      warnSkipped(loadedTest, a.test_file);
+      test = loadedTest.tasks;
+    }
+  }
+  if (a.batch_size > train.length) throw new ConfigurationError(`dataset.args.batch_size: ${a.batch_size} exceeds the ${train.length} problems of ${source}`);
   return {
     train: new CodeDataset(train.map((t) => new CodeEnvGroupBuilder(t, declaring, a.group_size, opts)), a.batch_size),
     test: test ? new CodeDataset(test.map((t) => new CodeEnvGroupBuilder(t, declaring, 1, opts)), test.length) : undefined,

@@ -2,6 +2,7 @@
 // recipes/code_rl/code_grading.py): the last fenced code block of the answer, the tests in
 // LiveCodeBench's `input_output` form, and LiveCodeBench's harness run by any CodeRunner — the
 // local sandbox or a SandboxFusion server.
+import { ServiceUnavailableError } from '../../../errors.js';
 import { pyJsonDumps } from '../../../pyjson.js';
 import type { CodeRunner } from '../../../sandbox/types.js';
 import { testCode, testUtilSource } from './lcb.js';
@@ -36,7 +37,9 @@ export function postprocessLcbSample(sample: CodeTest[]): { input_output: string
 
 /**
  * The reference's sandbox_check_correctness: the harness gets `timeout` seconds per test and the
- * whole run `(timeout + 1) · tests + 5`. A sandbox that cannot be asked is a failed verdict.
+ * whole run `(timeout + 1) · tests + 5`. A request the sandbox refused is a failed verdict; a
+ * sandbox out of reach past its client's retries (ServiceUnavailableError) is no verdict at all:
+ * it is thrown, so no failure is recorded for code that never ran.
  */
 export async function sandboxCheckCorrectness(runner: CodeRunner, sample: CodeTest[], generation: string, timeout = 6): Promise<Verdict> {
   if (sample.length < 1) throw new Error('Sample must contain at least one test case');
@@ -47,21 +50,7 @@ export async function sandboxCheckCorrectness(runner: CodeRunner, sample: CodeTe
     const [passed, details] = await runner.run(testCode(timeout), files, totalTimeout);
     return [passed, details as Record<string, unknown>];
   } catch (e) {
+    if (e instanceof ServiceUnavailableError) throw e;
     return [false, { error: e instanceof Error ? e.message : String(e) }];
   }
-}
-
-/** The reference's taco_to_lcb_format: TACO's `{inputs, outputs[, fn_name]}` as LiveCodeBench tests. */
-export function tacoToLcbFormat(tests: { inputs?: unknown[]; outputs?: unknown[]; fn_name?: string }): CodeTest[] {
-  const inputs = tests.inputs ?? [];
-  const outputs = tests.outputs ?? [];
-  const n = Math.max(inputs.length, outputs.length);
-  return Array.from({ length: n }, (_, i) => {
-    const input = i < inputs.length ? inputs[i] : (inputs[0] ?? '');
-    let output = i < outputs.length ? outputs[i] : (outputs[0] ?? '');
-    if (Array.isArray(output)) output = output[0] ?? '';
-    return tests.fn_name !== undefined
-      ? { input: String(input), output: String(output), testtype: 'functional' as const, metadata: { func_name: tests.fn_name } }
-      : { input: String(input), output: String(output), testtype: 'stdin_stdout' as const, metadata: {} };
-  });
 }
