@@ -74,7 +74,8 @@ def test_archive_is_a_signed_tar_of_the_peft_files(checkpoint, engine):
     with tarfile.open(tar) as t:
         names = sorted(t.getnames())
         config = json.loads(t.extractfile("adapter_config.json").read())
-    assert names == ["adapter_config.json", "adapter_model.safetensors", "checkpoint_complete"]
+    assert names == ["adapter_config.json", "adapter_model.safetensors", "checkpoint_complete",
+                     "tinker_engine_checkpoint.json"]
     assert config["r"] == 4 and config["base_model_name_or_path"] == "tiny-qwen3"
 
     url = archive_url(c, path)
@@ -104,7 +105,11 @@ def test_training_checkpoint_archive_carries_the_optimizer_state(engine):
     path = c.done(c.ok("save_weights", {"model_id": model, "seq_id": 3, "path": "train-state"})["request_id"])["path"]
     with tarfile.open(fileobj=io.BytesIO(download(archive_url(c, path)))) as t:
         assert sorted(t.getnames()) == ["adapter_config.json", "adapter_model.safetensors", "checkpoint_complete",
-                                        "optimizer.json", "optimizer.safetensors"]
+                                        "optimizer.json", "optimizer.safetensors", "tinker_engine_checkpoint.json"]
+        assert t.getnames()[-1] == "checkpoint_complete"  # written last: a tar cut short lacks it
+        meta = json.loads(t.extractfile("tinker_engine_checkpoint.json").read())
+    assert meta == {"format": 1, "base_model": "tiny-qwen3", "checkpoint_type": "training", "time": meta["time"],
+                    "lora": {"rank": 2, "seed": 1, "train_attn": True, "train_mlp": True, "train_unembed": True}}
 
 
 def close(a: list, b: list, tol: float = 2e-4) -> float:

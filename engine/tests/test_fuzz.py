@@ -18,6 +18,7 @@ import re
 import socket
 import time
 import urllib.parse
+import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -168,6 +169,26 @@ def body_mutations(rng: random.Random, template: dict):
                     dumps(replaced(template, deep_at, [rng.randrange(-(2**40), 2**40) for _ in range(60_000)])), json_h))
         gone = rng.choice(paths)
         out.append((f"{'.'.join(map(str, gone))} removed", dumps(dropped(template, gone)), json_h))
+    return out
+
+
+def import_mutations(rng: random.Random, valid: bytes):
+    """(label, body) for the checkpoint import: a valid archive cut, bit-flipped, re-labelled, or noise."""
+    out = [(f"archive truncated at byte {cut}", valid[:cut]) for cut in sorted(rng.sample(range(1, len(valid)), 4))]
+    for i in range(4):
+        flipped = bytearray(valid)
+        for _ in range(1 + 3 * i):
+            pos = rng.randrange(min(len(flipped), 4096))  # the headers and the start of the first member
+            flipped[pos] ^= 1 << rng.randrange(8)
+        out.append((f"archive with {1 + 3 * i} bit(s) flipped in its first 4 KiB", bytes(flipped)))
+    out += [
+        ("random bytes", rng.randbytes(5000)),
+        ("a tar's end marker only", bytes(1024)),
+        ("gzip of the archive", gzip.compress(valid)),
+        ("the archive twice", valid + valid),
+        ("member names swapped", valid.replace(b"adapter_config.json", b"adapter_config.jsoN")),
+        ("a member renamed upward", valid.replace(b"adapter_config.json", b"../dapter_config.json")),
+    ]
     return out
 
 
@@ -346,7 +367,7 @@ def test_mutated_bodies_on_every_route(fuzz_engine):
     archive_route = "/training_runs/{run_id}/checkpoints/{kind}/{name}/archive"
 
     covered = {("POST", p) for p in post} | {("GET", p) for p in get} | {
-        ("PUT", ttl_route), ("DELETE", delete_route), ("GET", archive_route)}
+        ("PUT", ttl_route), ("DELETE", delete_route), ("GET", archive_route), ("POST", "/import_checkpoint")}
     missing = declared_routes() - covered
     assert not missing, f"routes without a fuzz template (add one): {sorted(missing)}"
 
@@ -388,6 +409,22 @@ def test_mutated_bodies_on_every_route(fuzz_engine):
         requests.append(("PUT", f"{API}/training_runs/{model}/checkpoints/{value}/f1/ttl", b'{"ttl_seconds": 5}',
                          {"Content-Type": "application/json"}, f"ttl kind {value!r}"))
     requests.append(("DELETE", f"{API}/training_runs/{model}/checkpoints/weights/doomed", None, {}, "valid delete"))
+    # The checkpoint import: a tar body (this engine's own archive of s1), mutated, under fuzzed query strings.
+    run, kind, name = sampler_ckpt[len("tinker://"):].split("/")
+    with urllib.request.urlopen(c.get(f"training_runs/{run}/checkpoints/{kind}/{name}/archive").json()["url"]) as r:
+        valid_tar = r.read()
+    for label, body in import_mutations(rng, valid_tar):
+        target = urllib.parse.quote(f"tinker://fuzz-import/sampler_weights/{len(requests)}", safe="")
+        requests.append(("POST", f"{API}/import_checkpoint?tinker_path={target}", body,
+                         {"Content-Type": "application/x-tar"}, f"import: {label}"))
+    for value in PATH_PARAMS:
+        for query in (f"tinker_path={value}", f"tinker_path=tinker://{value}/weights/x",
+                      f"tinker_path=tinker://r/sampler_weights/{value}", f"tinker_path=tinker://r/weights/x&ttl_seconds={value}"):
+            requests.append(("POST", f"{API}/import_checkpoint?{query}", valid_tar[:600], {"Content-Type": "application/x-tar"},
+                             f"import query {query[:50]!r}"))
+    for label, body, headers in body_mutations(rng, {"tinker_path": sampler_ckpt}):
+        requests.append(("POST", f"{API}/import_checkpoint?tinker_path=tinker://fuzz-import/weights/j", body, headers,
+                         f"import, a JSON body: {label}"))
     # Bodies over the limit, announced and streamed (chunked): 413, and the connection still works.
     too_big = b'{"pad": "' + b"x" * (MAX_BODY_MB << 20) + b'"}'
     requests.append(("POST", API + "/telemetry", too_big, {"Content-Type": "application/json"}, "over the size limit"))

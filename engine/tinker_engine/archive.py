@@ -5,8 +5,10 @@ get_checkpoint_archive_url`), served by the engine.
 service, `200 {"url", "expires"}`: a signed URL, valid for ARCHIVE_URL_TTL seconds, that downloads
 the checkpoint as a plain tar without an API key (as the SDK's `tinker checkpoint download` does
 with urllib). The tar holds the checkpoint's payload files — `adapter_config.json`,
-`adapter_model.safetensors` (PEFT layout), the optimizer state of a `weights` checkpoint — and the
-empty `checkpoint_complete` marker; every file is checked against the sha256 recorded at save
+`adapter_model.safetensors` (PEFT layout), the optimizer state of a `weights` checkpoint — the
+engine's own `tinker_engine_checkpoint.json` (base model, full LoRA spec, save time: what an import
+into another engine records, see checkpoint_import.py) and, last, the empty `checkpoint_complete`
+marker; every file is checked against the sha256 recorded at save
 before it is sent, so a damaged checkpoint is refused (422) rather than handed out.
 
 The signature is an HMAC (a key made per engine process) over the checkpoint path and expiry;
@@ -54,9 +56,11 @@ def build_archive(store: ckpt.CheckpointStore, path: str, out) -> None:
                        if f.is_file() and f.name not in (ckpt.METADATA_FILE, ckpt.MARKER_FILE))
     read = store.reader(path)
     mtime = int(time.time())
+    extra = {ckpt.MARKER_FILE: b"", ckpt.ARCHIVE_METADATA_FILE: archive_metadata(meta)}
     with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for file_name in names + [ckpt.MARKER_FILE]:
-            data = b"" if file_name == ckpt.MARKER_FILE else read(file_name)
+        # The marker last, as its name says: a tar cut short lacks it.
+        for file_name in [n for n in names if n not in extra] + [ckpt.ARCHIVE_METADATA_FILE, ckpt.MARKER_FILE]:
+            data = extra[file_name] if file_name in extra else read(file_name)
             if data is None:
                 raise ckpt.CheckpointDamaged(f"checkpoint {path}", directory / file_name, "the file is missing")
             info = tarfile.TarInfo(file_name)
@@ -64,6 +68,20 @@ def build_archive(store: ckpt.CheckpointStore, path: str, out) -> None:
             info.mtime = mtime
             info.mode = 0o644
             tar.addfile(info, io.BytesIO(data))
+
+
+def archive_metadata(meta: dict) -> bytes:
+    """The archive's `tinker_engine_checkpoint.json`: what the engine records about a checkpoint
+    beyond its PEFT files (the full LoRA spec, seed included, and when it was saved), read back by
+    an import into another engine (checkpoint_import.py); archives without it import too."""
+    data = {
+        "format": 1,
+        "base_model": meta["base_model"],
+        "checkpoint_type": meta["checkpoint_type"],
+        "lora": meta["lora"],
+        "time": meta.get("time"),
+    }
+    return (json.dumps(data, indent=2, sort_keys=True) + "\n").encode()
 
 
 class ArchiveDownloads:

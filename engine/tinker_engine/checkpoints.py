@@ -20,6 +20,7 @@ name again clears it. The store's clock (`now`) is injectable, so tests move tim
 sleeping.
 """
 
+import contextlib
 import datetime as dt
 import errno
 import hashlib
@@ -32,7 +33,7 @@ import threading
 import uuid
 from pathlib import Path
 
-from .errors import EngineError, RequestFailed, bad_request, not_found
+from .errors import EngineError, RequestFailed, bad_request, conflict, not_found
 
 log = logging.getLogger("tinker_engine")
 
@@ -41,6 +42,11 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]{0,199}$")
 _RUN_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:\-]{0,299}$")
 METADATA_FILE = "checkpoint.json"
 MARKER_FILE = "checkpoint_complete"
+# In archives only (archive.py): what the engine's metadata holds that the PEFT files do not (the
+# LoRA seed, the save time), so that an import (checkpoint_import.py) records exactly the same.
+ARCHIVE_METADATA_FILE = "tinker_engine_checkpoint.json"
+# Under the data dir: uploads being imported (same filesystem as runs/, so a commit is a rename).
+IMPORTS_DIR = ".imports"
 CHECKSUM_KEY = "checksum"
 MAX_TTL_SECONDS = 100 * 365 * 24 * 3600
 DEFAULT_SWEEP_SECONDS = 60.0
@@ -338,6 +344,95 @@ class CheckpointStore:
             self._remember(final / file_name, record)
         return info
 
+    # ------------------------------------------------------------------------- imports
+
+    def import_workdir(self) -> Path:
+        """A fresh folder for one import's upload and staged files (removed by the caller; leftovers
+        of a crash are removed at startup)."""
+        d = self.root / IMPORTS_DIR / uuid.uuid4().hex
+        d.mkdir(parents=True)
+        return d
+
+    def commit_import(self, run_id: str, kind: str, name: str, staged: Path, files: dict, metadata: dict,
+                      when: str | None, run_record: dict) -> bool:
+        """Commits a checkpoint imported from another engine: `staged` (a folder under the data dir
+        holding exactly the payload `files`, whose size and sha256 are given) becomes checkpoint
+        `tinker://run_id/kind/name`, with the same metadata a save records. Returns False, changing
+        nothing, when that path already holds these very files; a 409 when it holds others, or when
+        the run's record on this engine names another base model or LoRA spec. The run's record is
+        written first when the run is new here, so the checkpoint is listed under its run."""
+        final = self.checkpoint_dir(run_id, kind, name)
+        path = tinker_path(run_id, kind, name)
+        info = {
+            **metadata,
+            "checkpoint_id": f"{kind}/{name}",
+            "checkpoint_type": KINDS[kind],
+            "tinker_path": path,
+            "training_run_id": run_id,
+            "time": when or iso(self.now()),
+            "size_bytes": sum(f["size"] for f in files.values()),
+            "public": False,
+            "files": files,
+        }
+        try:
+            (staged / METADATA_FILE).write_text(json.dumps(with_checksum(info), indent=2))
+            (staged / MARKER_FILE).write_text("")
+            _fsync_tree(staged)
+        except OSError as e:
+            raise storage_error(f"imported checkpoint {path}", self.root, e) from None
+        with self._commit_lock:
+            run = self.load_run(run_id)  # a damaged record: 422, nothing written
+            if run is not None:
+                mine = (run_record["base_model"], run_record["lora_rank"])
+                if (run.get("base_model"), run.get("lora_rank")) != mine:
+                    raise conflict(f"training run {run_id!r} on this engine is of base model {run.get('base_model')!r} "
+                                   f"with LoRA rank {run.get('lora_rank')}; {path} is of {mine[0]!r} with rank {mine[1]}")
+            replace = False
+            if final.exists():
+                try:
+                    existing = read_record(final / METADATA_FILE, f"checkpoint {path}")
+                except (EngineError, OSError):
+                    existing = None  # metadata missing or damaged: replaced by the import (a repair)
+                if existing is not None and self.is_expired(existing):
+                    self._expire_locked(run_id, kind, name, existing.get("expires_at"))
+                elif existing is not None:
+                    if existing.get("files") != files:
+                        raise conflict(f"checkpoint {path} already exists on this engine with other content; "
+                                       "delete it first or import under another name")
+                    try:
+                        self.verify(path)
+                        return False  # the same checkpoint: nothing to do
+                    except CheckpointDamaged:
+                        pass  # the same files recorded, damaged on disk: replaced by the import
+                replace = final.exists()
+            created_run = False
+            try:
+                if run is None:
+                    self.save_run(run_record)
+                    created_run = True
+                final.parent.mkdir(parents=True, exist_ok=True)
+                if replace:
+                    trash = final.parent / f".trash-deleted-{uuid.uuid4().hex}"
+                    os.rename(final, trash)
+                    os.rename(staged, final)
+                    shutil.rmtree(trash, ignore_errors=True)
+                else:
+                    os.rename(staged, final)
+                _fsync_dir(final.parent)
+            except (OSError, StorageError) as e:
+                if created_run:  # nothing of the import stays behind
+                    (self.run_dir(run_id) / "run.json").unlink(missing_ok=True)
+                    for d in (final.parent, self.run_dir(run_id)):
+                        with contextlib.suppress(OSError):
+                            d.rmdir()  # only when empty
+                if isinstance(e, StorageError):
+                    raise
+                raise storage_error(f"imported checkpoint {path}", self.root, e) from None
+            self._tombstone(run_id, kind, name).unlink(missing_ok=True)
+        for file_name, record in files.items():  # hashed while unpacked: no need to read them again
+            self._remember(final / file_name, record)
+        return True
+
     def metadata(self, path: str) -> dict:
         """A checkpoint's metadata (checkpoint.json, checked against its own checksum)."""
         run_id, kind, name = parse_tinker_path(path)
@@ -552,7 +647,8 @@ class CheckpointStore:
         return removed
 
     def recover(self) -> None:
-        """Removes leftovers of interrupted writes; restores a checkpoint whose overwrite was cut."""
+        """Removes leftovers of interrupted writes and imports; restores a checkpoint whose overwrite was cut."""
+        shutil.rmtree(self.root / IMPORTS_DIR, ignore_errors=True)
         for kind_dir in self.runs.glob("*/*"):
             if not kind_dir.is_dir() or kind_dir.name not in KINDS:
                 continue

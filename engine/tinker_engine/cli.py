@@ -37,6 +37,10 @@ def parse_args(argv=None):
     p.add_argument("--model", action="append", default=[], metavar="NAME=DIR",
                    help="register a local Hugging Face checkpoint directory under a model name (repeatable)")
     p.add_argument("--max-body-mb", type=float, default=64.0, help="largest accepted request body")
+    p.add_argument("--max-import-mb", type=float,
+                   default=os.environ.get("TINKER_ENGINE_MAX_IMPORT_MB") or "4096",  # argparse applies type
+                   help="largest checkpoint archive POST /api/v1/import_checkpoint accepts (streamed to disk; "
+                        "default 4096)")
     p.add_argument("--max-batch-tokens", type=int, default=8192,
                    help="padded tokens per forward/backward micro-batch")
     p.add_argument("--long-poll-seconds", type=float, default=20.0,
@@ -59,6 +63,15 @@ def parse_args(argv=None):
                    default=os.environ.get("TINKER_ENGINE_CLOCK_CYCLE_MS") or "0",  # argparse applies type
                    help="emulate the hosted service's clock cycles: training work (the seq-id ordered model "
                         "operations) runs only at boundaries every N ms; sampling stays continuous (default 0 = off)")
+    p.add_argument("--sample-ms-per-token", type=float,
+                   default=os.environ.get("TINKER_ENGINE_SAMPLE_MS_PER_TOKEN") or "0",  # argparse applies type
+                   help="emulate sampling service time for benchmarks: each sample request, after its real "
+                        "compute, holds one of --sample-slots slots for this many ms per token it generated "
+                        "(an idle wait, no CPU; results unchanged; default 0 = off)")
+    p.add_argument("--sample-slots", type=int,
+                   default=os.environ.get("TINKER_ENGINE_SAMPLE_SLOTS") or "1",  # argparse applies type
+                   help="with --sample-ms-per-token: how many requests' emulated time the engine serves at once "
+                        "(default 1)")
     p.add_argument("--custom-loss-server-side", action="store_true",
                    default=os.environ.get("TINKER_ENGINE_CUSTOM_LOSS_SERVER_SIDE", "") == "1",
                    help="serve SDK 0.38's create_custom_loss: losses uploaded as torch.fx graphs, rebuilt from "
@@ -73,6 +86,12 @@ def parse_args(argv=None):
         p.error("--checkpoint-sweep-seconds must be a finite number >= 0")
     if not 0 <= args.clock_cycle_ms < float("inf"):
         p.error("--clock-cycle-ms must be a finite number >= 0")
+    if not 0 <= args.sample_ms_per_token < float("inf"):
+        p.error("--sample-ms-per-token must be a finite number >= 0")
+    if args.sample_slots < 1:
+        p.error("--sample-slots must be an integer >= 1")
+    if not 0 < args.max_import_mb < float("inf"):
+        p.error("--max-import-mb must be a finite number > 0")
     if args.api_key is not None and not args.api_key.startswith("tml-"):
         p.error("--api-key must start with 'tml-' (the Tinker SDK refuses other keys)")
     for flag in ("tls_certfile", "tls_keyfile", "tls_client_ca"):
@@ -175,15 +194,21 @@ def main(argv=None):
         max_decode_rows=args.max_decode_rows,
         clock_cycle_ms=args.clock_cycle_ms,
         custom_loss_server_side=args.custom_loss_server_side,
+        sample_ms_per_token=args.sample_ms_per_token,
+        sample_slots=args.sample_slots,
     )
     engine.store.sweep_seconds = args.checkpoint_sweep_seconds
-    app = create_app(engine, api_key=args.api_key, max_body_bytes=int(args.max_body_mb * (1 << 20)))
+    app = create_app(engine, api_key=args.api_key, max_body_bytes=int(args.max_body_mb * (1 << 20)),
+                     max_import_bytes=int(args.max_import_mb * (1 << 20)))
     if sampler == "fast":
         sampling = f"fast sampler beside training, {kv_cache_bytes / (1 << 30):.1f} GB KV cache"
     else:
         sampling = "continuous batching" if args.continuous_batching else "one request at a time"
     if args.clock_cycle_ms > 0:
         sampling += f", training in clock cycles of {args.clock_cycle_ms:g} ms"
+    if args.sample_ms_per_token > 0:
+        sampling += (f", sampling service time emulated at {args.sample_ms_per_token:g} ms per token on "
+                     f"{args.sample_slots} slot{'s' if args.sample_slots != 1 else ''}")
     logging.getLogger("tinker_engine").info(
         "engine on %s://%s:%d (device %s, %s, %d threads, %s, data %s)", "https" if args.tls_certfile else "http",
         args.host, args.port, device,

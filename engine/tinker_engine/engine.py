@@ -27,6 +27,7 @@ from .base_models import BaseModelCache, BaseModelSpec, ModelRegistry, instance_
 from .body import Body
 from .clock import CycleClock
 from .compute import ComputeThread
+from .service_time import SampleServiceTime
 from .errors import EngineError, RequestFailed, bad_request, conflict, not_found
 from .fast_decode import FastJob, FastSampler, unsupported_reason
 from .futures import FAILED, FutureStore
@@ -209,7 +210,8 @@ class Engine:
     def __init__(self, data_dir: Path, device: torch.device, dtype: torch.dtype, aliases: dict | None = None,
                  max_batch_tokens: int = 8192, long_poll_seconds: float = 20.0, continuous_batching: bool = False,
                  sampler: str = "reference", kv_cache_bytes: int = 2 << 30, max_decode_rows: int = 512,
-                 clock_cycle_ms: float = 0, custom_loss_server_side: bool = False):
+                 clock_cycle_ms: float = 0, custom_loss_server_side: bool = False,
+                 sample_ms_per_token: float = 0, sample_slots: int = 1):
         self.store = ckpt.CheckpointStore(data_dir)
         # SDK 0.38 uploads custom losses only when client/config says so (off unless asked for).
         self.custom_loss_server_side = custom_loss_server_side
@@ -237,6 +239,9 @@ class Engine:
         self._fast_unsupported: dict = {}  # base model name → why it samples on the reference path
         # With --clock-cycle-ms, sequenced model operations wait for a cycle boundary (clock.py).
         self.clock = CycleClock(clock_cycle_ms, self.compute) if clock_cycle_ms > 0 else None
+        # With --sample-ms-per-token, a sample result is held for its emulated service time (service_time.py).
+        self.service_time = SampleServiceTime(sample_ms_per_token, sample_slots) if sample_ms_per_token > 0 else None
+        self.sample_slots = sample_slots
         self.loop: asyncio.AbstractEventLoop | None = None
         self.started_at = time.time()
 
@@ -249,9 +254,17 @@ class Engine:
         """The emulated clock cycles (healthz): `{"cycle_ms": 0}` when off."""
         return self.clock.info() if self.clock is not None else {"cycle_ms": 0}
 
+    def service_time_info(self) -> dict:
+        """The emulated sampling service time (healthz): `{"ms_per_token": 0, "slots": K}` when off."""
+        if self.service_time is None:
+            return {"ms_per_token": 0, "slots": self.sample_slots}
+        return self.service_time.info()
+
     def shutdown(self) -> None:
         if self.clock is not None:
             self.clock.stop()
+        if self.service_time is not None:
+            self.service_time.stop()
         self.compute.shutdown()
         if self.sampling is not None:
             self.sampling.shutdown()
@@ -277,6 +290,9 @@ class Engine:
     def _complete(self, fut, result) -> None:
         # Recorded before the future settles: a client that sees the sample can train on it.
         self.stability.settle(fut.request_id, result)
+        if self.service_time is not None and fut.request_type == "Sample":
+            self.loop.call_soon_threadsafe(self.service_time.hold, fut, result, self.futures.complete)
+            return
         self.loop.call_soon_threadsafe(self.futures.complete, fut, result)
 
     def _fail(self, fut, e: BaseException) -> None:
@@ -830,6 +846,11 @@ class Engine:
         if s.model_path:
             out["model_path"] = s.model_path
         return out
+
+    def forget_sampler_weights(self, model_path: str) -> None:
+        """Drops the cached sampler model of a checkpoint path whose files were just (re)written."""
+        with self._sampler_models_lock:
+            self.sampler_models.pop(("path", model_path), None)
 
     def _sampler_model(self, sampler: SamplerHandle):
         """The module a sampler generates with (on a compute thread); adapters are cached LRU."""

@@ -15,6 +15,7 @@ from starlette.responses import Response
 from . import __version__
 from .archive import ArchiveDownloads
 from .body import Body
+from .checkpoint_import import DEFAULT_MAX_IMPORT_MB, IMPORT_ROUTE, CheckpointImports
 from .engine import Engine
 from .errors import EngineError, bad_request
 from .futures import FAILED, PENDING
@@ -73,19 +74,27 @@ def error_response(status: int, detail: str) -> Response:
 class BodyTooLarge(Exception):
     """A body that grew past the limit while it was read (chunked, or a lying Content-Length)."""
 
-    def __init__(self, limit: int):
-        super().__init__(f"request body larger than {limit} bytes")
+    def __init__(self, limit: int, hint: str = ""):
+        super().__init__(f"request body larger than {limit} bytes{hint}")
         self.limit = limit
 
 
 class GuardMiddleware:
-    """API-key check and request-size limit, before any route runs (pure ASGI: no buffering)."""
+    """API-key check and request-size limit, before any route runs (pure ASGI: no buffering). The
+    checkpoint import (a tar of a whole checkpoint, streamed to disk) has a limit of its own."""
 
-    def __init__(self, app, api_key: str | None, max_body_bytes: int, tracer: RequestTracer | None = None):
+    def __init__(self, app, api_key: str | None, max_body_bytes: int, tracer: RequestTracer | None = None,
+                 max_import_bytes: int = DEFAULT_MAX_IMPORT_MB << 20):
         self.app = app
         self.api_key = api_key
         self.max_body_bytes = max_body_bytes
+        self.max_import_bytes = max_import_bytes
         self.tracer = tracer
+
+    def _limit(self, scope) -> tuple:
+        if scope["path"] == API + IMPORT_ROUTE:
+            return self.max_import_bytes, " (the checkpoint import's limit: --max-import-mb)"
+        return self.max_body_bytes, ""
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -98,14 +107,15 @@ class GuardMiddleware:
             problem = self._auth_problem(headers.get("x-api-key"))
             if problem:
                 return await error_response(401, problem)(scope, receive, send)
+        limit, hint = self._limit(scope)
         length = headers.get("content-length")
-        if length is not None and length.isdigit() and int(length) > self.max_body_bytes:
+        if length is not None and length.isdigit() and int(length) > limit:
             # Read and discard the body first: answering mid-upload breaks the client's pipe.
             more = True
             while more:
                 message = await receive()
                 more = message.get("more_body", False) and message["type"] == "http.request"
-            return await self._too_large(scope, receive, send)
+            return await self._too_large(scope, receive, send, limit, hint)
         received = 0
         started = False
 
@@ -114,13 +124,13 @@ class GuardMiddleware:
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
-                if received > self.max_body_bytes:
+                if received > limit:
                     # Discard the rest before answering 413, so the connection stays usable.
                     more = message.get("more_body", False)
                     while more:
                         rest = await receive()
                         more = rest.get("more_body", False) and rest["type"] == "http.request"
-                    raise BodyTooLarge(self.max_body_bytes)
+                    raise BodyTooLarge(limit, hint)
             return message
 
         async def tracking_send(message):
@@ -133,7 +143,7 @@ class GuardMiddleware:
             await self.app(scope, limited_receive, tracking_send)
         except BodyTooLarge:
             if not started:
-                await self._too_large(scope, receive, send)
+                await self._too_large(scope, receive, send, limit, hint)
         except Exception as exc:  # noqa: BLE001 — the last line of defence for one request
             # Starlette answers an unhandled error with the 500 of the app's handler and then
             # re-raises it; reaching the server, that would close (reset) the keep-alive
@@ -152,8 +162,8 @@ class GuardMiddleware:
             return "invalid API key: keys start with 'tml-'"
         return None
 
-    async def _too_large(self, scope, receive, send):
-        await error_response(413, f"request body larger than {self.max_body_bytes} bytes")(scope, receive, send)
+    async def _too_large(self, scope, receive, send, limit: int, hint: str):
+        await error_response(413, f"request body larger than {limit} bytes{hint}")(scope, receive, send)
 
 
 # Deepest JSON nesting a request may have. The protocol's deepest bodies (forward_backward:
@@ -216,7 +226,8 @@ async def sweep_expired_checkpoints(engine: Engine) -> None:
             log.exception("sweeping expired checkpoints failed")
 
 
-def create_app(engine: Engine, api_key: str | None = None, max_body_bytes: int = 64 << 20) -> FastAPI:
+def create_app(engine: Engine, api_key: str | None = None, max_body_bytes: int = 64 << 20,
+               max_import_bytes: int = DEFAULT_MAX_IMPORT_MB << 20) -> FastAPI:
     metrics = EngineMetrics(engine)
     engine.futures.listeners.append(metrics.future_settled)
     tracer = RequestTracer.from_env()  # None unless OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is set
@@ -273,8 +284,10 @@ def create_app(engine: Engine, api_key: str | None = None, max_body_bytes: int =
 
     @app.get(f"{API}/healthz")
     async def healthz():
-        # clock_cycles: the --clock-cycle-ms setting and, when on, the engine's clock and cycle counters.
-        return json_response({"status": "ok", "supported_models": capabilities(), "clock_cycles": engine.clock_info()})
+        # clock_cycles: the --clock-cycle-ms setting and, when on, the engine's clock and cycle counters;
+        # sample_service_time: the --sample-ms-per-token/--sample-slots setting and, when on, its slot counters.
+        return json_response({"status": "ok", "supported_models": capabilities(), "clock_cycles": engine.clock_info(),
+                              "sample_service_time": engine.service_time_info()})
 
     @app.get("/metrics")
     async def prometheus_metrics():
@@ -488,4 +501,6 @@ def create_app(engine: Engine, api_key: str | None = None, max_body_bytes: int =
     # Checkpoint archives (§7, SDK ≤ 0.25): the route behind the key check, signed downloads before it.
     archives = ArchiveDownloads(engine, API)
     archives.add_routes(app)
-    return archives.wrap(GuardMiddleware(app, api_key, max_body_bytes, tracer))
+    # Checkpoint import (an engine extension): an archive from another engine, stored under its path.
+    CheckpointImports(engine, API, max_import_bytes).add_routes(app)
+    return archives.wrap(GuardMiddleware(app, api_key, max_body_bytes, tracer, max_import_bytes))

@@ -2,14 +2,25 @@
 // the translation of backend errors into failures the workflow can act on.
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { FutureWaitInfo, RetryInfo } from '../backends/config.js';
-import { BackendError, type TrainingBackend } from '../backends/types.js';
+import { BackendError, BackendLostError, type SamplingBackend, type TrainingBackend } from '../backends/types.js';
+import type { SamplerPoolConfig } from '../cookbook/config/common.js';
 import { ServiceUnavailableError } from '../cookbook/errors.js';
 import { nowMs, recordSpan } from '../cookbook/timing.js';
+import { checkFailover } from './failover.js';
 import { ErrorTypes } from './types.js';
 
 export interface ActivityDeps {
   /** The backend for a run's `base_url` (null: the worker's default). API keys stay in the worker. */
   backendFor(baseUrl: string | null): TrainingBackend;
+  /** The sampler pool of a run's `sampler_pool` (one per pool per worker). */
+  samplerPoolFor?(baseUrl: string | null, pool: SamplerPoolConfig): SamplingBackend;
+}
+
+/** Where a run's policy samples: its sampler pool when it names one, else its training backend. */
+export function samplingBackendOf(deps: ActivityDeps, cfg: { base_url: string | null; sampler_pool?: SamplerPoolConfig | null }): SamplingBackend {
+  if (!cfg.sampler_pool) return deps.backendFor(cfg.base_url);
+  if (!deps.samplerPoolFor) throw ApplicationFailure.nonRetryable('sampler_pool: this worker cannot open sampler pools', ErrorTypes.config);
+  return deps.samplerPoolFor(cfg.base_url, cfg.sampler_pool);
 }
 
 const HEARTBEAT_EVERY_MS = 2_000;
@@ -40,6 +51,8 @@ export function reportBackendRetry(info: RetryInfo): void {
     failingForS: Math.round(info.failingForMs / 1000),
     nextInS: Math.round(info.delayMs / 100) / 10,
   };
+  // A run with `failover` gives up on its training backend after its `after_s` (throws).
+  checkFailover(ctx, info);
   lastRetry.set(ctx, { details, until: Date.now() + info.delayMs + RETRY_SHOWN_MS });
   ctx.heartbeat(details);
   // The backoff ahead is time the step waits: a timing span of its own (activities/timing.ts).
@@ -90,6 +103,7 @@ export async function heartbeating<T>(work: Promise<T>, details?: unknown): Prom
 export function toFailure(err: unknown, what: string, notFound: NotFoundMeans): unknown {
   if (!(err instanceof BackendError)) return err;
   const msg = `${what}: ${err.message}`;
+  if (err instanceof BackendLostError) return ApplicationFailure.nonRetryable(msg, ErrorTypes.backendLost);
   switch (err.kind) {
     case 'not_found':
       if (notFound === 'session-lost') return ApplicationFailure.retryable(msg, 'BackendUnavailable');
@@ -147,6 +161,7 @@ export async function callBackend<T>(what: string, notFound: NotFoundMeans, fn: 
 
 /** A failed rollout or sampling pass: backend trouble is retried, anything else fails the step. */
 export function rolloutFailure(err: unknown, where: string): unknown {
+  if (err instanceof BackendLostError) return ApplicationFailure.nonRetryable(`${where}: ${err.message}`, ErrorTypes.backendLost);
   if (err instanceof BackendError) return ApplicationFailure.retryable(`${where}: ${err.message}`, 'BackendUnavailable');
   // A service a tool needs (the sandbox server) out of reach past its client's retries: try again later.
   if (err instanceof ServiceUnavailableError) return ApplicationFailure.retryable(`${where}: ${err.message}`, 'ServiceUnavailable');

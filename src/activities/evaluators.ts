@@ -13,7 +13,7 @@ import type { Renderer } from '../cookbook/renderers/types.js';
 import { loadEvaluatorExamples, runCustomSamplingEvaluator } from '../cookbook/eval/custom-sampling.js';
 import { deriveSeed } from '../cookbook/rl/seeds.js';
 import type { RunRef } from '../cookbook/run-store.js';
-import { callBackend, heartbeating, type ActivityDeps } from './context.js';
+import { callBackend, heartbeating, samplingBackendOf, type ActivityDeps } from './context.js';
 import { asEvaluator } from './timing.js';
 import { runDataCache } from './run-data.js';
 import { ErrorTypes } from './types.js';
@@ -58,7 +58,7 @@ export function evaluatorActivities(deps: ActivityDeps) {
       const evaluator = cfg.evaluators[index];
       if (!evaluator) throw ApplicationFailure.nonRetryable(`the run has no evaluator ${index}`, ErrorTypes.config);
       const { renderer, examples } = await heartbeating(data);
-      const backend = deps.backendFor(cfg.base_url);
+      const backend = samplingBackendOf(deps, cfg);
       const sampler = await callBackend('create sampling session', 'bad-path', () => backend.createSamplingSession({ modelPath: samplerPath }));
       const evaluate = () =>
         evaluator.kind === 'benchmark'

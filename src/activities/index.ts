@@ -10,6 +10,7 @@ import { supervisedActivities } from './sl.js';
 import { sweepActivities } from './sweep.js';
 import { hotForwardActivities } from './hot-forward.js';
 import { trainingActivities } from './training.js';
+import { withFailover } from './failover.js';
 import { withTiming } from './timing.js';
 import { withTracking } from './tracking.js';
 import type { Activities } from './types.js';
@@ -19,5 +20,5 @@ export type { ActivityDeps } from './context.js';
 export function createActivities(deps: ActivityDeps): Activities {
   // Tracking (W&B) mirrors the run store after the activities that write to it (tracking.ts), once
   // their timing (timing.ts) is stored.
-  return withTracking(withTiming({ ...trainingActivities(deps), ...supervisedActivities(deps), ...rlActivities(deps), ...dpoActivities(deps), ...distillActivities(deps), ...promptDistillationActivities(deps), ...evaluatorActivities(deps), ...evalActivities(deps), ...sweepActivities(), ...hotForwardActivities() }));
+  return withFailover(withTracking(withTiming({ ...trainingActivities(deps), ...supervisedActivities(deps), ...rlActivities(deps), ...dpoActivities(deps), ...distillActivities(deps), ...promptDistillationActivities(deps), ...evaluatorActivities(deps), ...evalActivities(deps), ...sweepActivities(), ...hotForwardActivities() })));
 }

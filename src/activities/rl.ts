@@ -27,7 +27,7 @@ import { deserializeTrajectoryGroup, serializeTrajectoryGroup } from '../cookboo
 import type { TrajectoryGroup } from '../cookbook/rl/types.js';
 import { RunStore, type RunRef } from '../cookbook/run-store.js';
 import { nowMs, recordSpan, scopeSpan } from '../cookbook/timing.js';
-import { callBackend, heartbeating, rolloutFailure, type ActivityDeps } from './context.js';
+import { callBackend, heartbeating, rolloutFailure, samplingBackendOf, type ActivityDeps } from './context.js';
 import { savePolicySampler, trainPolicyStep, trainPolicySubstep, trainPolicySubsteps } from './policy-train.js';
 import { runDataCache } from './run-data.js';
 import { asEvalsPart, currentTiming, stepTiming, storedSpans } from './timing.js';
@@ -177,8 +177,8 @@ export function rlActivities(deps: ActivityDeps) {
   const policySessions = new SamplingSessions();
 
   function rolloutGroups(run: RunRef, cfg: RLConfig, samplerPath: string, builders: ReturnType<RLData['train']['getBatch']>, seedPrefix: (g: number) => number[]) {
-    const open = () => callBackend('create sampling session', 'bad-path', () => backendOf(cfg).createSamplingSession({ modelPath: samplerPath }));
-    return policySessions.use(`${cfg.base_url ?? ''} ${samplerPath}`, open, (session) => rolloutGroupsOn(run, session, cfg, builders, seedPrefix));
+    const open = () => callBackend('create sampling session', 'bad-path', () => samplingBackendOf(deps, cfg).createSamplingSession({ modelPath: samplerPath }));
+    return policySessions.use(`${cfg.base_url ?? ''} ${JSON.stringify(cfg.sampler_pool)} ${samplerPath}`, open, (session) => rolloutGroupsOn(run, session, cfg, builders, seedPrefix));
   }
 
   async function rolloutGroupsOn(run: RunRef, session: SamplingSession, cfg: RLConfig, builders: ReturnType<RLData['train']['getBatch']>, seedPrefix: (g: number) => number[]) {
@@ -187,7 +187,7 @@ export function rlActivities(deps: ActivityDeps) {
     // Side samplers (answerers, opponents, graders, reward models) are seeded from the same position as the policy.
     const contextFor = (g: number) =>
       samplerRolloutContext({
-        openSession: (source) => callBackend('create side sampler', 'bad-path', () => backendOf(cfg).createSamplingSession(source)),
+        openSession: (source) => callBackend('create side sampler', 'bad-path', () => samplingBackendOf(deps, cfg).createSamplingSession(source)),
         policyModel: cfg,
         seeds: (...parts) => sequentialSeeds(cfg.seed, ...seedPrefix(g), SIDE_SAMPLER_SEED_MARKER, ...parts),
         // Tool calls and sandbox runs: recorded by the same position, replayed when this activity is retried.

@@ -10,8 +10,10 @@ import { rowExpiry } from '../cookbook/checkpoint-expiry.js';
 import { parseTinkerPath } from '../backends/tinker-backend.js';
 import { scopeSpan } from '../cookbook/timing.js';
 import { callBackend, heartbeating, toFailure, type ActivityDeps } from './context.js';
+import { ensureCheckpointOn, mirrorCheckpoint } from './failover.js';
+import { readRunConfig } from './run-config.js';
 import { asEvalsPart, rollBackTiming, stepTiming } from './timing.js';
-import { ErrorTypes, type CreateModelInput, type LogMetricsInput, type ModelRef, type RestoreModelInput, type SaveCheckpointInput, type SaveCheckpointResult } from './types.js';
+import { ErrorTypes, type CreateModelInput, type FailoverRecord, type LogMetricsInput, type ModelRef, type RestoreModelInput, type SaveCheckpointInput, type SaveCheckpointResult } from './types.js';
 
 /** The config fields model creation needs; every paradigm's config has them. */
 export interface ModelConfig {
@@ -80,9 +82,7 @@ export function isExpiredCheckpoint(err: unknown): boolean {
   return err instanceof BackendError && err.kind === 'not_found' && /\bcheckpoint \S+ expired\b/.test(`${err.message} ${typeof err.detail === 'string' ? err.detail : JSON.stringify(err.detail ?? '')}`);
 }
 
-export function readRunConfig<C>(run: RunRef): C {
-  return new RunStore(run.logPath).read<C>().config;
-}
+export { readRunConfig };
 
 export function trainingActivities(deps: ActivityDeps) {
   const backendOf = (run: RunRef): { backend: TrainingBackend; cfg: ModelConfig } => {
@@ -103,6 +103,8 @@ export function trainingActivities(deps: ActivityDeps) {
     const [statePath, samplerPath] = await callBackend('save checkpoint', 'model-lost', () =>
       heartbeating(Promise.all([state?.result().then((r) => r.path), sampler?.result().then((r) => r.path)])),
     );
+    // With `failover`, the state goes to the run store too: restorable when this backend is gone.
+    if (statePath && (cfg as { failover?: unknown }).failover) await callBackend('mirror checkpoint', 'bad-path', () => heartbeating(mirrorCheckpoint(backend, run, statePath)));
     // Recorded only after both saves completed, so a row always names restorable weights.
     // With what it was trained with, checked when a run loads it (checkpoint-metadata.ts).
     if (record) new RunStore(run.logPath).writeCheckpoint({ name, ...row, ...checkpointMetadata(cfg as MetadataConfig), state_path: statePath, sampler_path: samplerPath, ...expiry });
@@ -146,6 +148,8 @@ export function trainingActivities(deps: ActivityDeps) {
       const { backend, cfg } = backendOf(run);
       const renderer = checkpointMetadata(cfg as MetadataConfig).renderer_name;
       const userMetadata = { workflow_id: run.workflowId, kind: run.kind, ...(renderer ? { renderer_name: renderer } : {}) };
+      // After a failover the new backend is given the checkpoint from the run store's mirror.
+      if ((cfg as { failover?: unknown }).failover) await callBackend('import checkpoint', 'bad-path', () => heartbeating(ensureCheckpointOn(backend, run, statePath)));
       const { session, nextSeqId } = await callBackend('restore from checkpoint', 'bad-path', () =>
         heartbeating(backend.createTrainingSessionFromState(statePath, { withOptimizer, userMetadata })).catch((err: unknown) => {
           // Its files no longer match what was saved: this checkpoint can never be restored (an older one may).
@@ -189,6 +193,11 @@ export function trainingActivities(deps: ActivityDeps) {
     async rollBackMetrics({ run, fromStep }: { run: RunRef; fromStep: number }): Promise<void> {
       new RunStore(run.logPath).truncateMetrics(fromStep);
       rollBackTiming(run, fromStep);
+    },
+
+    async recordFailovers({ run, failovers }: { run: RunRef; failovers: FailoverRecord[] }): Promise<void> {
+      new RunStore(run.logPath).writeFailovers(failovers);
+      runLogger(new RunStore(run.logPath).logFile, { run: run.workflowId }).warn(failovers.at(-1) ?? {}, 'training moved to another backend');
     },
   };
 }

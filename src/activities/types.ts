@@ -1,6 +1,6 @@
 // The contract between workflows and activities. Everything here crosses Temporal as a payload, so
 // it holds references and small summaries only: no token arrays, logprobs or weights (DESIGN §3.3).
-import type { CheckpointRow, RunRef } from '../cookbook/run-store.js';
+import type { CheckpointRow, FailoverRow, RunRef } from '../cookbook/run-store.js';
 import type { RLPlan, RLStreamFinishInput, RLStreamSubstepInput, RLStreamSubstepResult, RLTrainInput, RLTrainResult, RolloutGroupInput, RolloutGroupResult } from './rl.js';
 import type { CustomEvalInput } from './evaluators.js';
 import type { DPOFinishInput, DPOPlan, DPOStepInput, DPOStepResult, DPOSubmitResult, DPOSubmitted, ReferenceSource } from './dpo.js';
@@ -99,6 +99,9 @@ export interface EvalInput {
 export interface EvalResult extends SeqUse {
   metrics: Record<string, number>;
 }
+/** A move of the run to another training backend (its config's `failover`). */
+export type FailoverRecord = FailoverRow;
+
 export interface LogMetricsInput {
   run: RunRef;
   step: number;
@@ -115,6 +118,8 @@ export interface Activities {
   logMetrics(input: LogMetricsInput): Promise<void>;
   /** After a restore: forget metrics rows of steps the restored model no longer contains. */
   rollBackMetrics(input: { run: RunRef; fromStep: number }): Promise<void>;
+  /** The run's failovers so far, all of them (failovers.json in the run directory). */
+  recordFailovers(input: { run: RunRef; failovers: FailoverRecord[] }): Promise<void>;
   slPrepare(input: { run: RunRef }): Promise<SlPlan>;
   slStep(input: SlStepInput & SlRowState): Promise<SlStepResult>;
   slSubmit(input: SlStepInput): Promise<SlSubmitResult>;
@@ -165,6 +170,8 @@ export const ErrorTypes = {
   checkpointDamaged: 'CheckpointDamaged',
   checkpointExpired: 'CheckpointExpired',
   runStoreDamaged: 'RunStoreDamagedError',
+  /** The training backend stopped answering for the run's `failover.after_s`: move to the next one. */
+  backendLost: 'TrainingBackendLost',
 } as const;
 
 export const NON_RETRYABLE_ERROR_TYPES = Object.values(ErrorTypes);

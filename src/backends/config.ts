@@ -1,6 +1,6 @@
 // Client options, their environment fallbacks, and the server-negotiated settings (§1.1, §1.2,
 // §3.1). Everything time-related is an option so tests can shrink the SDK's minute-scale budgets.
-import { BackendError } from './types.js';
+import { BackendError, type BackendErrorKind } from './types.js';
 import type { ClientConfigResponse } from './schemas.js';
 
 export const DEFAULT_BASE_URL = 'https://tinker.thinkingmachines.dev/services/tinker-prod';
@@ -79,6 +79,8 @@ export interface RetryInfo {
   requestType: string;
   /** The failure being retried, e.g. `connection error (ECONNREFUSED)` or `HTTP 503: …`. */
   reason: string;
+  /** The failure's kind: `transport` and `timeout` when the server is not reachable at all. */
+  kind: BackendErrorKind;
   /** Retries so far of this call (or consecutive failed polls of this future). */
   attempt: number;
   delayMs: number;

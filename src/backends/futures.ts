@@ -109,7 +109,7 @@ async function pollUntilDone<T>(http: HttpClient, opts: ResolvedOptions, args: P
     failingSince ??= Date.now();
     if (Date.now() - failingSince + delay > budgetMs) throw error;
     failures++;
-    opts.onRetry?.({ requestType, reason: error.message, attempt: failures, delayMs: delay, failingForMs: Date.now() - failingSince });
+    opts.onRetry?.({ requestType, reason: error.message, kind: error.kind, attempt: failures, delayMs: delay, failingForMs: Date.now() - failingSince });
     if (delay > 0) await pause(delay);
   };
 

@@ -270,7 +270,7 @@ export class HttpClient {
       const delay = retryAfterMs(res?.headers, policy) ?? backoffMs(attempt, policy.baseDelayMs, policy.maxDelayMs);
       if (!retryable || attempt >= policy.maxRetries || Date.now() - started + delay > policy.budgetMs) throw failure;
       this.opts.logger.debug?.({ requestType: req.requestType, status: res?.status, attempt, delay }, 'retrying Tinker request');
-      this.opts.onRetry?.({ requestType: req.requestType, reason: failure.message, attempt: attempt + 1, delayMs: delay, failingForMs: Date.now() - started });
+      this.opts.onRetry?.({ requestType: req.requestType, reason: failure.message, kind: failure.kind, attempt: attempt + 1, delayMs: delay, failingForMs: Date.now() - started });
       try {
         await sleep(delay, this.closed.signal);
       } catch {

@@ -2,6 +2,7 @@
 // against the hosted service, any Tinker-compatible server, or the local engine.
 import { resolveOptions, type ServerSettings, type TinkerBackendOptions } from './config.js';
 import { ClientCore } from './core.js';
+import { errorFromResponse, errorFromTransport, joinUrl, kindForStatus, parseJsonBody, TransportFailure } from './http.js';
 import { HealthResponse } from './schemas.js';
 import {
   CheckpointsListResponse,
@@ -19,6 +20,7 @@ import { TinkerTrainingSession } from './training-session.js';
 import {
   BackendError,
   type Checkpoint,
+  type CheckpointTransfer,
   type CreateModelOpts,
   type SamplingSession,
   type ServerCapabilities,
@@ -46,7 +48,7 @@ function checkpointFrom(c: ReturnType<typeof CheckpointsListResponse.parse>['che
   };
 }
 
-export class TinkerBackend implements TrainingBackend {
+export class TinkerBackend implements TrainingBackend, CheckpointTransfer {
   private readonly core: ClientCore;
 
   constructor(options: TinkerBackendOptions = {}) {
@@ -220,6 +222,69 @@ export class TinkerBackend implements TrainingBackend {
   async deleteCheckpointByPath(tinkerPath: string): Promise<void> {
     const p = parseTinkerPath(tinkerPath);
     await this.deleteCheckpoint(p.trainingRunId, `${p.kind}/${p.name}`);
+  }
+
+  /**
+   * A checkpoint's archive (§7 of the protocol): the archive route's signed URL (200 `{url}` or a
+   * redirect; 503 while it is being built), then the tar from that URL, fetched without the key.
+   */
+  async checkpointArchive(tinkerPath: string, opts: { tries?: number; pauseMs?: number } = {}): Promise<Buffer> {
+    const p = parseTinkerPath(tinkerPath);
+    const route = `/api/v1/training_runs/${seg(p.trainingRunId)}/checkpoints/${p.kind}/${seg(p.name)}/archive`;
+    await this.core.settings();
+    const tries = opts.tries ?? 6;
+    for (let attempt = 1; ; attempt++) {
+      // One exchange at a time: a redirect is an answer here, and 503 means "building, ask again".
+      let res;
+      try {
+        res = await this.core.http.send({ method: 'GET', path: route, requestType: 'checkpoint_archive' });
+      } catch (err) {
+        if (err instanceof TransportFailure) throw errorFromTransport(err, 'checkpoint_archive');
+        throw err;
+      }
+      if (res.status === 503 && attempt < tries) {
+        await new Promise((r) => setTimeout(r, opts.pauseMs ?? 5_000));
+        continue;
+      }
+      const redirect = res.status >= 300 && res.status < 400;
+      if (!redirect && (res.status < 200 || res.status >= 300)) throw errorFromResponse(res, 'checkpoint_archive');
+      const location = redirect ? res.headers.get('location') : (parseJsonBody(res) as { url?: unknown } | undefined)?.url;
+      if (typeof location !== 'string' || !location) {
+        throw new BackendError(`the archive route of ${tinkerPath} answered HTTP ${res.status} without a URL`, res.status, 'checkpoint_archive', undefined, 'server');
+      }
+      const url = new URL(location, joinUrl(this.baseUrl, route)).toString();
+      let download: Response;
+      try {
+        download = await fetch(url, { signal: AbortSignal.timeout(30 * 60_000) });
+      } catch (err) {
+        throw new BackendError(`downloading the archive of ${tinkerPath} failed: ${(err as Error).message}`, undefined, 'checkpoint_archive', undefined, 'transport');
+      }
+      if (!download.ok) {
+        throw new BackendError(`downloading the archive of ${tinkerPath} failed: HTTP ${download.status}`, download.status, 'checkpoint_archive', undefined, kindForStatus(download.status));
+      }
+      return Buffer.from(await download.arrayBuffer());
+    }
+  }
+
+  /**
+   * Stores a checkpoint archive (as `checkpointArchive` returns it) under the same tinker path on
+   * this server: the local engine's `import_checkpoint` extension, which answers whether it was
+   * new (importing the same bytes again is a no-op; other bytes under the path are a conflict).
+   */
+  async importCheckpoint(tinkerPath: string, tar: Buffer, opts: { ttlSeconds?: number } = {}): Promise<{ imported: boolean }> {
+    parseTinkerPath(tinkerPath);
+    await this.core.settings();
+    const ttl = opts.ttlSeconds === undefined ? '' : `&ttl_seconds=${opts.ttlSeconds}`;
+    const res = await this.core.http.call({
+      method: 'POST',
+      path: `/api/v1/import_checkpoint?tinker_path=${enc(tinkerPath)}${ttl}`,
+      body: new Uint8Array(tar.buffer, tar.byteOffset, tar.byteLength),
+      contentType: 'application/x-tar',
+      requestType: 'import_checkpoint',
+      timeoutMs: 30 * 60_000,
+    });
+    const body = JSON.parse(res.body.toString('utf8') || '{}') as { imported?: unknown };
+    return { imported: body.imported === true };
   }
 
   async getTrainingRun(trainingRunId: string): Promise<TrainingRun> {

@@ -297,7 +297,20 @@ export interface CreateModelOpts {
   userMetadata?: Record<string, string>;
 }
 
-export interface TrainingBackend {
+/** Moving checkpoints between servers: the protocol's archive download, the local engine's import. */
+export interface CheckpointTransfer {
+  checkpointArchive(path: string): Promise<Buffer>;
+  /** `ttlSeconds`: the importing server deletes it after that long (none: kept). */
+  importCheckpoint(path: string, tar: Buffer, opts?: { ttlSeconds?: number }): Promise<{ imported: boolean }>;
+}
+
+/** What sampling needs of a backend: sessions on a checkpoint or a base model. */
+export interface SamplingBackend {
+  /** A sampler over a `tinker://…/sampler_weights/…` path or a base model name. */
+  createSamplingSession(source: { modelPath: string } | { baseModel: string }): Promise<SamplingSession>;
+}
+
+export interface TrainingBackend extends SamplingBackend {
   capabilities(): Promise<ServerCapabilities>;
   createTrainingSession(opts: CreateModelOpts): Promise<TrainingSession>;
   /** Attach to an existing model (e.g. created by an earlier activity, maybe on another worker). */
@@ -308,8 +321,6 @@ export interface TrainingBackend {
    */
   createTrainingSessionFromState(path: string, opts: { withOptimizer: boolean; userMetadata?: Record<string, string> }): Promise<{ session: TrainingSession; nextSeqId: number }>;
   weightsInfo(path: string): Promise<WeightsInfo>;
-  /** A sampler over a `tinker://…/sampler_weights/…` path or a base model name. */
-  createSamplingSession(source: { modelPath: string } | { baseModel: string }): Promise<SamplingSession>;
   listCheckpoints(trainingRunId: string): Promise<Checkpoint[]>;
   deleteCheckpoint(trainingRunId: string, checkpointId: string): Promise<void>;
   unloadModel(modelId: string): Promise<void>;
@@ -343,5 +354,16 @@ export class BackendError extends Error {
   ) {
     super(message);
     this.name = 'BackendError';
+  }
+}
+
+/**
+ * The backend has failed to answer for longer than the caller allows (a run's `failover.after_s`):
+ * not retried here, so that the run can move to another backend.
+ */
+export class BackendLostError extends BackendError {
+  constructor(message: string, requestType: string) {
+    super(message, undefined, requestType, undefined, 'transport');
+    this.name = 'TrainingBackendLost';
   }
 }

@@ -28,6 +28,17 @@ export interface RunRef {
   workflowId: string;
   kind: RunKind;
   logPath: string;
+  /** The training backend the run moved to on a failover (its config's `failover`); absent: `base_url`. */
+  trainingBaseUrl?: string;
+}
+
+/** failovers.json: where the run moved its training, from which checkpoint, and why. */
+export interface FailoverRow {
+  step: number;
+  from: string | null;
+  to: string;
+  checkpoint: string | null;
+  reason: string;
 }
 
 export interface RunRecord<C = unknown> {
@@ -247,6 +258,17 @@ export class RunStore {
 
   readCheckpoints(): CheckpointRow[] {
     return jsonRows(this.checkpoints).map((r) => r.row as CheckpointRow);
+  }
+
+  /** The run's moves to other training backends, all of them (rewritten whole: a retried write is the same file). */
+  writeFailovers(failovers: readonly FailoverRow[]): void {
+    this.checked(join(this.logPath, 'failovers.json')).write(JSON.stringify(failovers, null, 2));
+  }
+
+  readFailovers(): FailoverRow[] {
+    const file = join(this.logPath, 'failovers.json');
+    if (!existsSync(file)) return [];
+    return parseJsonLine(file, undefined, this.checked(file).read().toString('utf8')) as FailoverRow[];
   }
 
   /** A per-iteration file of the reference's layout: `iteration_{step:06d}/<name>`. */

@@ -130,7 +130,13 @@ function checkpointsSection(runs: RunData[]): string {
     if (run.checkpoints.length === 0) return `<h3>${esc(run.label)}</h3><p class="muted">no checkpoints yet</p>`;
     const keys: string[] = [];
     for (const row of run.checkpoints) for (const k of Object.keys(row)) if (!keys.includes(k)) keys.push(k);
-    return `<h3>${esc(run.label)}</h3>${table(keys, run.checkpoints.map((row) => keys.map((k) => row[k])))}`;
+    const failovers = run.failovers.length
+      ? `<p class="notice">Training moved to another backend ${run.failovers.length === 1 ? 'once' : `${run.failovers.length} times`}:</p>${table(
+          ['from step', 'from backend', 'to backend', 'restored checkpoint', 'why'],
+          run.failovers.map((f) => [f.step, f.from ?? 'the worker’s default', f.to, f.checkpoint ?? 'none (restarted)', f.reason]),
+        )}`
+      : '';
+    return `<h3>${esc(run.label)}</h3>${table(keys, run.checkpoints.map((row) => keys.map((k) => row[k])))}${failovers}`;
   });
   return `<h2 id="checkpoints">Checkpoints</h2>${parts.join('')}`;
 }

@@ -2,7 +2,7 @@
 // Only files are read, so a report of a finished (or copied) log dir needs no Temporal server.
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
-import { RunStore, type CheckpointRow, type RunKind, type RunRecord } from '../cookbook/run-store.js';
+import { RunStore, type CheckpointRow, type FailoverRow, type RunKind, type RunRecord } from '../cookbook/run-store.js';
 import { sweepPointDirs } from './sweep.js';
 
 /** A problem the user can fix (wrong id or path, a run with nothing to show): no stack trace. */
@@ -22,6 +22,8 @@ export interface RunData {
   config: Record<string, unknown> | null;
   metrics: Array<Record<string, unknown>>;
   checkpoints: CheckpointRow[];
+  /** Moves of the run's training to another backend (failovers.json). */
+  failovers: FailoverRow[];
 }
 
 const isRunDir = (dir: string) => ['config.json', 'metrics.jsonl', join('.cookbook', 'run.json')].some((f) => existsSync(join(dir, f)));
@@ -62,9 +64,11 @@ export function loadRun(logDir: string, label?: string): RunData {
   const record = readJson<RunRecord>(join(dir, '.cookbook', 'run.json'));
   let metrics: Array<Record<string, unknown>>;
   let checkpoints: CheckpointRow[];
+  let failovers: FailoverRow[];
   try {
     metrics = store.readMetrics();
     checkpoints = store.readCheckpoints();
+    failovers = store.readFailovers();
   } catch (err) {
     // A line cut in half by a copy in flight, or a file that was never a metrics file.
     throw new ReportError(`cannot read the metrics or checkpoints of ${dir}: ${(err as Error).message}`);
@@ -76,6 +80,7 @@ export function loadRun(logDir: string, label?: string): RunData {
     config: readJson<Record<string, unknown>>(store.configJson),
     metrics: metrics.filter((row) => typeof row.step === 'number'),
     checkpoints,
+    failovers,
   };
 }
 

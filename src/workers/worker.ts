@@ -11,7 +11,8 @@ import { createActivities } from '../activities/index.js';
 import { ErrorTypes } from '../activities/types.js';
 import type { RetryInfo } from '../backends/config.js';
 import type { TrainingBackend } from '../backends/types.js';
-import { createTinkerBackend } from '../backends/index.js';
+import { createTinkerBackend, SamplerPool, type TinkerBackend } from '../backends/index.js';
+import type { SamplerPoolConfig } from '../cookbook/config/common.js';
 import { countBackendRetry } from './prometheus.js';
 import { DEFAULT_TASK_QUEUE } from './task-queue.js';
 import { apiKeyFor } from '../backends/api-key.js';
@@ -19,6 +20,11 @@ import { flushTracing, WORKFLOW_TRACING_MODULE, workerTracingOptions } from './t
 
 export { DEFAULT_TASK_QUEUE };
 const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+
+/** How long a pool engine's client retries before the pool sends the request to another engine. */
+const POOL_ENGINE_RETRY_BUDGET_MS = 3_000;
+/** How long one request may find every pool engine failing before its activity fails (and retries). */
+const POOL_REQUEST_BUDGET_MS = 5 * 60_000;
 
 const srcDir = fileURLToPath(new URL('..', import.meta.url));
 
@@ -138,6 +144,32 @@ export async function createCookbookWorker(opts: CookbookWorkerOptions): Promise
     }
     return backend;
   };
+  // One pool per pool config per worker: its engines' concurrency bound holds across the worker's runs.
+  const pools = new Map<string, SamplerPool>();
+  const poolClients: TrainingBackend[] = [];
+  const samplerPoolFor = (baseUrl: string | null, cfg: SamplerPoolConfig): SamplerPool => {
+    const trainer = baseUrl ?? opts.tinkerBaseUrl;
+    const key = JSON.stringify([trainer, cfg]);
+    let pool = pools.get(key);
+    if (!pool) {
+      const engines = cfg.base_urls.map((url) => {
+        // Clients of their own that give up on an engine in seconds: the pool sends the request elsewhere.
+        const client = createTinkerBackend({ baseUrl: url, apiKey: apiKeyFor(url, opts.tinkerApiKey), retry: { budgetMs: POOL_ENGINE_RETRY_BUDGET_MS, maxDelayMs: 1_000 } });
+        poolClients.push(client);
+        return client;
+      });
+      const source = backendFor(trainer) as TinkerBackend;
+      pool = new SamplerPool(source, engines, {
+        maxInFlight: cfg.max_in_flight,
+        retryAfterMs: cfg.retry_after_s * 1000,
+        budgetMs: POOL_REQUEST_BUDGET_MS,
+        importTtlSeconds: cfg.import_ttl_s,
+        onEvent: (e) => console.log(`[sampler pool] ${JSON.stringify(e)}`),
+      });
+      pools.set(key, pool);
+    }
+    return pool;
+  };
   let connection: NativeConnection;
   try {
     connection = await NativeConnection.connect({ ...opts.connectionOptions, address: opts.temporalAddress });
@@ -152,7 +184,7 @@ export async function createCookbookWorker(opts: CookbookWorkerOptions): Promise
     namespace: opts.namespace ?? 'default',
     taskQueue: opts.taskQueue ?? DEFAULT_TASK_QUEUE,
     workflowBundle: await workflowBundle(tracing !== undefined),
-    activities: createActivities({ backendFor }),
+    activities: createActivities({ backendFor, samplerPoolFor }),
     shutdownGraceTime: opts.shutdownGraceTime ?? '10s',
     // A workflow task goes first to the sticky queue of the worker that ran the workflow last; when
     // that worker was killed, the task waits this long before any other worker may take it. The SDK's
@@ -167,7 +199,7 @@ export async function createCookbookWorker(opts: CookbookWorkerOptions): Promise
     connection,
     async close() {
       if (worker.getState() === 'RUNNING') worker.shutdown();
-      await Promise.all([...backends.values()].map((b) => b.close().catch(() => undefined)));
+      await Promise.all([...backends.values(), ...poolClients].map((b) => b.close().catch(() => undefined)));
       await connection.close();
       await flushTracing();
     },

@@ -163,6 +163,10 @@ export async function rlWorkflow(input: RLInput): Promise<RunResult> {
     beforeContinueAsNew: async () => {
       await queue?.drain();
     },
+    // The restored state names sampler weights on the lost backend: the next step saves its own.
+    afterFailover: () => {
+      run.state.custom = { ...state(), sampler: undefined } satisfies RLState;
+    },
 
     async runStep(step) {
       const sampler = state().sampler;

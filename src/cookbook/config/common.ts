@@ -15,6 +15,34 @@ export const DurabilitySchema = z
   })
   .prefault({});
 
+/**
+ * Sampling engines beside the training backend (`base_url`): rollouts and evals sample on them,
+ * each sample request on the least busy live engine, the trainer's new sampler weights imported
+ * into each before it samples from them. List the trainer's URL too to sample on it as well.
+ */
+export const SamplerPoolSchema = z.strictObject({
+  base_urls: z.array(z.string().url()).min(1),
+  /** Requests one engine serves at once for one worker. */
+  max_in_flight: z.int().positive().default(8),
+  /** How long an engine that failed sits out before it is tried again. */
+  retry_after_s: z.number().positive().default(10),
+  /** How long a sampler engine keeps the weights imported into it (one checkpoint a step). */
+  import_ttl_s: z.int().positive().default(3600),
+});
+export type SamplerPoolConfig = z.output<typeof SamplerPoolSchema>;
+
+/**
+ * Training backends to move to when `base_url` stays unreachable: after `after_s` seconds of
+ * failing requests the run goes on at the next one from its last checkpoint (mirrored into the run
+ * store at every save so the lost backend is not needed to restore it), recorded in the run's
+ * history and report. The next backend must accept checkpoint imports (the local engine does).
+ */
+export const FailoverSchema = z.strictObject({
+  base_urls: z.array(z.string().url()).min(1),
+  after_s: z.number().positive().default(120),
+});
+export type FailoverConfig = z.output<typeof FailoverSchema>;
+
 /** Human-readable part of the workflow id `<kind>-<run_name>-<timestamp>` (optional). */
 export const RunNameSchema = z
   .string()
@@ -106,4 +134,5 @@ export const CommonTrainingFields = {
   wandb_name: z.string().min(1).nullable().default(null),
   ...CheckpointLoadingFields,
   durability: DurabilitySchema,
+  failover: FailoverSchema.nullable().default(null),
 };

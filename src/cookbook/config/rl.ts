@@ -6,7 +6,7 @@ import { EvaluatorsSchema } from '../eval/custom-sampling.js';
 import { RLDatasetConfigSchema } from '../rl/datasets.js';
 import { RolloutHooksConfigSchema, rolloutHookArgsIssue, rolloutHookNames } from '../rl/rollout-hooks.js';
 import { ParseErrorPolicySchema, RolloutLimitsSchema, TerminationRewardPolicySchema } from '../rl/rollout-limits.js';
-import { CommonTrainingFields } from './common.js';
+import { CommonTrainingFields, SamplerPoolSchema } from './common.js';
 
 const StrategySchema = z.union([
   z.strictObject({ kind: z.literal('fail_fast') }),
@@ -72,6 +72,8 @@ export const RLConfigSchema = z
     stream_minibatch_config: StreamMinibatchConfigSchema.nullable().default(null),
     /** Passes over the dataset: step i trains on batch i mod len(dataset) (the reference's EpochCycledRLDataset). */
     num_epochs: z.int().positive().default(1),
+    /** Engines rollouts and evals sample on, beside `base_url` (null: sample on `base_url`). */
+    sampler_pool: SamplerPoolSchema.nullable().default(null),
   })
   .superRefine((cfg, ctx) => {
     if (cfg.kl_penalty_coef > 0 && !cfg.kl_reference_config) {
@@ -82,6 +84,10 @@ export const RLConfigSchema = z
     } else if (cfg.rollout_hooks) {
       const bad = rolloutHookArgsIssue(cfg.rollout_hooks);
       if (bad) ctx.addIssue({ code: 'custom', path: ['rollout_hooks', 'args', ...bad.path], message: bad.message });
+    }
+    if (cfg.sampler_pool && cfg.loss_fn === 'stable_reinforce') {
+      // Its stability records stay on the engine that sampled; the trainer must be that engine.
+      ctx.addIssue({ code: 'custom', path: ['sampler_pool'], message: 'stable_reinforce trains on what the sampling engine recorded; it cannot sample on a pool' });
     }
     const stream = cfg.stream_minibatch_config;
     if (stream) {

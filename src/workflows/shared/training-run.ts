@@ -19,7 +19,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { Activities, ModelRef, SaveKind, SeqUse } from '../../activities/types.js';
+import type { Activities, FailoverRecord, ModelRef, SaveKind, SeqUse } from '../../activities/types.js';
 import { ErrorTypes, NON_RETRYABLE_ERROR_TYPES } from '../../activities/types.js';
 import type { RunRef } from '../../cookbook/run-store.js';
 import {
@@ -59,6 +59,9 @@ export interface RunConfig {
   /** `cookbook continue`: the parent's checkpoint (its state is `load_checkpoint_path`) and the position it reached. */
   continue_from?: { name: string; next_step: number; elapsed_tokens: number; resume_state?: Record<string, unknown> | null } | null;
   load_checkpoint_path?: string | null;
+  base_url?: string | null;
+  /** Training backends to move to when `base_url` is lost (absent from configs recorded before it existed). */
+  failover?: { base_urls: string[]; after_s: number } | null;
 }
 
 /** Everything a workflow carries across continue-as-new. Small by construction. */
@@ -80,6 +83,8 @@ export interface RunState {
   custom?: unknown;
   /** State path of the newest rolling checkpoint: deleted once the next one (or the final) is saved. */
   rollingStatePath?: string;
+  /** Moves to other training backends so far (the run trains on the last one's `to`). */
+  failovers?: FailoverRecord[];
 }
 
 export interface RunInput<C, P> {
@@ -125,6 +130,8 @@ export interface LoopSpec {
   initialCustom?: unknown;
   /** Settles work the paradigm keeps in flight across steps, before continue-as-new. */
   beforeContinueAsNew?(): Promise<void>;
+  /** After a failover's restore: forget what only the lost backend held (RL's next sampler weights). */
+  afterFailover?(): void;
   /** Pipelined steps (the reference's `submit_ahead`), for paradigms whose step splits in two. */
   pipeline?: PipelineSpec;
   /**
@@ -177,6 +184,7 @@ function failedWith(err: unknown, type: string): boolean {
   return err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === type;
 }
 const isModelLost = (err: unknown) => failedWith(err, ErrorTypes.modelLost);
+const isBackendLost = (err: unknown) => failedWith(err, ErrorTypes.backendLost);
 
 /** Checkpoints kept to fall back to when the last one turns out damaged on the backend. */
 const OLDER_CHECKPOINTS_KEPT = 3;
@@ -396,12 +404,37 @@ export class TrainingRun<C extends RunConfig, P> {
       await fn();
       return true;
     } catch (err) {
-      if (!isModelLost(err)) throw err;
+      const failover = isBackendLost(err) ? this.nextBackend() : undefined;
+      if (!isModelLost(err) && failover === undefined) throw err;
       // Steps queued on the lost model are gone with it; the restore replays them.
       this.inFlight = [];
-      await this.recover(spec);
+      if (failover !== undefined) await this.failOver(spec, failover, err);
+      else await this.recover(spec);
       return false;
     }
+  }
+
+  /** The backend a failover moves to, if the run's `failover` has one left. */
+  private nextBackend(): string | undefined {
+    return this.input.config.failover?.base_urls[this.state.failovers?.length ?? 0];
+  }
+
+  /**
+   * The training backend stopped answering: the run goes on at `to` from its last checkpoint (the
+   * activities import it there from the run store's mirror), and says so in failovers.json.
+   */
+  private async failOver(spec: LoopSpec, to: string, err: unknown): Promise<void> {
+    const from = this.input.run.trainingBaseUrl ?? this.input.config.base_url ?? null;
+    const reason = err instanceof ActivityFailure && err.cause ? err.cause.message : String(err);
+    log.warn('training backend lost: failing over', { from, to, reason });
+    // Every activity from now on is handed the new backend with the run.
+    this.input.run = { ...this.input.run, trainingBaseUrl: to };
+    await this.recover(spec);
+    spec.afterFailover?.();
+    const record: FailoverRecord = { step: this.state.step, from, to, checkpoint: this.state.lastCheckpoint?.name ?? null, reason };
+    this.state.failovers = [...(this.state.failovers ?? []), record];
+    await this.acts.recordFailovers({ run: this.input.run, failovers: this.state.failovers });
+    this.publish();
   }
 
   private async recover(spec: LoopSpec): Promise<void> {
@@ -593,6 +626,7 @@ export class TrainingRun<C extends RunConfig, P> {
     const parts = [`${this.state.status}`, `step ${this.state.step}/${this.totalSteps}`];
     if (loss !== undefined) parts.push(`${lossKey} ${loss.toFixed(4)}`);
     if (this.state.recoveries) parts.push(`${this.state.recoveries} recoveries`);
+    if (this.state.failovers?.length) parts.push(`training on ${this.state.failovers.at(-1)!.to}`);
     setCurrentDetails(parts.join(' · '));
     const stepDue = this.state.step - this.lastUpsertedStep >= SEARCH_ATTRIBUTE_EVERY_STEPS || this.state.step >= this.totalSteps;
     if (this.state.status !== this.lastUpsertedStatus || stepDue) {
