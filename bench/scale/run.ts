@@ -5,7 +5,9 @@
 // new weights to every engine each step, collecting the groups. Prints, per N, rollout throughput
 // (trajectories per second of the steps' `time/sampling`), sampled tokens per second and step time
 // (`time/total`), and the throughput's ratio to ideal (N × the N = 1 throughput); goal ≥ 0.8 at N = 4.
-//   npm run bench:scale [-- --steps 4 --rounds 2 --ms-per-token 25 --engines 1,2,4]
+//   npm run bench:scale [-- --steps 3 --rounds 2 --ms-per-token 100 --engines 1,2,4]
+// The emulated time must dominate the engines' real compute, which 2 cores cannot scale: at 100 ms
+// per token a request holds its engine 0.8 s, against ~0.1 s of real compute for the tiny model.
 // Sizes run in rounds (order reversed every other round, as the machine's speed drifts); each
 // round's ratios use that round's N = 1, and the summary is the geometric mean over rounds.
 import { join } from 'node:path';
@@ -18,9 +20,9 @@ import { startTestStack, testRun, withWorker } from '../../test/support/stack.js
 
 const { values } = parseArgs({
   options: {
-    steps: { type: 'string', default: '4' },
+    steps: { type: 'string', default: '3' },
     rounds: { type: 'string', default: '2' },
-    'ms-per-token': { type: 'string', default: '25' },
+    'ms-per-token': { type: 'string', default: '100' },
     engines: { type: 'string', default: '1,2,4' },
     'max-in-flight': { type: 'string', default: '16' },
   },

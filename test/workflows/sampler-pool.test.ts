@@ -22,7 +22,7 @@ import { startTestStack, testRun, waitUntil, withWorker, type TestStack } from '
 import { fullTier } from '../support/tier.js';
 
 const config = join(import.meta.dirname, '..', 'fixtures', 'rl_small.json');
-const STEPS = ['max_steps=4', 'save_every=2'];
+const STEPS = ['max_steps=3', 'save_every=2'];
 
 type Engine = Service & { baseUrl: string };
 
@@ -125,7 +125,7 @@ describe('sampler pool and training failover', { timeout: 900_000 }, () => {
     const store = new RunStore(run.run.logPath);
     const result = (await withWorker(stack, async () => {
       const handle = await startRun(stack.client, run, stack.taskQueue);
-      await waitUntil('the checkpoint after step 2', async () => store.readCheckpoints().length >= 1, 300_000, 50);
+      await waitUntil('the checkpoint after two steps', async () => store.readCheckpoints().length >= 1, 300_000, 50);
       await trainer.kill();
       return handle.result();
     })) as RunResult;
