@@ -10,7 +10,6 @@
 //
 // One deliberate difference is hidden: the wording of a schema failure after its first lines
 // (pydantic's detail vs zod's; docs/tool-use.md).
-import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -18,6 +17,7 @@ import { modelInputToInts } from '../../src/cookbook/model-input.js';
 import { ParseErrorPolicySchema } from '../../src/cookbook/rl/rollout-limits.js';
 import { buildAgentToolEnv, simpleToolResult, tool } from '../../src/cookbook/tool-use/index.js';
 import { ensureReferenceEnv } from '../../scripts/lib/reference-env.mjs';
+import { runPythonScript } from './reference.js';
 import { FAMILIES, familySetup, type FamilySetup } from '../cookbook/tool-use/family-scenarios.js';
 
 function lookupTool(calls: string[]) {
@@ -60,16 +60,9 @@ beforeAll(async () => {
     })),
   };
   const { python } = await ensureReferenceEnv({ log: () => {} });
-  const child = await new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
-    const p = spawn(python, [join(import.meta.dirname, 'agent_env_cases.py')], {
-      env: { ...process.env, HF_HUB_OFFLINE: '1', TRANSFORMERS_OFFLINE: '1', TOKENIZERS_PARALLELISM: 'false' },
-    });
-    let stdout = '';
-    let stderr = '';
-    p.stdout.on('data', (c: Buffer) => (stdout += c));
-    p.stderr.on('data', (c: Buffer) => (stderr += c));
-    p.on('close', (status: number | null) => resolve({ status, stdout, stderr }));
-    p.stdin.end(JSON.stringify(request));
+  const child = await runPythonScript(python, [join(import.meta.dirname, 'agent_env_cases.py')], {
+    env: { ...process.env, HF_HUB_OFFLINE: '1', TRANSFORMERS_OFFLINE: '1', TOKENIZERS_PARALLELISM: 'false' },
+    input: JSON.stringify(request),
   });
   expect(child.status, child.stderr).toBe(0);
   const out = JSON.parse(child.stdout) as { families: Array<{ renderer: string; scenarios: ScenarioOut[] }> };

@@ -4,13 +4,13 @@
 // reference through `datasets` and by us through the `hf` source. For several seeds: the same train
 // tasks in the same order (subsets concatenated, HF's shuffle, rows dropped after it), the same test
 // tasks, each with the same LiveCodeBench question, normalised tests and starter code.
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CodeRLHfSchema, loadDeepCoderHf, type CodeTask } from '../../src/cookbook/rl/envs/code/tasks.js';
 import { ensureReferenceEnv } from '../../scripts/lib/reference-env.mjs';
+import { runPythonScript } from './reference.js';
 import { writeDeepCoderCache } from '../cookbook/rl/deepcoder-fixture.js';
 
 const SEEDS = [0, 1, 7, 123];
@@ -22,15 +22,8 @@ let reference: { train: Record<string, RefTask[]>; test: RefTask[]; calls: Array
 beforeAll(async () => {
   const snapshot = writeDeepCoderCache(cache);
   const { python } = await ensureReferenceEnv({ log: () => {} });
-  const child = await new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
-    const p = spawn(python, [path.join(import.meta.dirname, 'deepcoder_cases.py'), snapshot, ...SEEDS.map(String)], {
-      env: { ...process.env, HF_HUB_OFFLINE: '1', HF_DATASETS_OFFLINE: '1', HF_DATASETS_CACHE: path.join(dir, 'datasets-cache'), HF_HUB_CACHE: cache },
-    });
-    let stdout = '';
-    let stderr = '';
-    p.stdout.on('data', (c: Buffer) => (stdout += c));
-    p.stderr.on('data', (c: Buffer) => (stderr += c));
-    p.on('close', (status: number | null) => resolve({ status, stdout, stderr }));
+  const child = await runPythonScript(python, [path.join(import.meta.dirname, 'deepcoder_cases.py'), snapshot, ...SEEDS.map(String)], {
+    env: { ...process.env, HF_HUB_OFFLINE: '1', HF_DATASETS_OFFLINE: '1', HF_DATASETS_CACHE: path.join(dir, 'datasets-cache'), HF_HUB_CACHE: cache },
   });
   expect(child.status, child.stderr).toBe(0);
   reference = JSON.parse(child.stdout);

@@ -3,7 +3,6 @@
 // extraction, and the verdicts of sandbox_check_correctness — the reference's grader and ours on the
 // same solutions, both through the local sandbox's run_code server (its SandboxFusion client, our
 // runner), agree on which pass.
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,6 +12,7 @@ import { codeTaskFromRow, normalizeTests } from '../../src/cookbook/rl/envs/code
 import { LocalSandbox } from '../../src/cookbook/sandbox/local.js';
 import { startSandboxServer, type SandboxServer } from '../../src/cookbook/sandbox/server.js';
 import { ensureReferenceEnv } from '../../scripts/lib/reference-env.mjs';
+import { runPythonScript } from './reference.js';
 
 const ROWS = readFileSync(join(import.meta.dirname, '..', '..', 'data', 'code_rl_problems.jsonl'), 'utf8')
   .trim()
@@ -40,14 +40,9 @@ describe.runIf(sandboxAvailable)('code_rl against the reference', { timeout: 180
     const { python } = await ensureReferenceEnv({ log: () => {} });
     server = await startSandboxServer();
     // Async: the server answering the reference's client runs in this process.
-    const child = await new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
-      const p = spawn(python, [join(import.meta.dirname, 'code_rl_cases.py'), server!.url], { env: { ...process.env, HF_HUB_OFFLINE: '1' } });
-      let stdout = '';
-      let stderr = '';
-      p.stdout.on('data', (c: Buffer) => (stdout += c));
-      p.stderr.on('data', (c: Buffer) => (stderr += c));
-      p.on('close', (status: number | null) => resolve({ status, stdout, stderr }));
-      p.stdin.end(JSON.stringify({ rows: ROWS, responses: RESPONSES, checks: CHECKS, test_util: testUtilSource() }));
+    const child = await runPythonScript(python, [join(import.meta.dirname, 'code_rl_cases.py'), server!.url], {
+      env: { ...process.env, HF_HUB_OFFLINE: '1' },
+      input: JSON.stringify({ rows: ROWS, responses: RESPONSES, checks: CHECKS, test_util: testUtilSource() }),
     });
     expect(child.status, child.stderr).toBe(0);
     reference = JSON.parse(child.stdout);

@@ -1,7 +1,6 @@
 // The rl_numerics_check env beside the reference's (tinker-cookbook 0.6.1, run at test time):
 // counting, answer parsing, the reward and its metrics, page cutting, prompts, the hidden page
 // count, the read_page spec, and whole problems drawn from the same Python Random over one corpus.
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -22,6 +21,7 @@ import {
 } from '../../src/cookbook/rl/envs/numerics-check.js';
 import { errorToolResult } from '../../src/cookbook/tool-use/index.js';
 import { ensureReferenceEnv } from '../../scripts/lib/reference-env.mjs';
+import { runPythonScript } from './reference.js';
 
 const CORPUS = readFileSync(join(import.meta.dirname, '..', '..', 'data', 'rl_numerics_check', 'corpus.txt'), 'utf8');
 const COUNTS: Array<[string, string]> = [["Time's time-based TIME, times lifetime 2time", 'time'], ['Über until UNTIL_until', 'until'], ['', 'when']];
@@ -47,15 +47,7 @@ let reference: Record<string, unknown> & { problems: Array<Record<string, unknow
 beforeAll(async () => {
   const { python } = await ensureReferenceEnv({ log: () => {} });
   const input = JSON.stringify({ counts: COUNTS, answers: ANSWERS, closeness: CLOSENESS, pages: PAGES, prompts: PROMPTS, hidden: HIDDEN, problems: PROBLEMS, corpus: CORPUS, rewards: REWARDS });
-  const child = await new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
-    const p = spawn(python, [join(import.meta.dirname, 'numerics_check_cases.py')], { env: { ...process.env, HF_HUB_OFFLINE: '1' } });
-    let stdout = '';
-    let stderr = '';
-    p.stdout.on('data', (c: Buffer) => (stdout += c));
-    p.stderr.on('data', (c: Buffer) => (stderr += c));
-    p.on('close', (status: number | null) => resolve({ status, stdout, stderr }));
-    p.stdin.end(input);
-  });
+  const child = await runPythonScript(python, [join(import.meta.dirname, 'numerics_check_cases.py')], { env: { ...process.env, HF_HUB_OFFLINE: '1' }, input });
   expect(child.status, child.stderr).toBe(0);
   reference = JSON.parse(child.stdout);
 }, 120_000);

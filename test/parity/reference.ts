@@ -65,6 +65,26 @@ async function startServer(): Promise<ReferenceServer> {
   };
 }
 
+/**
+ * Runs a Python script to its end and collects its exit status and output. `input`, when given, is
+ * written to its stdin, which is then closed; without it stdin is left open and unused.
+ */
+export function runPythonScript(
+  python: string,
+  args: string[],
+  opts: { env?: NodeJS.ProcessEnv; input?: string } = {},
+): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const p = spawn(python, args, { env: opts.env });
+    let stdout = '';
+    let stderr = '';
+    p.stdout.on('data', (c: Buffer) => (stdout += c));
+    p.stderr.on('data', (c: Buffer) => (stderr += c));
+    p.on('close', (status: number | null) => resolve({ status, stdout, stderr }));
+    if (opts.input !== undefined) p.stdin.end(opts.input);
+  });
+}
+
 /** Cases for each request, from the worker's reference process. */
 export async function referenceCases(requests: TopicRequest[]): Promise<ReferenceCase<any, any>[][]> {
   server ??= startServer();

@@ -2,13 +2,13 @@
 // normalisation and the TextAnswerReward on the same strings, the task instructions, the search
 // tool's spec, and the tool message for the same retrieved documents (the reference's come from
 // Chroma, ours from the BM25 index; the documents our index retrieves are handed to it).
-import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Message } from '../../src/cookbook/renderers/types.js';
 import { normalizeAnswer, textAnswerReward } from '../../src/cookbook/rl/envs/search-answer.js';
 import { loadSearchCorpus, SEARCH_TASK_INSTRUCTIONS, searchTool } from '../../src/cookbook/rl/envs/search-tool.js';
 import { ensureReferenceEnv } from '../../scripts/lib/reference-env.mjs';
+import { runPythonScript } from './reference.js';
 
 const REPO = join(import.meta.dirname, '..', '..');
 const corpus = loadSearchCorpus(join(REPO, 'data/search_tool/corpus.jsonl'), 'corpus.jsonl');
@@ -47,15 +47,7 @@ let reference: {
 beforeAll(async () => {
   const { python } = await ensureReferenceEnv({ log: () => {} });
   const input = JSON.stringify({ normalize: NORMALIZE, rewards: REWARDS, search: { queries: QUERIES, documents: corpus.query(QUERIES, 3) } });
-  const child = await new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
-    const p = spawn(python, [join(import.meta.dirname, 'search_tool_cases.py')], { env: { ...process.env, HF_HUB_OFFLINE: '1' } });
-    let stdout = '';
-    let stderr = '';
-    p.stdout.on('data', (c: Buffer) => (stdout += c));
-    p.stderr.on('data', (c: Buffer) => (stderr += c));
-    p.on('close', (status: number | null) => resolve({ status, stdout, stderr }));
-    p.stdin.end(input);
-  });
+  const child = await runPythonScript(python, [join(import.meta.dirname, 'search_tool_cases.py')], { env: { ...process.env, HF_HUB_OFFLINE: '1' }, input });
   expect(child.status, child.stderr).toBe(0);
   reference = JSON.parse(child.stdout);
 }, 120_000);

@@ -2,7 +2,6 @@
 // run at test time): the specs its @tool declares for the same signatures, the tool messages
 // handle_tool_call answers, and its SandboxFusionClient against the local sandbox's run_code server,
 // answering as our client does.
-import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -11,6 +10,7 @@ import { SandboxFusionClient } from '../../src/cookbook/sandbox/sandboxfusion.js
 import { startSandboxServer, type SandboxServer } from '../../src/cookbook/sandbox/server.js';
 import { handleToolCall, simpleToolResult, tool, type Tool } from '../../src/cookbook/tool-use/index.js';
 import { ensureReferenceEnv } from '../../scripts/lib/reference-env.mjs';
+import { runPythonScript } from './reference.js';
 
 const search = tool({
   name: 'search',
@@ -46,14 +46,7 @@ beforeAll(async () => {
   const { python } = await ensureReferenceEnv({ log: () => {} });
   if (sandboxAvailable) server = await startSandboxServer();
   // Async: the server answering the reference's client runs in this process.
-  const child = await new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
-    const p = spawn(python, [join(import.meta.dirname, 'tool_use_cases.py'), ...(server ? [server.url] : [])], { env: { ...process.env, HF_HUB_OFFLINE: '1' } });
-    let stdout = '';
-    let stderr = '';
-    p.stdout.on('data', (c: Buffer) => (stdout += c));
-    p.stderr.on('data', (c: Buffer) => (stderr += c));
-    p.on('close', (status: number | null) => resolve({ status, stdout, stderr }));
-  });
+  const child = await runPythonScript(python, [join(import.meta.dirname, 'tool_use_cases.py'), ...(server ? [server.url] : [])], { env: { ...process.env, HF_HUB_OFFLINE: '1' } });
   expect(child.status, child.stderr).toBe(0);
   reference = JSON.parse(child.stdout);
 }, 120_000);

@@ -1,5 +1,7 @@
 // Reading what a run left behind, for comparisons between an interrupted and a clean run.
 import { createHash } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { RunStore } from '../../src/cookbook/run-store.js';
 import { CHECKPOINT_METADATA_KEYS } from '../../src/cookbook/checkpoint-metadata.js';
 import { createTinkerBackend } from '../../src/backends/index.js';
@@ -65,4 +67,38 @@ export async function weightsFingerprint(baseUrl: string, samplerPath: string, a
   } finally {
     await backend.close();
   }
+}
+
+/** train_rollout_summaries.jsonl of each iteration_* directory of a run (null: the directory has none). */
+function rolloutSummaries(logPath: string): Record<string, string | null> {
+  const out: Record<string, string | null> = {};
+  for (const dir of readdirSync(logPath).filter((d) => d.startsWith('iteration_')).sort()) {
+    const file = join(logPath, dir, 'train_rollout_summaries.jsonl');
+    out[dir] = existsSync(file) ? readFileSync(file, 'utf8') : null;
+  }
+  return out;
+}
+
+/** Where a run logged, the sampler path of its final checkpoint, and the server that holds it. */
+export interface RunEnd {
+  logPath: string;
+  samplerPath: string;
+  baseUrl: string;
+}
+
+/**
+ * Expects an interrupted run to have ended as a clean one did: equal metrics and checkpoints (without
+ * what differs per run), the same iteration_* directories with the same rollout summaries byte for
+ * byte, and final weights with the same fingerprint (each read from its own server).
+ */
+export async function expectSameRun(crashed: RunEnd, clean: RunEnd): Promise<void> {
+  // Imported here, not at the top: the benches import this module outside vitest, where loading vitest throws.
+  const { expect } = await import('vitest');
+  expect(metricsOf(crashed.logPath), 'metrics').toEqual(metricsOf(clean.logPath));
+  expect(checkpointsOf(crashed.logPath), 'checkpoints').toEqual(checkpointsOf(clean.logPath));
+  const summaries = rolloutSummaries(clean.logPath);
+  expect(Object.values(summaries).some((s) => s !== null), `rollout summaries in ${clean.logPath}`).toBe(true);
+  expect(rolloutSummaries(crashed.logPath), 'rollout summaries').toEqual(summaries);
+  const [mine, theirs] = await Promise.all([weightsFingerprint(crashed.baseUrl, crashed.samplerPath), weightsFingerprint(clean.baseUrl, clean.samplerPath)]);
+  expect(mine, 'final weights').toBe(theirs);
 }

@@ -16,7 +16,7 @@ import { startRun } from '../../src/cli/train.js';
 import { LocalSandbox } from '../../src/cookbook/sandbox/index.js';
 import type { RunResult } from '../../src/workflows/shared/training-run.js';
 import { retriedActivities } from '../support/history.js';
-import { checkpointsOf, metricsOf, weightsFingerprint } from '../support/runs.js';
+import { expectSameRun, metricsOf } from '../support/runs.js';
 import { startTestStack, testRun, untilActivityRunning, waitUntil, type TestStack } from '../support/stack.js';
 import { stepRows } from '../support/tokens.js';
 
@@ -134,14 +134,9 @@ describe.runIf(!unavailable)('code RL: the sandbox server killed mid-run', { tim
       expect(runsOf('before-kill')).toBe(count(cleanRecords, 0) + 1);
       expect(runsOf('before-kill') + runsOf('after-kill')).toBe(count(crashedRecords));
 
-      expect(metricsOf(crashed.run.logPath)).toEqual(metricsOf(clean.run.logPath));
-      expect(checkpointsOf(crashed.run.logPath)).toEqual(checkpointsOf(clean.run.logPath));
-      for (const step of ['iteration_000000', 'iteration_000001']) {
-        const summaries = (log: string) => readFileSync(join(log, step, 'train_rollout_summaries.jsonl'), 'utf8');
-        expect(summaries(crashed.run.logPath)).toBe(summaries(clean.run.logPath));
-      }
-      expect(await weightsFingerprint(stack.engine.baseUrl, crashedResult.finalCheckpoint!.samplerPath!)).toBe(
-        await weightsFingerprint(stack.engine.baseUrl, cleanResult.finalCheckpoint!.samplerPath!),
+      await expectSameRun(
+        { logPath: crashed.run.logPath, samplerPath: crashedResult.finalCheckpoint!.samplerPath!, baseUrl: stack.engine.baseUrl },
+        { logPath: clean.run.logPath, samplerPath: cleanResult.finalCheckpoint!.samplerPath!, baseUrl: stack.engine.baseUrl },
       );
     } finally {
       await worker.stop();

@@ -3,7 +3,7 @@
 // through SANDBOX_URL), and a worker killed in the middle of step 1's rollouts is replaced with the
 // run ending as an uninterrupted one does — while every sandbox run happened once: the retried
 // rollout replays the verdicts recorded before the kill instead of running that code again.
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { retriedActivities } from '../support/history.js';
@@ -11,7 +11,7 @@ import { startWorkerProcess, type Service } from '../../src/cli/services.js';
 import { startRun } from '../../src/cli/train.js';
 import { LocalSandbox, startSandboxServer, type RunCodeRequest, type RunCodeResponse, type SandboxServer } from '../../src/cookbook/sandbox/index.js';
 import type { RunResult } from '../../src/workflows/shared/training-run.js';
-import { checkpointsOf, metricsOf, weightsFingerprint } from '../support/runs.js';
+import { expectSameRun, metricsOf } from '../support/runs.js';
 import { startTestStack, testRun, untilActivityRunning, waitUntil, type TestStack } from '../support/stack.js';
 import { stepRows } from '../support/tokens.js';
 
@@ -128,14 +128,9 @@ describe.runIf(!unavailable)('code RL', { timeout: 900_000 }, () => {
       expect(crashedRecords).toEqual(cleanRecords);
       expect(sandbox.executed - cleanRuns).toBe(count(crashedRecords));
 
-      expect(metricsOf(crashed.run.logPath)).toEqual(metricsOf(clean.run.logPath));
-      expect(checkpointsOf(crashed.run.logPath)).toEqual(checkpointsOf(clean.run.logPath));
-      for (const step of ['iteration_000000', 'iteration_000001']) {
-        const summaries = (log: string) => readFileSync(join(log, step, 'train_rollout_summaries.jsonl'), 'utf8');
-        expect(summaries(crashed.run.logPath)).toBe(summaries(clean.run.logPath));
-      }
-      expect(await weightsFingerprint(stack.engine.baseUrl, crashedResult.finalCheckpoint!.samplerPath!)).toBe(
-        await weightsFingerprint(stack.engine.baseUrl, cleanResult.finalCheckpoint!.samplerPath!),
+      await expectSameRun(
+        { logPath: crashed.run.logPath, samplerPath: crashedResult.finalCheckpoint!.samplerPath!, baseUrl: stack.engine.baseUrl },
+        { logPath: clean.run.logPath, samplerPath: cleanResult.finalCheckpoint!.samplerPath!, baseUrl: stack.engine.baseUrl },
       );
     } finally {
       await w.stop();

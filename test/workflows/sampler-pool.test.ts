@@ -7,7 +7,6 @@
 //     from that checkpoint (imported from the run store's mirror), ends equal, and says so in
 //     failovers.json and the report;
 //   - fuller tier: N = 3 with nothing killed.
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEngine, type Service } from '../../src/cli/services.js';
@@ -17,7 +16,7 @@ import { buildReportHtml } from '../../src/report/report.js';
 import type { RunResult } from '../../src/workflows/shared/training-run.js';
 import { onFreePort } from '../support/free-port.js';
 import { once } from '../support/once.js';
-import { checkpointsOf, metricsOf, weightsFingerprint } from '../support/runs.js';
+import { expectSameRun } from '../support/runs.js';
 import { startTestStack, testRun, waitUntil, withWorker, type TestStack } from '../support/stack.js';
 import { fullTier } from '../support/tier.js';
 
@@ -31,16 +30,6 @@ async function samplesServed(engine: Engine): Promise<number> {
   const text = await (await fetch(`${engine.baseUrl}/metrics`)).text();
   const line = text.split('\n').find((l) => l.startsWith('tinker_engine_requests_total{') && l.includes('type="Sample"') && l.includes('outcome="done"'));
   return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : 0;
-}
-
-/** iteration_*\/train_rollout_summaries.jsonl of a run, by iteration. */
-function rolloutSummaries(logPath: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const dir of readdirSync(logPath).filter((d) => d.startsWith('iteration_')).sort()) {
-    const file = join(logPath, dir, 'train_rollout_summaries.jsonl');
-    if (existsSync(file)) out[dir] = readFileSync(file, 'utf8');
-  }
-  return out;
 }
 
 describe('sampler pool and training failover', { timeout: 900_000 }, () => {
@@ -71,14 +60,10 @@ describe('sampler pool and training failover', { timeout: 900_000 }, () => {
   async function expectSameAs(logPath: string, result: RunResult, trainerUrl: string): Promise<void> {
     const clean = await single();
     expect(result.steps).toBe(clean.result.steps);
-    expect(metricsOf(logPath)).toEqual(metricsOf(clean.run.run.logPath));
-    expect(checkpointsOf(logPath)).toEqual(checkpointsOf(clean.run.run.logPath));
-    expect(rolloutSummaries(logPath)).toEqual(rolloutSummaries(clean.run.run.logPath));
-    const [mine, theirs] = await Promise.all([
-      weightsFingerprint(trainerUrl, result.finalCheckpoint!.samplerPath!),
-      weightsFingerprint(stack.engine.baseUrl, clean.result.finalCheckpoint!.samplerPath!),
-    ]);
-    expect(mine).toBe(theirs);
+    await expectSameRun(
+      { logPath, samplerPath: result.finalCheckpoint!.samplerPath!, baseUrl: trainerUrl },
+      { logPath: clean.run.run.logPath, samplerPath: clean.result.finalCheckpoint!.samplerPath!, baseUrl: stack.engine.baseUrl },
+    );
   }
 
   /** Sampler engines kept for the next test (the killed one is not). */
