@@ -5,9 +5,10 @@
 // new weights to every engine each step, collecting the groups. Prints, per N, rollout throughput
 // (trajectories per second of the steps' `time/sampling`), sampled tokens per second and step time
 // (`time/total`), and the throughput's ratio to ideal (N × the N = 1 throughput); goal ≥ 0.8 at N = 4.
-//   npm run bench:scale [-- --steps 3 --rounds 2 --ms-per-token 100 --engines 1,2,4]
-// The emulated time must dominate the engines' real compute, which 2 cores cannot scale: at 100 ms
-// per token a request holds its engine 0.8 s, against ~0.1 s of real compute for the tiny model.
+//   npm run bench:scale [-- --steps 3 --rounds 2 --ms-per-token 200 --engines 1,2,4]
+// The emulated time must dominate the real compute (the engines' sampling, the worker's rendering
+// and requests, the trainer), which 2 cores cannot scale: at 200 ms per token a request holds its
+// engine 1.6 s, against ~0.1 s of real compute for the tiny model on a quiet core.
 // Sizes run in rounds (order reversed every other round, as the machine's speed drifts); each
 // round's ratios use that round's N = 1, and the summary is the geometric mean over rounds.
 import { join } from 'node:path';
@@ -22,7 +23,7 @@ const { values } = parseArgs({
   options: {
     steps: { type: 'string', default: '3' },
     rounds: { type: 'string', default: '2' },
-    'ms-per-token': { type: 'string', default: '100' },
+    'ms-per-token': { type: 'string', default: '200' },
     engines: { type: 'string', default: '1,2,4' },
     'max-in-flight': { type: 'string', default: '16' },
   },
@@ -40,9 +41,9 @@ try {
     samplers.push((await onFreePort({ dataDir: join(stack.dir, `sampler-${i}`), extraArgs: emulation }, startEngine)).service);
   }
   await withWorker(stack, async () => {
-    async function measure(n: number) {
+    async function measure(n: number, maxSteps = steps) {
       const pool = { base_urls: samplers.slice(0, n).map((e) => e.baseUrl), max_in_flight: Number(values['max-in-flight']) };
-      const run = testRun(stack, config, [`max_steps=${steps}`, `sampler_pool=${JSON.stringify(pool)}`], 'rl');
+      const run = testRun(stack, config, [`max_steps=${maxSteps}`, `sampler_pool=${JSON.stringify(pool)}`], 'rl');
       await (await startRun(stack.client, run, stack.taskQueue)).result();
       // Step 0 opens sessions and imports the first weights everywhere: timed from step 1 on.
       const rows = new RunStore(run.run.logPath).readMetrics().filter((r) => typeof r['time/sampling'] === 'number' && (r.step as number) >= 1);
@@ -55,7 +56,7 @@ try {
       };
     }
 
-    await measure(1); // untimed warm-up: code paths, tokenizer, engine caches
+    await measure(Math.max(...sizes), 1); // untimed warm-up: code paths, tokenizer, every engine's caches
     const ratios = new Map<number, number[]>(sizes.map((n) => [n, []]));
     for (let round = 0; round < rounds; round++) {
       const results = new Map<number, Awaited<ReturnType<typeof measure>>>();
