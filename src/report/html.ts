@@ -3,7 +3,7 @@
 import type { MetricGroup } from './charts.js';
 import { runColor } from './charts.js';
 import type { RunData } from './load.js';
-import type { GroupView, RolloutBrowser, TrajectoryView, TransitionView } from './rollouts.js';
+import { otherLogs, type GroupView, type RolloutBrowser, type ToolCallView, type TrajectoryView, type TransitionView } from './rollouts.js';
 
 export interface ReportModel {
   runs: RunData[];
@@ -54,6 +54,8 @@ th{background:#f3f3f3;font-weight:600}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
 pre{background:#fff;border:1px solid #e4e4e4;padding:8px;white-space:pre-wrap;word-break:break-word;margin:4px 0;font-size:12.5px}
 pre.ob{background:#f6f8fb}pre.ac{background:#f4fbf4}
+.tool-call{margin:4px 0 6px 18px;padding-left:8px;border-left:3px solid #b9a6e0}
+pre.tool-call-text{background:#fbf7ec}pre.tool-result{background:#f6f2fc}pre.tool-result.bad{background:#fdf0f0}
 details{margin:3px 0 3px 0}details details{margin-left:18px}
 summary{cursor:pointer}
 .swatch{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:6px;vertical-align:baseline}
@@ -141,17 +143,30 @@ function checkpointsSection(runs: RunData[]): string {
   return `<h2 id="checkpoints">Checkpoints</h2>${parts.join('')}`;
 }
 
+/** A tool call the env parsed from the sampled text and dispatched, and the tool message it got back. */
+function toolCallHtml(c: ToolCallView): string {
+  const result =
+    c.result === null
+      ? '<div class="muted">no result logged</div>'
+      : `<div class="muted">tool result ${c.index}${c.error ? ' · <span class="bad">error</span>' : ''}</div><pre class="tool-result${c.error ? ' bad' : ''}">${esc(c.result)}</pre>`;
+  return `<div class="tool-call" data-index="${c.index}"><div class="muted">tool call ${c.index}</div><pre class="tool-call-text">${esc(c.call)}</pre>${result}</div>`;
+}
+
 function transitionHtml(t: TransitionView, i: number, count: number): string {
   const turn = count > 1 ? `turn ${i} · ` : '';
+  const calls = t.toolCalls.length ? ` · ${plural(t.toolCalls.length, 'tool call')}` : '';
   return `<div class="transition">
 <div class="muted">${turn}${t.obIsContinuation ? 'new observation tokens' : 'prompt'} (${t.obTokens} tokens in the observation)</div><pre class="ob">${esc(t.ob)}</pre>
-<div class="muted">sampled (${t.acTokens} tokens, stop: ${esc(t.stopReason)}) · reward ${esc(fmt(t.reward))}${t.episodeDone ? ' · episode done' : ''}</div><pre class="ac">${esc(t.ac)}</pre>
-${kv(t.metrics)}${kv(t.logs)}</div>`;
+<div class="muted">sampled (${t.acTokens} tokens, stop: ${esc(t.stopReason)}) · reward ${esc(fmt(t.reward))}${calls}${t.episodeDone ? ' · episode done' : ''}</div><pre class="ac">${esc(t.ac)}</pre>
+${t.toolCalls.map(toolCallHtml).join('')}${kv(t.metrics)}${kv(otherLogs(t.logs))}</div>`;
 }
+
+const toolCallCount = (t: TrajectoryView) => t.transitions.reduce((n, x) => n + x.toolCalls.length, 0);
 
 function trajectoryHtml(t: TrajectoryView, id: string): string {
   const tokens = t.transitions.reduce((n, x) => n + x.acTokens, 0);
-  return `<details id="${id}" class="trajectory"><summary>#${t.index} · reward ${esc(fmt(t.totalReward))} · advantage ${esc(fmt(t.advantage))} · ${tokens} sampled tokens</summary>
+  const calls = toolCallCount(t);
+  return `<details id="${id}" class="trajectory"><summary>#${t.index} · reward ${esc(fmt(t.totalReward))} · advantage ${esc(fmt(t.advantage))} · ${tokens} sampled tokens${calls ? ` · ${plural(calls, 'tool call')}` : ''}</summary>
 ${kv({ final_reward: t.finalReward, ...t.metrics })}${t.transitions.map((x, i) => transitionHtml(x, i, t.transitions.length)).join('')}</details>`;
 }
 
@@ -160,9 +175,19 @@ function groupHtml(g: GroupView, id: string): string {
   const tags = g.tags.length ? ` · ${esc(g.tags.join(', '))}` : '';
   const dropped = g.trained ? '' : ' · <span class="bad">not trained (constant reward)</span>';
   const errors = g.errors.length ? `<div class="bad">rollout errors: ${esc(g.errors.map((e) => e.errorType).join(', '))}</div>` : '';
-  const rows = g.trajectories.map((t) => [t.index, t.totalReward, t.advantage, t.transitions.reduce((n, x) => n + x.acTokens, 0), t.transitions.at(-1)?.stopReason ?? '–']);
+  // A tool-calls column where the group's trajectories called any tool (agent envs).
+  const withCalls = g.trajectories.some((t) => toolCallCount(t) > 0);
+  const rows = g.trajectories.map((t) => [
+    t.index,
+    t.totalReward,
+    t.advantage,
+    t.transitions.reduce((n, x) => n + x.acTokens, 0),
+    ...(withCalls ? [toolCallCount(t)] : []),
+    t.transitions.at(-1)?.stopReason ?? '–',
+  ]);
+  const headers = ['trajectory', 'reward', 'advantage', 'sampled tokens', ...(withCalls ? ['tool calls'] : []), 'stop'];
   return `<details id="${id}" class="group"><summary>group ${g.group} (batch ${g.batch})${stale}${tags} · mean reward ${esc(fmt(g.meanReward))}${dropped}</summary>
-${errors}${table(['trajectory', 'reward', 'advantage', 'sampled tokens', 'stop'], rows)}${g.trajectories.map((t) => trajectoryHtml(t, `${id}-t${t.index}`)).join('')}</details>`;
+${errors}${table(headers, rows)}${g.trajectories.map((t) => trajectoryHtml(t, `${id}-t${t.index}`)).join('')}</details>`;
 }
 
 function rolloutsSection(m: ReportModel): string {
@@ -175,7 +200,8 @@ function rolloutsSection(m: ReportModel): string {
     const iterations = b.iterations.map((it) => {
       const id = `ro-${r}-${it.step}`;
       const n = it.groups.reduce((k, g) => k + g.trajectories.length, 0);
-      return `<details id="${id}" class="iteration" data-step="${it.step}"><summary>iteration ${it.step} · ${plural(it.groups.length, 'group')} · ${plural(n, 'trajectory', 'trajectories')} · mean reward ${esc(fmt(it.meanReward))}</summary>${it.groups.map((g) => groupHtml(g, `${id}-g${g.group}`)).join('')}</details>`;
+      const calls = it.groups.reduce((k, g) => k + g.trajectories.reduce((c, t) => c + toolCallCount(t), 0), 0);
+      return `<details id="${id}" class="iteration" data-step="${it.step}"><summary>iteration ${it.step} · ${plural(it.groups.length, 'group')} · ${plural(n, 'trajectory', 'trajectories')} · mean reward ${esc(fmt(it.meanReward))}${calls ? ` · ${plural(calls, 'tool call')}` : ''}</summary>${it.groups.map((g) => groupHtml(g, `${id}-g${g.group}`)).join('')}</details>`;
     });
     return [`<h3>${esc(run.label)}</h3>${note}${source}${sample}${iterations.join('')}`];
   });

@@ -24,6 +24,49 @@ export interface TransitionView {
   stopReason: string;
   metrics: Metrics;
   logs: Logs;
+  /** The turn's tool calls and their results, from the agent envs' `tool_call_<i>` / `tool_result_<i>` logs. */
+  toolCalls: ToolCallView[];
+}
+
+export interface ToolCallView {
+  index: number;
+  /** `name(arguments JSON)`, as the env logged the call. */
+  call: string;
+  /** The tool message's text; null when the env logged no result for the call. */
+  result: string | null;
+  /** The result is the tool library's error message (`{"error": …}`: unknown tool, bad arguments, a throw, a timeout). */
+  error: boolean;
+}
+
+const TOOL_LOG = /^tool_(call|result)_(\d+)$/;
+
+/** The tool calls an agent env logged for a turn (tool-use/agent-tool-env.ts), in call order. */
+export function toolCallsOf(logs: Logs): ToolCallView[] {
+  const byIndex = new Map<number, ToolCallView>();
+  for (const [key, value] of Object.entries(logs)) {
+    const m = TOOL_LOG.exec(key);
+    if (!m || m[1] !== 'call') continue;
+    const index = Number(m[2]);
+    const result = logs[`tool_result_${index}`];
+    const text = result === undefined ? null : String(result);
+    byIndex.set(index, { index, call: String(value), result: text, error: text !== null && isErrorResult(text) });
+  }
+  return [...byIndex.values()].sort((a, b) => a.index - b.index);
+}
+
+/** The logs other than the tool calls and results that `toolCallsOf` lifts out. */
+export function otherLogs(logs: Logs): Logs {
+  return Object.fromEntries(Object.entries(logs).filter(([k]) => !TOOL_LOG.test(k)));
+}
+
+function isErrorResult(text: string): boolean {
+  if (!text.startsWith('{"error"')) return false;
+  try {
+    const parsed = JSON.parse(text) as unknown;
+    return typeof parsed === 'object' && parsed !== null && 'error' in parsed && Object.keys(parsed).length === 1;
+  } catch {
+    return false;
+  }
 }
 
 export interface TrajectoryView {
@@ -129,6 +172,7 @@ function groupView(g: TrajectoryGroup, meta: Omit<GroupView, 'meanReward' | 'tra
           stopReason: t.ac.stopReason,
           metrics: t.metrics,
           logs: t.logs,
+          toolCalls: toolCallsOf(t.logs),
         };
       });
       return { index: i, totalReward: totals[i], finalReward: g.finalRewardsG[i], advantage: advantages?.[i] ?? null, metrics: g.metricsG[i] ?? {}, transitions };

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { computeAdvantages } from '../../src/cookbook/rl/advantages.js';
 import { rolloutRecord } from '../../src/cookbook/rl/rollout-record.js';
 import { serializeTrajectoryGroup } from '../../src/cookbook/rl/serialize.js';
-import { TrajectoryGroup } from '../../src/cookbook/rl/types.js';
+import { TrajectoryGroup, type Trajectory } from '../../src/cookbook/rl/types.js';
 import { RunStore, type RunKind } from '../../src/cookbook/run-store.js';
 import { getTokenizer } from '../../src/cookbook/tokenizer.js';
 
@@ -84,5 +84,58 @@ export async function rlRun(logDir: string, workflowId = 'rl-fixture', steps = 3
     store.writeRolloutRecord(rolloutRecord(step, [{ ref, batch: step, group: 0, samplingStep: step, tags: ['arithmetic'], trajectories: group }], [group], computeAdvantages([group])));
   }
   store.writeCheckpoint({ name: 'final', batch: steps, final: true, state_path: `tinker://${workflowId}/weights/final` });
+  return logDir;
+}
+
+export const TOOL_QUESTION = 'What is the capital of Kenya?';
+export const TOOL_CALL = 'search({"query_list": ["capital of Kenya"]})';
+export const TOOL_RESULT = 'Query: capital of Kenya\nDocument 1:\n"Nairobi"\nNairobi is the capital city of Kenya.\n';
+export const TOOL_ERROR = '{"error": "Tool \'lookup\' not found"}';
+
+/**
+ * An agent-tool RL run (one step, one group): trajectory 0 calls `search`, gets its result in the
+ * next observation and answers; trajectory 1 calls a tool that does not exist and gets the error
+ * message back; both logged as tool-use/agent-tool-env.ts logs them.
+ */
+export async function toolRun(logDir: string, workflowId = 'rl-tools'): Promise<string> {
+  const store = initRun(logDir, workflowId, 'rl', { model_name: 'tiny-qwen3', learning_rate: 0.001, max_tokens: 64 });
+  const tok = await getTokenizer('tiny-qwen3');
+  const enc = (text: string) => tok.encode(text, { addSpecialTokens: false });
+  const imEnd = tok.tokenToId('<|im_end|>');
+  store.writeMetrics({ step: 0, progress: 1, learning_rate: 0.001, 'env/all/reward/total': 0.5 });
+  const prompt = enc(`<|im_start|>user\n${TOOL_QUESTION}<|im_end|>\n<|im_start|>assistant\n`);
+  const episode = (name: string, args: string, result: string, answer: string, reward: number): Trajectory => {
+    const call = [...enc(`<tool_call>\n{"name": "${name}", "arguments": ${args}}\n</tool_call>`), imEnd];
+    const next = [...prompt, ...call, ...enc(`\n<|im_start|>user\n<tool_response>\n${result}\n</tool_response><|im_end|>\n<|im_start|>assistant\n`)];
+    return {
+      transitions: [
+        {
+          ob: { chunks: [{ type: 'encoded_text' as const, tokens: prompt }] },
+          ac: { tokens: call, maybeLogprobs: null, stopReason: 'stop' as const },
+          reward: 0,
+          episodeDone: false,
+          metrics: {},
+          logs: { tool_call_0: `${name}(${args})`, tool_result_0: result },
+        },
+        {
+          ob: { chunks: [{ type: 'encoded_text' as const, tokens: next }] },
+          ac: { tokens: [...enc(`Answer: ${answer}`), imEnd], maybeLogprobs: null, stopReason: 'stop' as const },
+          reward,
+          episodeDone: true,
+          metrics: { correct: reward },
+          logs: { assistant_content: `Answer: ${answer}` },
+        },
+      ],
+      finalOb: { chunks: [] },
+      stopReason: 'stop',
+    };
+  };
+  const group = new TrajectoryGroup(
+    [episode('search', '{"query_list": ["capital of Kenya"]}', TOOL_RESULT, 'Nairobi', 1), episode('lookup', '{"q": "Kenya"}', TOOL_ERROR, 'Mombasa', 0)],
+    [0, 0],
+    [{}, {}],
+  );
+  const ref = store.writeBlob('rollouts/batch_000000/group_0000.json', serializeTrajectoryGroup(group));
+  store.writeRolloutRecord(rolloutRecord(0, [{ ref, batch: 0, group: 0, samplingStep: 0, tags: ['single_hop'], trajectories: group }], [group], computeAdvantages([group])));
   return logDir;
 }

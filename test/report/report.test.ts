@@ -8,9 +8,9 @@ import { RunStore } from '../../src/cookbook/run-store.js';
 import { metricGroups } from '../../src/report/charts.js';
 import { loadRuns, ReportError } from '../../src/report/load.js';
 import { buildReportHtml, writeReport } from '../../src/report/report.js';
-import { loadRollouts, spread } from '../../src/report/rollouts.js';
+import { loadRollouts, spread, toolCallsOf } from '../../src/report/rollouts.js';
 import { serveReport } from '../../src/report/serve.js';
-import { ANSWERS, PROMPT_TEXT, RL_KEYS, rlRun, SL_KEYS, slRun, tempDir } from './fixture.js';
+import { ANSWERS, PROMPT_TEXT, RL_KEYS, rlRun, SL_KEYS, slRun, tempDir, TOOL_CALL, TOOL_ERROR, TOOL_RESULT, toolRun } from './fixture.js';
 
 const bin = join(import.meta.dirname, '..', '..', 'bin', 'cookbook.mjs');
 const cookbook = (...args: string[]) => spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8' });
@@ -98,6 +98,47 @@ describe('cookbook report: rollouts', () => {
     const html = await buildReportHtml([await rlRun(tempDir(), 'rl', 5)], { rolloutIterations: 2 });
     expect([...html.matchAll(/class="iteration" data-step="(\d+)"/g)].map((m) => m[1])).toEqual(['0', '4']);
     expect(html).toContain('showing 2 of 5 iterations');
+  });
+
+  it("an agent env's tool calls and results: each its own block under the sampled turn, errors marked, counted per trajectory, group and iteration", async () => {
+    expect(toolCallsOf({ assistant_content: 'x', tool_result_1: 'r1', tool_call_1: 'b()', tool_call_0: 'a()', tool_result_0: TOOL_ERROR, tool_call_2: 'c()' })).toEqual([
+      { index: 0, call: 'a()', result: TOOL_ERROR, error: true },
+      { index: 1, call: 'b()', result: 'r1', error: false },
+      { index: 2, call: 'c()', result: null, error: false },
+    ]);
+    // A result that merely starts like an error object is not one.
+    expect(toolCallsOf({ tool_call_0: 'a()', tool_result_0: '{"error": 1, "rows": []}' })[0].error).toBe(false);
+
+    const dir = await toolRun(tempDir());
+    const b = (await loadRollouts(loadRuns(dir)[0]))!;
+    const [ok, bad] = b.iterations[0].groups[0].trajectories;
+    expect(ok.transitions[0].toolCalls).toEqual([{ index: 0, call: TOOL_CALL, result: TOOL_RESULT, error: false }]);
+    expect(bad.transitions[0].toolCalls[0].error).toBe(true);
+    expect(ok.transitions[1].toolCalls).toEqual([]);
+
+    const html = await buildReportHtml([dir]);
+    const blocks = [...html.matchAll(/<div class="tool-call" data-index="(\d+)">([\s\S]*?)<\/div><\/div>/g)];
+    expect(blocks).toHaveLength(2);
+    expect(blocks[0][2]).toContain(`<div class="muted">tool call 0</div><pre class="tool-call-text">${escaped(TOOL_CALL).replace(/"/g, '&quot;')}</pre>`);
+    expect(blocks[0][2]).toContain(`<div class="muted">tool result 0</div><pre class="tool-result">${escaped(TOOL_RESULT).replace(/"/g, '&quot;')}</pre>`);
+    expect(blocks[1][2]).toContain('tool result 0 · <span class="bad">error</span></div><pre class="tool-result bad">');
+    expect(blocks[1][2]).toContain(escaped(TOOL_ERROR).replace(/"/g, '&quot;').replace(/'/g, '&#39;'));
+    // The calls and results are not repeated among the other logs; those stay.
+    expect(html).not.toContain('<b>tool_call_0</b>');
+    expect(html).not.toContain('<b>tool_result_0</b>');
+    expect(html).toContain('<b>assistant_content</b> Answer: Nairobi');
+    // The sampled call, and its result in the next observation (what the policy saw), stay as they were.
+    expect(html).toContain(escaped('<tool_call>\n{"name": "search"').replace(/"/g, '&quot;'));
+    expect(html).toContain('new observation tokens');
+    expect(html).toContain(escaped('<tool_response>\nQuery: capital of Kenya'));
+    // Counts: the turn, the trajectory, the group's table (a column only for groups with calls) and the iteration.
+    expect(html).toContain('reward 0 · 1 tool call</div>');
+    expect(html).toMatch(/#0 · reward 1 · advantage 0\.5 · \d+ sampled tokens · 1 tool call<\/summary>/);
+    expect(html).toContain('<th>sampled tokens</th><th>tool calls</th><th>stop</th>');
+    expect(html).toMatch(/class="iteration" data-step="0"><summary>iteration 0 · 1 group · 2 trajectories · mean reward 0\.5 · 2 tool calls<\/summary>/);
+    // A run without tool calls gets no such column or counts.
+    const plain = await buildReportHtml([await rlRun(tempDir())]);
+    expect(plain).not.toContain('tool call');
   });
 
   it('shows token ids when the model has no tokenizer', async () => {

@@ -4,7 +4,8 @@
 // browser, tagged by data source, and nothing bulky crosses Temporal. The randomly initialised tiny
 // model writes no tool call, so the calls themselves (the search, its record in the run store, the
 // tool message in the next observation) are stepped with the real renderer and run store in
-// test/cookbook/rl/search-tool.test.ts.
+// test/cookbook/rl/search-tool.test.ts; after a supervised warm-up it writes them, and
+// pipeline-search-tool.full.test.ts checks those rollouts end to end.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
