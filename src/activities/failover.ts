@@ -31,12 +31,20 @@ export function withFailover<A extends object>(activities: A): A {
   return wrapped as A;
 }
 
+/** Each run's `failover`, read once: a run's config never changes, and every activity asks. */
+const failovers = new Map<string, FailoverConfig | null>();
+
 function failoverOf(run: RunRef): FailoverConfig | undefined {
-  try {
-    return readRunConfig<{ failover?: FailoverConfig | null }>(run).failover ?? undefined;
-  } catch {
-    return undefined; // no run record yet (initRun writes it): nothing to fail over from
+  let failover = failovers.get(run.logPath);
+  if (failover === undefined) {
+    try {
+      failover = readRunConfig<{ failover?: FailoverConfig | null }>(run).failover ?? null;
+    } catch {
+      return undefined; // no run record yet (initRun writes it): nothing to fail over from
+    }
+    failovers.set(run.logPath, failover);
   }
+  return failover ?? undefined;
 }
 
 /**
