@@ -1,6 +1,7 @@
 // Tools from typed functions (reference 0.6.1 tool_use/tools.py `@tool`, FunctionTool,
 // handle_tool_call). A zod object schema plays the part of the Python signature: it gives the JSON
-// schema the renderer declares and validates the model's arguments before the function runs.
+// schema the renderer declares and validates the model's arguments before the function runs, after
+// the conversions pydantic's lax mode makes (lax.ts: `"2"` for an int, `"yes"` for a bool, ...).
 // Stateful tools are tools whose `run` closes over shared state (an object's fields), so several
 // tools built on one object share it, as the reference's decorated methods share `self`.
 //
@@ -14,6 +15,7 @@ import { ServiceUnavailableError } from '../errors.js';
 import { pyJsonError } from '../renderers/py-json.js';
 import type { ToolCall, ToolSpec } from '../renderers/types.js';
 import { parametersJsonSchema } from './json-schema.js';
+import { laxSafeParse } from './lax.js';
 import { errorToolResult, isToolResult } from './results.js';
 import type { Tool, ToolInput, ToolResult } from './types.js';
 
@@ -61,7 +63,8 @@ export class FunctionTool<S extends z.ZodObject = z.ZodObject> implements Tool {
 
   async run(input: ToolInput): Promise<ToolResult> {
     const callId = input.callId ?? '';
-    const validated = this.def.parameters.safeParse(input.arguments);
+    // As the reference's model_validate (lax): what pydantic converts reaches the function converted.
+    const validated = laxSafeParse(this.def.parameters, input.arguments);
     if (!validated.success) {
       return errorToolResult(`Parameter validation failed: ${validationMessage(`${this.name}_params`, validated.error)}`, {
         callId,
