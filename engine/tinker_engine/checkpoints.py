@@ -203,6 +203,19 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+def _rename_into_place(staged: Path, final: Path, tag: str) -> None:
+    """Puts the folder `staged` at `final` by one rename; a folder already there is moved aside first
+    (to `.trash-<tag>-…`, removed afterwards), so readers see the old checkpoint or the new one."""
+    if final.exists():
+        trash = final.parent / f".trash-{tag}-{uuid.uuid4().hex}"
+        os.rename(final, trash)
+        os.rename(staged, final)
+        shutil.rmtree(trash, ignore_errors=True)
+    else:
+        os.rename(staged, final)
+    _fsync_dir(final.parent)
+
+
 def _write_json_atomic(path: Path, data: dict) -> None:
     """Temp file, fsync, rename: readers see the old record or the new one, never a part."""
     tmp = path.with_name(f".tmp-{path.name}-{uuid.uuid4().hex}")
@@ -316,16 +329,9 @@ class CheckpointStore:
             _fsync_tree(tmp)
             self._commit_lock.acquire()
             locked = True
-            if final.exists():
-                if not overwrite:
-                    raise FileExistsError(path)
-                trash = final.parent / f".trash-{name}-{uuid.uuid4().hex}"
-                os.rename(final, trash)
-                os.rename(tmp, final)
-                shutil.rmtree(trash, ignore_errors=True)
-            else:
-                os.rename(tmp, final)
-            _fsync_dir(final.parent)
+            if final.exists() and not overwrite:
+                raise FileExistsError(path)
+            _rename_into_place(tmp, final, name)
             self._tombstone(run_id, kind, name).unlink(missing_ok=True)  # the name holds a live checkpoint again
         except FileExistsError:
             raise
@@ -387,7 +393,6 @@ class CheckpointStore:
                 if (run.get("base_model"), run.get("lora_rank")) != mine:
                     raise conflict(f"training run {run_id!r} on this engine is of base model {run.get('base_model')!r} "
                                    f"with LoRA rank {run.get('lora_rank')}; {path} is of {mine[0]!r} with rank {mine[1]}")
-            replace = False
             if final.exists():
                 try:
                     existing = read_record(final / METADATA_FILE, f"checkpoint {path}")
@@ -404,21 +409,13 @@ class CheckpointStore:
                         return False  # the same checkpoint: nothing to do
                     except CheckpointDamaged:
                         pass  # the same files recorded, damaged on disk: replaced by the import
-                replace = final.exists()
             created_run = False
             try:
                 if run is None:
                     self.save_run(run_record)
                     created_run = True
                 final.parent.mkdir(parents=True, exist_ok=True)
-                if replace:
-                    trash = final.parent / f".trash-deleted-{uuid.uuid4().hex}"
-                    os.rename(final, trash)
-                    os.rename(staged, final)
-                    shutil.rmtree(trash, ignore_errors=True)
-                else:
-                    os.rename(staged, final)
-                _fsync_dir(final.parent)
+                _rename_into_place(staged, final, "deleted")
             except (OSError, StorageError) as e:
                 if created_run:  # nothing of the import stays behind
                     (self.run_dir(run_id) / "run.json").unlink(missing_ok=True)
