@@ -46,7 +46,7 @@ function durableCheck(once: Once, task: CodeTask, opts: CodeEnvOptions, key: Arr
 }
 
 /** The reference's DeepcoderTool.check_solution, bound to one task. */
-export function checkSolutionTool(task: CodeTask, opts: CodeEnvOptions): Tool {
+export function checkSolutionTool(task: CodeTask, opts: Pick<CodeEnvOptions, 'runner' | 'timeout'>): Tool {
   return tool({
     name: 'check_solution',
     // Python's __doc__ of the reference's method, indentation included, so the model sees the same declaration.

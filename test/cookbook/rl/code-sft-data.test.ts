@@ -1,0 +1,138 @@
+// The code_rl warm-up data (data/code_rl/warmup_problems.jsonl and sft_tool_calls.jsonl,
+// scripts/gen-code-sft.ts): regenerable (byte for byte but the sandbox's measured execution_time),
+// and what the RL env itself would show and parse. Each transcript is stepped through the real
+// code env with its assistant turns, rendered, as the actions: the env parses the same
+// check_solution call, runs it in the local sandbox and appends the same verdict, its observations
+// are the SFT datum's tokens before each trained turn, and the fenced answer grades correct.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { modelInputToInts } from '../../../src/cookbook/model-input.js';
+import { getRenderer } from '../../../src/cookbook/renderers/registry.js';
+import { TrainOnWhat, type Message } from '../../../src/cookbook/renderers/types.js';
+import { CodeEnvGroupBuilder, checkSolutionTool, toolDeclaring, type CodeEnvOptions, type ToolDeclaringRenderer } from '../../../src/cookbook/rl/envs/code/env.js';
+import { loadCodeTasks, type CodeTask } from '../../../src/cookbook/rl/envs/code/tasks.js';
+import type { InitialObservation } from '../../../src/cookbook/rl/types.js';
+import { LocalSandbox } from '../../../src/cookbook/sandbox/index.js';
+import { loadConversationsJsonl, type ConversationRow } from '../../../src/cookbook/supervised/jsonl.js';
+import { getTokenizer, type Tokenizer } from '../../../src/cookbook/tokenizer.js';
+import { fullTier } from '../../support/tier.js';
+
+const REPO = join(import.meta.dirname, '..', '..', '..');
+const DIR = join(REPO, 'data', 'code_rl');
+const PROBLEMS = join(DIR, 'warmup_problems.jsonl');
+const SFT = join(DIR, 'sft_tool_calls.jsonl');
+const unavailable = await new LocalSandbox().available().then(() => null, (e: Error) => e);
+
+/** The one thing a rerun may change: the wall time the sandbox measured. */
+const maskTimes = (text: string) => text.replace(/("|\\")execution_time\1: [0-9.e-]+/g, '$1execution_time$1: T');
+
+let tokenizer: Tokenizer;
+let renderer: ToolDeclaringRenderer;
+let tasks: CodeTask[];
+let rows: ConversationRow[];
+const dirs: string[] = [];
+beforeAll(async () => {
+  tokenizer = await getTokenizer('tiny-qwen3');
+  renderer = toolDeclaring(getRenderer('qwen3', tokenizer));
+  tasks = loadCodeTasks(PROBLEMS, 'warmup_problems.jsonl');
+  rows = await loadConversationsJsonl(SFT);
+});
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+const opts = (): CodeEnvOptions => ({
+  runner: new LocalSandbox(),
+  maxTurns: 3,
+  timeout: 2,
+  formatCoef: 0.1,
+  maxTrajectoryTokens: 4096,
+  maxGenerationTokens: null,
+  contextOverflowReward: -0.1,
+  gradeAnyAnswer: false,
+});
+
+describe.skipIf(unavailable)('code_rl warm-up problems and transcripts', () => {
+  const regenerate = (...flags: string[]) => {
+    const out = mkdtempSync(join(tmpdir(), 'code-sft-'));
+    dirs.push(out);
+    execFileSync(process.execPath, ['--import', 'tsx', join(REPO, 'scripts', 'gen-code-sft.ts'), out, ...flags], { cwd: REPO });
+    return out;
+  };
+
+  it('the problems are what scripts/gen-code-sft.ts writes, byte for byte', () => {
+    const out = regenerate('--problems-only');
+    expect(readFileSync(join(out, 'warmup_problems.jsonl')).equals(readFileSync(PROBLEMS))).toBe(true);
+  });
+
+  // Some 80 sandbox runs: the fuller tier. The gate's stepping test below reruns a third of them.
+  it.skipIf(!fullTier)('the transcripts are what it writes, but for measured times', () => {
+    const out = regenerate();
+    expect(readFileSync(join(out, 'warmup_problems.jsonl')).equals(readFileSync(PROBLEMS))).toBe(true);
+    expect(maskTimes(readFileSync(join(out, 'sft_tool_calls.jsonl'), 'utf8'))).toBe(maskTimes(readFileSync(SFT, 'utf8')));
+  });
+
+  it('one per problem, in order: the env prompt, one or two checks, the passing code in a fence', () => {
+    expect(rows).toHaveLength(tasks.length);
+    expect(tasks.length).toBeGreaterThanOrEqual(60);
+    for (const [i, { messages }] of rows.entries()) {
+      const check = checkSolutionTool(tasks[i], opts());
+      expect(messages.slice(0, -1).filter((m) => m.role !== 'assistant' && m.role !== 'tool')).toEqual([
+        ...renderer.createConversationPrefixWithTools([check.toSpec()]),
+        { role: 'user', content: tasks[i].problem },
+      ]);
+      const calls = messages.filter((m) => m.tool_calls);
+      const results = messages.filter((m) => m.role === 'tool').map((m) => JSON.parse(m.content as string));
+      expect(calls.length).toBe(i % 5 === 4 ? 2 : 1);
+      // A two-check transcript fails first, then passes; the answer is the code that passed.
+      expect(results.map((r) => r.passed)).toEqual(calls.length === 2 ? [false, true] : [true]);
+      const lastCode = JSON.parse(calls.at(-1)!.tool_calls![0].function.arguments).code;
+      expect(messages.at(-1)).toEqual({ role: 'assistant', content: `\`\`\`python\n${lastCode}\n\`\`\`` });
+    }
+  });
+
+  it('stepped through the RL env: the same observations as the SFT datum, the same calls and verdicts, graded correct', async () => {
+    // Every two-check transcript and every fourth other one (each check runs the sandbox).
+    const sample = rows.filter((r, i) => r.messages.filter((m) => m.tool_calls).length === 2 || i % 4 === 0);
+    const text = (ids: number[]) => maskTimes(tokenizer.decode(ids));
+    for (const { messages, line } of sample) {
+      const [env] = await new CodeEnvGroupBuilder(tasks[line - 1], renderer, 1, opts()).makeEnvs();
+      const { modelInput, weights } = renderer.buildSupervisedExample(messages, TrainOnWhat.ALL_ASSISTANT_MESSAGES);
+      const tokens = modelInputToInts(modelInput);
+      const spans: Array<[number, number]> = [];
+      weights.forEach((w, i) => {
+        if (w > 0 && (i === 0 || weights[i - 1] === 0)) spans.push([i, i + 1]);
+        else if (w > 0) spans.at(-1)![1] = i + 1;
+      });
+      const assistants = messages.filter((m) => m.role === 'assistant');
+      expect(spans).toHaveLength(assistants.length);
+      let ob = ((await env.initialObservation()) as InitialObservation).ob;
+      for (const [t, [start, end]] of spans.entries()) {
+        const at = `line ${line}, turn ${t}`;
+        // The env's observation is what the SFT datum conditions this turn on (the first exactly; later
+        // ones hold a fresh sandbox run, whose measured time alone may differ)...
+        if (t === 0) expect(modelInputToInts(ob), at).toEqual(tokens.slice(0, start));
+        else expect(text(modelInputToInts(ob)), at).toBe(text(tokens.slice(0, start)));
+        // ...and the trained tokens, as the action, make the env do what the transcript says.
+        const step = await env.step(tokens.slice(start, end));
+        const call = assistants[t].tool_calls?.[0];
+        if (call) {
+          const result = messages[messages.indexOf(assistants[t]) + 1] as Message;
+          const logged = /^check_solution\((.*)\)$/s.exec(String(step.logs?.tool_call_0));
+          expect(logged, at).not.toBeNull();
+          expect(JSON.parse(logged![1]), at).toEqual(JSON.parse(call.function.arguments));
+          expect(maskTimes(String(step.logs?.tool_result_0)), at).toBe(maskTimes(result.content as string));
+          expect(step.episodeDone, at).toBe(false);
+        } else {
+          expect(step.episodeDone, at).toBe(true);
+          expect(step.reward, at).toBe(1);
+          expect(step.metrics, at).toMatchObject({ format: 1, correct: 1 });
+        }
+        ob = step.nextObservation;
+      }
+    }
+  });
+});
