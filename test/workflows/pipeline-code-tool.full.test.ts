@@ -5,20 +5,16 @@
 // once in the run store), the verdict is the next observation's <tool_response>, the final answer
 // is graded in the sandbox, and `cookbook report`'s rollout browser shows the calls and verdicts.
 // Fuller tier: the warm-up is 160 SFT steps over ~540-token transcripts.
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRun } from '../../src/cli/train.js';
 import { checkSolutionTool } from '../../src/cookbook/rl/envs/code/env.js';
 import { loadCodeTasks } from '../../src/cookbook/rl/envs/code/tasks.js';
 import { LocalSandbox } from '../../src/cookbook/sandbox/index.js';
 import { getTokenizer } from '../../src/cookbook/tokenizer.js';
 import { esc } from '../../src/report/html.js';
 import { buildReportHtml } from '../../src/report/report.js';
-import type { PipelineResult } from '../../src/workflows/pipeline.js';
-import { metricsOf } from '../support/runs.js';
-import { startTestStack, testRun, withWorker, type TestStack } from '../support/stack.js';
-import { rolloutToolCalls } from '../support/tool-calls.js';
+import { startTestStack, type TestStack } from '../support/stack.js';
+import { rolloutToolCalls, runWarmupPipeline } from '../support/tool-calls.js';
 
 const REPO = join(import.meta.dirname, '..', '..');
 const CONFIG = join(REPO, 'configs', 'pipeline_code_tool.json');
@@ -35,18 +31,7 @@ describe('code_rl RL after a tool-call warm-up', { timeout: 3_600_000 }, () => {
   });
 
   it('the RL stage calls check_solution, gets the sandbox verdict in the next observation, records it once, and the report shows both', async () => {
-    const run = testRun(stack, CONFIG, [`stages.1.config.max_steps=${RL_STEPS}`, 'stages.1.config.save_every=0', 'stages.1.config.eval_every=0'], 'pipeline');
-    const started = Date.now();
-    const result = await withWorker(stack, async () => (await (await startRun(stack.client, run, stack.taskQueue)).result()) as PipelineResult);
-    expect(result.status).toBe('completed');
-    expect(result.stages.map((s) => [s.kind, s.result.status])).toEqual([
-      ['sl', 'completed'],
-      ['rl', 'completed'],
-    ]);
-    const [slDir, rlDir] = result.stages.map((s) => s.logPath);
-    const rlConfig = JSON.parse(readFileSync(join(rlDir, 'config.json'), 'utf8'));
-    expect(rlConfig.load_checkpoint_path).toBe(result.stages[0].result.finalCheckpoint!.statePath);
-    const nll = metricsOf(slDir).map((r) => r.train_mean_nll as number);
+    const { rlDir, rlConfig, nll, seconds, logPath } = await runWarmupPipeline(stack, CONFIG, RL_STEPS);
 
     // Every logged call, checked against the sandbox and the run store.
     const tok = await getTokenizer('tiny-qwen3');
@@ -71,7 +56,7 @@ describe('code_rl RL after a tool-call warm-up', { timeout: 3_600_000 }, () => {
     const passed = verdicts.filter((c) => c.result.startsWith('{"passed": true'));
     const fenced = trajectories.filter((t) => t.trajectory.transitions.at(-1)!.metrics.format === 1).length;
     console.log(
-      `[pipeline_code_tool] ${((Date.now() - started) / 1000).toFixed(0)} s; SFT nll ${nll[0].toFixed(2)} → ${nll.at(-1)!.toFixed(2)} over ${nll.length} steps; ` +
+      `[pipeline_code_tool] ${seconds.toFixed(0)} s; SFT nll ${nll[0].toFixed(2)} → ${nll.at(-1)!.toFixed(2)} over ${nll.length} steps; ` +
         `RL: ${firstTurnCalls}/${episodes} episodes open with a parsed tool call, ${calls.length} calls (${verdicts.length} ran, ${passed.length} passed), ${fenced} fenced answers`,
     );
     // A model that never learned the format gives 0.
@@ -79,7 +64,7 @@ describe('code_rl RL after a tool-call warm-up', { timeout: 3_600_000 }, () => {
     expect(verdicts.length).toBeGreaterThan(0);
 
     // The report of the pipeline (both stages): each call and its verdict in the RL stage's rollout browser.
-    const html = await buildReportHtml([run.run.logPath]);
+    const html = await buildReportHtml([logPath]);
     for (const { call, result } of calls) {
       expect(html).toContain(`<pre class="tool-call-text">${esc(call)}</pre>`);
       expect(html).toContain(`<pre class="tool-result${result.startsWith('{"error"') ? ' bad' : ''}">${esc(result)}</pre>`);

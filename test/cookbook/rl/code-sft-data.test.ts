@@ -9,16 +9,14 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { modelInputToInts } from '../../../src/cookbook/model-input.js';
 import { getRenderer } from '../../../src/cookbook/renderers/registry.js';
-import { TrainOnWhat, type Message } from '../../../src/cookbook/renderers/types.js';
 import { CodeEnvGroupBuilder, checkSolutionTool, toolDeclaring, type CodeEnvOptions, type ToolDeclaringRenderer } from '../../../src/cookbook/rl/envs/code/env.js';
 import { loadCodeTasks, type CodeTask } from '../../../src/cookbook/rl/envs/code/tasks.js';
-import type { InitialObservation } from '../../../src/cookbook/rl/types.js';
 import { LocalSandbox } from '../../../src/cookbook/sandbox/index.js';
 import { loadConversationsJsonl, type ConversationRow } from '../../../src/cookbook/supervised/jsonl.js';
 import { getTokenizer, type Tokenizer } from '../../../src/cookbook/tokenizer.js';
 import { fullTier } from '../../support/tier.js';
+import { replayTranscript } from '../../support/tool-calls.js';
 
 const REPO = join(import.meta.dirname, '..', '..', '..');
 const DIR = join(REPO, 'data', 'code_rl');
@@ -100,38 +98,25 @@ describe.skipIf(unavailable)('code_rl warm-up problems and transcripts', () => {
     const text = (ids: number[]) => maskTimes(tokenizer.decode(ids));
     for (const { messages, line } of sample) {
       const [env] = await new CodeEnvGroupBuilder(tasks[line - 1], renderer, 1, opts()).makeEnvs();
-      const { modelInput, weights } = renderer.buildSupervisedExample(messages, TrainOnWhat.ALL_ASSISTANT_MESSAGES);
-      const tokens = modelInputToInts(modelInput);
-      const spans: Array<[number, number]> = [];
-      weights.forEach((w, i) => {
-        if (w > 0 && (i === 0 || weights[i - 1] === 0)) spans.push([i, i + 1]);
-        else if (w > 0) spans.at(-1)![1] = i + 1;
-      });
-      const assistants = messages.filter((m) => m.role === 'assistant');
-      expect(spans).toHaveLength(assistants.length);
-      let ob = ((await env.initialObservation()) as InitialObservation).ob;
-      for (const [t, [start, end]] of spans.entries()) {
-        const at = `line ${line}, turn ${t}`;
+      for await (const { turn, observation, datumPrefix, assistant, toolResult, step } of replayTranscript(env, renderer, messages)) {
+        const at = `line ${line}, turn ${turn}`;
         // The env's observation is what the SFT datum conditions this turn on (the first exactly; later
         // ones hold a fresh sandbox run, whose measured time alone may differ)...
-        if (t === 0) expect(modelInputToInts(ob), at).toEqual(tokens.slice(0, start));
-        else expect(text(modelInputToInts(ob)), at).toBe(text(tokens.slice(0, start)));
+        if (turn === 0) expect(observation, at).toEqual(datumPrefix);
+        else expect(text(observation), at).toBe(text(datumPrefix));
         // ...and the trained tokens, as the action, make the env do what the transcript says.
-        const step = await env.step(tokens.slice(start, end));
-        const call = assistants[t].tool_calls?.[0];
+        const call = assistant.tool_calls?.[0];
         if (call) {
-          const result = messages[messages.indexOf(assistants[t]) + 1] as Message;
           const logged = /^check_solution\((.*)\)$/s.exec(String(step.logs?.tool_call_0));
           expect(logged, at).not.toBeNull();
           expect(JSON.parse(logged![1]), at).toEqual(JSON.parse(call.function.arguments));
-          expect(maskTimes(String(step.logs?.tool_result_0)), at).toBe(maskTimes(result.content as string));
+          expect(maskTimes(String(step.logs?.tool_result_0)), at).toBe(maskTimes(toolResult!.content as string));
           expect(step.episodeDone, at).toBe(false);
         } else {
           expect(step.episodeDone, at).toBe(true);
           expect(step.reward, at).toBe(1);
           expect(step.metrics, at).toMatchObject({ format: 1, correct: 1 });
         }
-        ob = step.nextObservation;
       }
     }
   });

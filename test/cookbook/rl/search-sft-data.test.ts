@@ -8,13 +8,12 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { modelInputToInts } from '../../../src/cookbook/model-input.js';
 import { getRenderer } from '../../../src/cookbook/renderers/registry.js';
-import { TrainOnWhat, type Message, type Renderer } from '../../../src/cookbook/renderers/types.js';
+import type { Renderer } from '../../../src/cookbook/renderers/types.js';
 import { buildSearchEnv, loadSearchCorpus, loadSearchData, searchInitialMessages, searchTool, type SearchCorpus } from '../../../src/cookbook/rl/envs/search-tool.js';
-import type { InitialObservation } from '../../../src/cookbook/rl/types.js';
 import { loadConversationsJsonl, type ConversationRow } from '../../../src/cookbook/supervised/jsonl.js';
 import { getTokenizer } from '../../../src/cookbook/tokenizer.js';
+import { replayTranscript } from '../../support/tool-calls.js';
 
 const REPO = join(import.meta.dirname, '..', '..', '..');
 const FILE = join(REPO, 'data', 'search_tool', 'sft_tool_calls.jsonl');
@@ -67,38 +66,23 @@ describe('search_tool warm-up transcripts', () => {
     for (const { messages, line } of sample) {
       const train = loadSearchData(join(REPO, 'data/search_tool/train.jsonl'), 'train.jsonl')[line - 1];
       const env = buildSearchEnv(renderer, corpus, train, ENV_OPTS);
-      const { modelInput, weights } = renderer.buildSupervisedExample(messages, TrainOnWhat.ALL_ASSISTANT_MESSAGES);
-      const tokens = modelInputToInts(modelInput);
-      // The trained spans of the datum, one per assistant turn.
-      const spans: Array<[number, number]> = [];
-      weights.forEach((w, i) => {
-        if (w > 0 && (i === 0 || weights[i - 1] === 0)) spans.push([i, i + 1]);
-        else if (w > 0) spans.at(-1)![1] = i + 1;
-      });
-      const assistants = messages.filter((m) => m.role === 'assistant');
-      expect(spans).toHaveLength(assistants.length);
-
-      let ob = ((await env.initialObservation()) as InitialObservation).ob;
-      for (const [t, [start, end]] of spans.entries()) {
-        const at = `line ${line}, turn ${t}`;
+      for await (const { turn, observation, datumPrefix, assistant, toolResult, step } of replayTranscript(env, renderer, messages)) {
+        const at = `line ${line}, turn ${turn}`;
         // The env's observation is exactly what the SFT datum conditions this turn on...
-        expect(modelInputToInts(ob), at).toEqual(tokens.slice(0, start));
+        expect(observation, at).toEqual(datumPrefix);
         // ...and the trained tokens, as the action, make the env do what the transcript says.
-        const step = await env.step(tokens.slice(start, end));
-        const call = assistants[t].tool_calls?.[0];
+        const call = assistant.tool_calls?.[0];
         if (call) {
-          const result = messages[messages.indexOf(assistants[t]) + 1] as Message;
           const logged = /^search\((.*)\)$/s.exec(String(step.logs?.tool_call_0));
           expect(logged, at).not.toBeNull();
           expect(JSON.parse(logged![1]), at).toEqual(JSON.parse(call.function.arguments));
-          expect(step.logs?.tool_result_0, at).toBe(result.content);
+          expect(step.logs?.tool_result_0, at).toBe(toolResult!.content);
           expect(step.episodeDone, at).toBe(false);
         } else {
           expect(step.episodeDone, at).toBe(true);
           expect(step.reward, at).toBe(1);
           expect(step.metrics, at).toMatchObject({ format: 1, correct: 1 });
         }
-        ob = step.nextObservation;
       }
     }
   });
