@@ -12,6 +12,7 @@ import { deserializeTrajectoryGroup } from '../../src/cookbook/rl/serialize.js';
 import type { Env, InitialObservation, StepResult, Trajectory } from '../../src/cookbook/rl/types.js';
 import { RunStore } from '../../src/cookbook/run-store.js';
 import type { Tokenizer } from '../../src/cookbook/tokenizer.js';
+import { toolCallsOf } from '../../src/report/rollouts.js';
 import type { PipelineResult } from '../../src/workflows/pipeline.js';
 import { metricsOf } from './runs.js';
 import { testRun, withWorker, type TestStack } from './stack.js';
@@ -62,18 +63,19 @@ export function rolloutToolCalls(rlDir: string, tok: Tokenizer): RolloutToolCall
       for (const [e, traj] of group.trajectoriesG.entries()) {
         out.episodes += 1;
         out.trajectories.push({ step, group: groupIndex, episode: e, trajectory: traj });
-        if (traj.transitions[0].logs.tool_call_0 !== undefined) out.firstTurnCalls += 1;
+        if (toolCallsOf(traj.transitions[0].logs).length) out.firstTurnCalls += 1;
         for (const [t, tr] of traj.transitions.entries()) {
-          for (let i = 0; tr.logs[`tool_call_${i}`] !== undefined; i++) {
-            const next = traj.transitions[t + 1];
+          const next = traj.transitions[t + 1];
+          for (const c of toolCallsOf(tr.logs)) {
             out.calls.push({
               step,
               group: groupIndex,
               episode: e,
               turn: t,
-              call: String(tr.logs[`tool_call_${i}`]),
-              result: String(tr.logs[`tool_result_${i}`]),
-              recorded: recorded.get(`tool_episode_${e}_turn_${t + 1}_call_${i}.json`),
+              call: c.call,
+              // A call logged without its result fails every comparison with the tool's answer.
+              result: c.result ?? '',
+              recorded: recorded.get(`tool_episode_${e}_turn_${t + 1}_call_${c.index}.json`),
               nextObservation: next ? obText(tok, next) : null,
             });
           }
@@ -83,6 +85,9 @@ export function rolloutToolCalls(rlDir: string, tok: Tokenizer): RolloutToolCall
   }
   return out;
 }
+
+/** A code_rl verdict as text with the sandbox's measured `execution_time` masked, the one part a rerun changes (also inside JSON strings). */
+export const maskSandboxTimes = (text: string) => text.replace(/("|\\")execution_time\1: [0-9.e-]+/g, '$1execution_time$1: T');
 
 /** One assistant turn of a tool-use SFT transcript, replayed through an RL env. */
 export interface ReplayedTurn {

@@ -14,12 +14,11 @@ import { getTokenizer } from '../../src/cookbook/tokenizer.js';
 import { esc } from '../../src/report/html.js';
 import { buildReportHtml } from '../../src/report/report.js';
 import { startTestStack, type TestStack } from '../support/stack.js';
-import { rolloutToolCalls, runWarmupPipeline } from '../support/tool-calls.js';
+import { maskSandboxTimes, rolloutToolCalls, runWarmupPipeline } from '../support/tool-calls.js';
 
 const REPO = join(import.meta.dirname, '..', '..');
 const CONFIG = join(REPO, 'configs', 'pipeline_code_tool.json');
 const RL_STEPS = 4;
-const maskTimes = (text: string) => text.replace(/("|\\")execution_time\1: [0-9.e-]+/g, '$1execution_time$1: T');
 
 describe('code_rl RL after a tool-call warm-up', { timeout: 3_600_000 }, () => {
   let stack: TestStack;
@@ -48,7 +47,7 @@ describe('code_rl RL after a tool-call warm-up', { timeout: 3_600_000 }, () => {
       // The sandbox's verdict on this code, rerun now: the same but for the measured time.
       const args = JSON.parse(/^check_solution\((.*)\)$/s.exec(c.call)![1]);
       const fresh = await checkSolutionTool(task, opts).run({ arguments: args });
-      expect(maskTimes(c.result), c.call).toBe(maskTimes(fresh.messages[0].content as string));
+      expect(maskSandboxTimes(c.result), c.call).toBe(maskSandboxTimes(fresh.messages[0].content as string));
       expect(c.recorded, c.call).toBe(c.result);
       if (c.nextObservation !== null) expect(c.nextObservation).toContain(`<tool_response>\n${c.result}\n</tool_response>`);
     }

@@ -16,16 +16,13 @@ import { LocalSandbox } from '../../../src/cookbook/sandbox/index.js';
 import { loadConversationsJsonl, type ConversationRow } from '../../../src/cookbook/supervised/jsonl.js';
 import { getTokenizer, type Tokenizer } from '../../../src/cookbook/tokenizer.js';
 import { fullTier } from '../../support/tier.js';
-import { replayTranscript } from '../../support/tool-calls.js';
+import { maskSandboxTimes, replayTranscript } from '../../support/tool-calls.js';
 
 const REPO = join(import.meta.dirname, '..', '..', '..');
 const DIR = join(REPO, 'data', 'code_rl');
 const PROBLEMS = join(DIR, 'warmup_problems.jsonl');
 const SFT = join(DIR, 'sft_tool_calls.jsonl');
 const unavailable = await new LocalSandbox().available().then(() => null, (e: Error) => e);
-
-/** The one thing a rerun may change: the wall time the sandbox measured. */
-const maskTimes = (text: string) => text.replace(/("|\\")execution_time\1: [0-9.e-]+/g, '$1execution_time$1: T');
 
 let tokenizer: Tokenizer;
 let renderer: ToolDeclaringRenderer;
@@ -70,7 +67,7 @@ describe.skipIf(unavailable)('code_rl warm-up problems and transcripts', () => {
   it.skipIf(!fullTier)('the transcripts are what it writes, but for measured times', () => {
     const out = regenerate();
     expect(readFileSync(join(out, 'warmup_problems.jsonl')).equals(readFileSync(PROBLEMS))).toBe(true);
-    expect(maskTimes(readFileSync(join(out, 'sft_tool_calls.jsonl'), 'utf8'))).toBe(maskTimes(readFileSync(SFT, 'utf8')));
+    expect(maskSandboxTimes(readFileSync(join(out, 'sft_tool_calls.jsonl'), 'utf8'))).toBe(maskSandboxTimes(readFileSync(SFT, 'utf8')));
   });
 
   it('one per problem, in order: the env prompt, one or two checks, the passing code in a fence', () => {
@@ -95,7 +92,7 @@ describe.skipIf(unavailable)('code_rl warm-up problems and transcripts', () => {
   it('stepped through the RL env: the same observations as the SFT datum, the same calls and verdicts, graded correct', async () => {
     // Every two-check transcript and every fourth other one (each check runs the sandbox).
     const sample = rows.filter((r, i) => r.messages.filter((m) => m.tool_calls).length === 2 || i % 4 === 0);
-    const text = (ids: number[]) => maskTimes(tokenizer.decode(ids));
+    const text = (ids: number[]) => maskSandboxTimes(tokenizer.decode(ids));
     for (const { messages, line } of sample) {
       const [env] = await new CodeEnvGroupBuilder(tasks[line - 1], renderer, 1, opts()).makeEnvs();
       for await (const { turn, observation, datumPrefix, assistant, toolResult, step } of replayTranscript(env, renderer, messages)) {
@@ -110,7 +107,7 @@ describe.skipIf(unavailable)('code_rl warm-up problems and transcripts', () => {
           const logged = /^check_solution\((.*)\)$/s.exec(String(step.logs?.tool_call_0));
           expect(logged, at).not.toBeNull();
           expect(JSON.parse(logged![1]), at).toEqual(JSON.parse(call.function.arguments));
-          expect(maskTimes(String(step.logs?.tool_result_0)), at).toBe(maskTimes(toolResult!.content as string));
+          expect(maskSandboxTimes(String(step.logs?.tool_result_0)), at).toBe(maskSandboxTimes(toolResult!.content as string));
           expect(step.episodeDone, at).toBe(false);
         } else {
           expect(step.episodeDone, at).toBe(true);
