@@ -537,7 +537,7 @@ def main():
                 b = base.get("train")
                 report(f"train: engine {e:,.0f} tok/s, plain PyTorch + peft {b or 0:,.0f} tok/s "
                        f"({args.datums}x{args.length} tokens, rank {args.rank}, {args.dtype})",
-                       train_engine_tok_s=e, train_plain_tok_s=b)
+                       train_engine_tok_s=e, train_plain_tok_s=b, train_shape=f"{args.datums}x{args.length}")
                 if b:
                     ratio("training (engine / plain PyTorch + peft, goal >= 0.9)", e / b)
                 peaks = base.get("peaks")

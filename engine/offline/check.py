@@ -14,11 +14,14 @@ PYTHON names the interpreter that has PyTorch, default python3). Stages, in this
   train, concurrent, overlap, sample
               bench_engine.py, one section per stage, every baseline on the same device → bench.json
   profile, decode
-              profile_train.py, profile_decode.py → profile.txt, decode.txt
+              profile_train.py, profile_decode.py → profile.txt, decode.txt; the training profile's
+              rows also go to bench.json, where with train's figures they split the training ratio
+              into factors (train_breakdown, below)
   suite       the rest of the engine tests in float32 → suite.log
 
-Profiles: `quick` (the default) runs tests, train, concurrent (64, 256 and 512 requests) and overlap
-in a 350 s budget; `full` (--full, or ENGINE_CHECK_PROFILE=full) runs every stage in 540 s.
+Profiles: `quick` (the default) runs tests, train, concurrent (64, 256 and 512 requests), overlap
+and a short training profile in a 350 s budget; `full` (--full, or ENGINE_CHECK_PROFILE=full) runs
+every stage in 540 s.
 ENGINE_CHECK_STAGES picks stages (run in the order given), ENGINE_CHECK_BUDGET sets the budget.
 
 Why Python rather than bash: a stage is a process group (its own session) that is stopped at its
@@ -58,14 +61,15 @@ NEEDS_MODEL = BENCH_SECTIONS + ("profile", "decode")
 SELFTEST = ("hang", "after")  # tests/test_offline_check.py's stages (ENGINE_CHECK_SELFTEST=<marker>)
 
 # Budget, stages and each stage's slice (the most seconds it may take). Quick is sized to end in
-# 6 minutes on an H100 with the install and the checkpoint: its measuring stages' slices (295 s)
-# leave 55 s of its budget for install, env and checkpoint; should those take longer, the last
-# stage gets what is left or is skipped. The tests took 90 s for 29 of them there before the CPU
-# variants were left out; concurrent took most of 150 s at 64 requests with the reference sampler.
+# 6 minutes on an H100 with the install and the checkpoint: its measuring stages' slices (305 s)
+# leave 45 s of its budget for install, env and checkpoint; should those take longer, the last
+# stage (the profile, which explains the training ratio but measures none of the three) gets what
+# is left or is skipped. The tests took 90 s for 29 of them there before the CPU variants were left
+# out; concurrent took most of 150 s at 64 requests with the reference sampler.
 PROFILES = {
-    "quick": (350, ["tests", "train", "concurrent", "overlap"],
-              {"install": 40, "env": 30, "tests": 90, "checkpoint": 60, "train": 45, "concurrent": 115,
-               "overlap": 45}),
+    "quick": (350, ["tests", "train", "concurrent", "overlap", "profile"],
+              {"install": 40, "env": 30, "tests": 85, "checkpoint": 60, "train": 45, "concurrent": 105,
+               "overlap": 40, "profile": 30}),
     "full": (540, ["tests", "train", "concurrent", "overlap", "sample", "profile", "decode", "suite"],
              {"install": 40, "env": 30, "tests": 120, "checkpoint": 60, "train": 60, "concurrent": 150,
               "overlap": 60, "sample": 45, "profile": 90, "decode": 60, "suite": 10**6}),
@@ -79,8 +83,16 @@ QUICK_CUDA_ARGS = {
     "train": ["--steps", "3"],
     "concurrent": ["--concurrent", "64,256,512", "--rl-tokens", "64", "--rounds", "2", "--skip-reference"],
     "overlap": ["--rl-tokens", "64", "--overlap-steps", "5"],
+    "profile": ["--quick", "--rows", "15"],
 }
-FULL_CUDA_ARGS = {"concurrent": ["--concurrent", "64,256,512"]}
+FULL_CUDA_ARGS = {"concurrent": ["--concurrent", "64,256,512"], "profile": ["--variants"], "decode": ["--variants"]}
+# On CPU (the check's own tests) small sizes, the same for train and profile so that their figures
+# combine into the training breakdown.
+CPU_ARGS = {
+    "train": ["--datums", "2", "--length", "64", "--steps", "3"],
+    "profile": ["--quick", "--datums", "2", "--length", "64", "--rows", "12"],
+    "decode": ["--rows", "8", "--tokens", "4", "--profile-rows", "12"],
+}
 GRACE = ((signal.SIGINT, 4.0), (signal.SIGTERM, 2.0), (signal.SIGKILL, 1.0))  # signal, then seconds to wait
 
 ENV_PROBE = r"""
@@ -224,6 +236,40 @@ def write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+# train_breakdown's factors: (name, numerator key, denominator key, what it measures). Their product
+# is the training ratio (the engine over HTTP ÷ the plain loop under PyTorch's defaults), because
+# each denominator is the next numerator.
+BREAKDOWN = (
+    ("serving", "train_engine_tok_s", "train_inprocess_engine_tok_s",
+     "the engine over HTTP / its training step in-process: requests, futures, the server's threads"),
+    ("step", "train_inprocess_engine_tok_s", "train_inprocess_plain_tok_s",
+     "the engine's training step / the plain loop's, both under the engine's settings"),
+    ("determinism", "train_inprocess_plain_tok_s", "train_inprocess_plain_nondeterministic_tok_s",
+     "deterministic algorithms on / off, on the plain loop"),
+    ("settings", "train_inprocess_plain_nondeterministic_tok_s", "train_plain_tok_s",
+     "the plain loop under the engine's other settings (on CUDA its fixed cuBLAS workspace) / under PyTorch's defaults"),
+)
+
+
+def train_breakdown(bench: dict):
+    """The training ratio split into factors that multiply to it, or None until the train and
+    profile stages have both measured, at the same shape (a factor below 1 is where time goes)."""
+    keys = {k for _, num, den, _ in BREAKDOWN for k in (num, den)}
+    if not all(isinstance(bench.get(k), (int, float)) and bench[k] > 0 for k in keys):
+        return None
+    if bench.get("train_shape") != bench.get("train_inprocess_shape"):
+        return None
+    factors = {name: bench[num] / bench[den] for name, num, den, _ in BREAKDOWN}
+    ratio = bench["train_engine_tok_s"] / bench["train_plain_tok_s"]
+    # Deterministic algorithms cost the engine's step differently from the plain loop's: reported beside.
+    nondeterministic = bench.get("train_inprocess_engine_nondeterministic_tok_s")
+    engine_determinism = bench["train_inprocess_engine_tok_s"] / nondeterministic if nondeterministic else None
+    summary = (f"train breakdown ({bench['train_shape']}): engine / plain {ratio:.2f} = "
+               + " x ".join(f"{name} {value:.2f}" for name, value in factors.items()))
+    return {"ratio": ratio, "factors": factors, "engine_determinism": engine_determinism,
+            "meaning": {name: meaning for name, _, _, meaning in BREAKDOWN}, "summary": summary}
+
+
 class Check:
     def __init__(self, out: Path, work: Path, profile: str, budget: float):
         self.out, self.work, self.profile, self.budget = out, work, profile, budget
@@ -278,6 +324,9 @@ class Check:
             ratios.update(data.pop("ratios", None) or {})
             merged.update(data)
         merged["ratios"] = ratios
+        breakdown = train_breakdown(merged)
+        if breakdown:
+            merged["train_breakdown"] = breakdown
         write_atomic(self.out / "bench.json", json.dumps(merged, indent=2))
         self.merged = stamp
 
@@ -454,13 +503,13 @@ def main(argv: list) -> int:
                 check.say(f"== {name}: skipped, no checkpoint")
                 check.record(name, "skipped: no checkpoint")
             elif name in BENCH_SECTIONS:
-                check.bench(name, model_args, cuda_args.get(name, []) if device == "cuda" else [])
+                check.bench(name, model_args, (cuda_args if device == "cuda" else CPU_ARGS).get(name, []))
             elif name in ("profile", "decode"):
-                cpu = {"profile": ["--device", "cpu", "--datums", "2", "--length", "64", "--rows", "12"],
-                       "decode": ["--device", "cpu", "--rows", "8", "--tokens", "4", "--profile-rows", "12"]}[name]
                 script = {"profile": "profile_train.py", "decode": "profile_decode.py"}[name]
-                check.to_file(name, [check.python, str(BENCH / script),
-                                     *([*model_args, "--variants"] if device == "cuda" else cpu)], f"{name}.txt")
+                extra = (cuda_args if device == "cuda" else CPU_ARGS).get(name, [])
+                if name == "profile":  # its rows, for bench.json's train_breakdown
+                    extra = [*extra, "--json-out", str(check.parts / f"{len(check.records):02d}-profile.json")]
+                check.to_file(name, [check.python, str(BENCH / script), *model_args, *extra], f"{name}.txt")
             elif name == "suite":
                 # In float32: the suite's expectations are float32's (bf16 is checked by the tests
                 # stage's dtype tests and measured by the benchmark).
@@ -478,6 +527,10 @@ def main(argv: list) -> int:
     finally:
         sweep()
         check.merge()
+        breakdown = train_breakdown(json.loads((out / "bench.json").read_text() or "{}")) \
+            if (out / "bench.json").exists() else None
+        if breakdown:
+            check.say(breakdown["summary"])
         outcomes = " · ".join(f"{r['stage']} {r['status']}" for r in check.records)
         check.say(f"== done in {time.monotonic() - check.started:.0f} s of {budget:.0f}: {outcomes}")
     failed = any(r["status"] != "ok" for r in check.records)  # a skipped stage leaves the check incomplete

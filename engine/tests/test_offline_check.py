@@ -4,7 +4,9 @@ GPU a stage that outlives its slice must not take the lease with it: the check e
 budget + 10 s, stops every process a stage started (also those that left its process group), keeps
 the measurements made before the cut and still runs the stages the budget has room for."""
 
+import importlib.util
 import json
+import math
 import os
 import signal
 import subprocess
@@ -123,3 +125,55 @@ def test_the_live_junit_report_names_the_results_of_a_run_that_is_killed(tmp_pat
     assert "did not finish" in hung.get("message")
     assert "assert 1 == 2" in suite.find("testcase[@name='test_fails']/failure").text
     assert (suite.get("tests"), suite.get("failures"), suite.get("errors"), suite.get("skipped")) == ("4", "1", "1", "1")
+
+
+def load_check_module():
+    spec = importlib.util.spec_from_file_location("engine_offline_check", REPO / "engine/offline/check.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_training_breakdown_multiplies_to_the_ratio_and_waits_for_both_stages_at_one_shape():
+    check = load_check_module()
+    bench = {"train_shape": "8x512", "train_inprocess_shape": "8x512", "train_plain_tok_s": 19726.0,
+             "train_engine_tok_s": 15490.0, "train_inprocess_engine_tok_s": 16800.0,
+             "train_inprocess_plain_tok_s": 18100.0, "train_inprocess_plain_nondeterministic_tok_s": 18900.0,
+             "train_inprocess_engine_nondeterministic_tok_s": 17600.0}
+    out = check.train_breakdown(bench)
+    assert out["ratio"] == pytest.approx(15490 / 19726)
+    assert math.prod(out["factors"].values()) == pytest.approx(out["ratio"], rel=1e-12)
+    assert out["factors"] == pytest.approx({"serving": 15490 / 16800, "step": 16800 / 18100,
+                                            "determinism": 18100 / 18900, "settings": 18900 / 19726})
+    assert out["engine_determinism"] == pytest.approx(16800 / 17600)
+    assert out["summary"] == ("train breakdown (8x512): engine / plain 0.79 = serving 0.92 x step 0.93 x "
+                              "determinism 0.96 x settings 0.96")
+    # Until both stages have measured, at the same shape, there is nothing to split.
+    assert check.train_breakdown({**bench, "train_inprocess_shape": "2x64"}) is None
+    assert check.train_breakdown({k: v for k, v in bench.items() if k != "train_inprocess_plain_tok_s"}) is None
+    assert check.train_breakdown({**bench, "train_engine_tok_s": None}) is None
+
+
+def test_the_train_and_profile_stages_split_the_training_ratio_on_this_machine(tmp_path):
+    """The quick profile's path on CPU: the train stage over HTTP, the profile in-process, their
+    figures combined into bench.json's train_breakdown and the operator tables in profile.txt."""
+    out = tmp_path / "out"
+    env = dict(os.environ, PYTHON=sys.executable, ENGINE_CHECK_WORK=str(tmp_path / "work"),
+               ENGINE_OFFLINE_PACK=str(tmp_path / "no-pack"), ENGINE_CHECK_STAGES="train profile")
+    run = subprocess.run(["bash", str(REPO / "engine/offline/check.sh"), str(out)], cwd=REPO, env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
+    log = (out / "check.log").read_text()
+    stages = json.loads((out / "stages.json").read_text())["stages"]
+    assert [(s["stage"], s["status"]) for s in stages] == [("env", "ok"), ("train", "ok"), ("profile", "ok")], log
+    assert run.returncode == 0, log
+    bench = json.loads((out / "bench.json").read_text())
+    breakdown = bench["train_breakdown"]
+    assert bench["train_shape"] == bench["train_inprocess_shape"] == "2x64"
+    assert breakdown["ratio"] == pytest.approx(bench["ratios"]["training (engine / plain PyTorch + peft, goal >= 0.9)"])
+    assert math.prod(breakdown["factors"].values()) == pytest.approx(breakdown["ratio"], rel=1e-9)
+    assert all(0.2 < f < 5 for f in breakdown["factors"].values()), breakdown  # measured, not made up
+    assert breakdown["summary"] in log
+    profile = (out / "profile.txt").read_text()
+    for label in ("engine", "plain PyTorch + peft", "engine, determinism off", "plain PyTorch + peft, determinism off"):
+        assert f"\n{label} " in profile, profile
+    assert "== engine: top operators" in profile and "== plain: top operators" in profile
