@@ -282,6 +282,7 @@ class Check:
         shutil.rmtree(self.parts, ignore_errors=True)
         self.parts.mkdir(parents=True)
         self.merged: list = []
+        self.breakdown = None
         self.records: list = []
         self.slices = dict(PROFILES[profile][2], **SELFTEST_SLICES)
         self.env = dict(os.environ, PYTHONUNBUFFERED="1", PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", TINKER_TELEMETRY="0",
@@ -324,9 +325,9 @@ class Check:
             ratios.update(data.pop("ratios", None) or {})
             merged.update(data)
         merged["ratios"] = ratios
-        breakdown = train_breakdown(merged)
-        if breakdown:
-            merged["train_breakdown"] = breakdown
+        self.breakdown = train_breakdown(merged)
+        if self.breakdown:
+            merged["train_breakdown"] = self.breakdown
         write_atomic(self.out / "bench.json", json.dumps(merged, indent=2))
         self.merged = stamp
 
@@ -527,10 +528,8 @@ def main(argv: list) -> int:
     finally:
         sweep()
         check.merge()
-        breakdown = train_breakdown(json.loads((out / "bench.json").read_text() or "{}")) \
-            if (out / "bench.json").exists() else None
-        if breakdown:
-            check.say(breakdown["summary"])
+        if check.breakdown:
+            check.say(check.breakdown["summary"])
         outcomes = " · ".join(f"{r['stage']} {r['status']}" for r in check.records)
         check.say(f"== done in {time.monotonic() - check.started:.0f} s of {budget:.0f}: {outcomes}")
     failed = any(r["status"] != "ok" for r in check.records)  # a skipped stage leaves the check incomplete
