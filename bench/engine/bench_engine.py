@@ -506,18 +506,18 @@ def main():
             report(f"baseline: transformers generate {rate:,.0f} tok/s", sample_generate_tok_s=rate)
             return rate
         base["sample"] = guarded("sample_generate", generate)
-    if "concurrent" in sections and cuda:
-        def generate_batch(n):
-            rate = generate_batch_baseline(args, n, device, dtype)
-            report(f"baseline: transformers generate_batch, {n} requests x {args.rl_tokens} tokens: {rate:,.0f} tok/s",
-                   **{f"rl{n}_generate_batch_tok_s": rate})
-            return rate
-        for n in args.concurrent:
-            base[f"rl{n}"] = guarded(f"rl{n}_generate_batch", lambda n=n: generate_batch(n))
     release(device)
 
+    def generate_batch(n):
+        # Measured level by level, just before the engine at that level (the engine, started by the
+        # first level, idles meanwhile): a stage stopped at its slice keeps whole pairs.
+        rate = generate_batch_baseline(args, n, device, dtype)
+        report(f"baseline: transformers generate_batch, {n} requests x {args.rl_tokens} tokens: {rate:,.0f} tok/s",
+               **{f"rl{n}_generate_batch_tok_s": rate})
+        return rate
+
     # Phase 2: the engines, each started when a section first needs it and measured against the
-    # baselines above.
+    # baselines above (the concurrent section's: generate_batch, just before each level).
     engines: dict = {}
 
     def engine(name):
@@ -565,6 +565,8 @@ def main():
             reference_rates: dict = {}
 
             def concurrent(n):
+                if cuda:
+                    base[f"rl{n}"] = guarded(f"rl{n}_generate_batch", lambda: generate_batch(n))
                 f = engine_concurrent(Http(engine("fast").url), args, n)
                 line = f"{n} concurrent single-sample requests x {args.rl_tokens} tokens: fast sampler {f:,.0f} tok/s"
                 numbers = {f"rl{n}_fast_tok_s": f}

@@ -22,7 +22,8 @@ PYTHON names the interpreter that has PyTorch, default python3). Stages, in this
 Profiles: `quick` (the default) runs tests, train, concurrent (64, 256 and 512 requests), overlap
 and a short training profile in a 350 s budget; `full` (--full, or ENGINE_CHECK_PROFILE=full) runs
 every stage in 540 s.
-ENGINE_CHECK_STAGES picks stages (run in the order given), ENGINE_CHECK_BUDGET sets the budget.
+ENGINE_CHECK_STAGES picks stages (run in the order given), ENGINE_CHECK_BUDGET sets the budget,
+ENGINE_CHECK_SLICES overrides slices ("profile=60 concurrent=150": seconds by stage).
 
 Why Python rather than bash: a stage is a process group (its own session) that is stopped at its
 slice — SIGINT (pytest writes its summary, a benchmark stops its engines), SIGTERM, then SIGKILL, a
@@ -89,8 +90,8 @@ FULL_CUDA_ARGS = {"concurrent": ["--concurrent", "64,256,512"], "profile": ["--v
 # On CPU (the check's own tests) small sizes, the same for train and profile so that their figures
 # combine into the training breakdown.
 CPU_ARGS = {
-    "train": ["--datums", "2", "--length", "64", "--steps", "3"],
-    "profile": ["--quick", "--datums", "2", "--length", "64", "--rows", "12"],
+    "train": ["--datums", "2", "--length", "32", "--steps", "3"],
+    "profile": ["--quick", "--datums", "2", "--length", "32", "--rows", "12"],
     "decode": ["--rows", "8", "--tokens", "4", "--profile-rows", "12"],
 }
 GRACE = ((signal.SIGINT, 4.0), (signal.SIGTERM, 2.0), (signal.SIGKILL, 1.0))  # signal, then seconds to wait
@@ -270,6 +271,20 @@ def train_breakdown(bench: dict):
             "meaning": {name: meaning for name, _, _, meaning in BREAKDOWN}, "summary": summary}
 
 
+def slice_overrides() -> dict:
+    """ENGINE_CHECK_SLICES ("stage=seconds ..."), or a clear exit naming what is wrong with it."""
+    overrides = {}
+    for item in os.environ.get("ENGINE_CHECK_SLICES", "").split():
+        name, _, seconds = item.partition("=")
+        try:
+            overrides[name] = float(seconds)
+        except ValueError:
+            sys.exit(f"ENGINE_CHECK_SLICES: {item!r} is not stage=seconds")
+        if not name or overrides[name] <= 0:
+            sys.exit(f"ENGINE_CHECK_SLICES: {item!r} is not stage=seconds (seconds > 0)")
+    return overrides
+
+
 class Check:
     def __init__(self, out: Path, work: Path, profile: str, budget: float):
         self.out, self.work, self.profile, self.budget = out, work, profile, budget
@@ -284,7 +299,7 @@ class Check:
         self.merged: list = []
         self.breakdown = None
         self.records: list = []
-        self.slices = dict(PROFILES[profile][2], **SELFTEST_SLICES)
+        self.slices = dict(PROFILES[profile][2], **SELFTEST_SLICES, **slice_overrides())
         self.env = dict(os.environ, PYTHONUNBUFFERED="1", PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", TINKER_TELEMETRY="0",
                         TOKENIZERS_PARALLELISM="false", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
         self.python = os.environ.get("PYTHON") or sys.executable

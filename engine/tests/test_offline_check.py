@@ -154,12 +154,24 @@ def test_the_training_breakdown_multiplies_to_the_ratio_and_waits_for_both_stage
     assert check.train_breakdown({**bench, "train_engine_tok_s": None}) is None
 
 
+def test_slice_overrides_are_read_by_stage_and_a_bad_one_is_named(monkeypatch):
+    check = load_check_module()
+    monkeypatch.setenv("ENGINE_CHECK_SLICES", "profile=60 concurrent=150.5")
+    assert check.slice_overrides() == {"profile": 60.0, "concurrent": 150.5}
+    for bad in ("profile", "profile=soon", "=30", "train=0"):
+        monkeypatch.setenv("ENGINE_CHECK_SLICES", f"concurrent=150 {bad}")
+        with pytest.raises(SystemExit, match=f"ENGINE_CHECK_SLICES: '{bad}' is not stage=seconds"):
+            check.slice_overrides()
+
+
 def test_the_train_and_profile_stages_split_the_training_ratio_on_this_machine(tmp_path):
     """The quick profile's path on CPU: the train stage over HTTP, the profile in-process, their
-    figures combined into bench.json's train_breakdown and the operator tables in profile.txt."""
+    figures combined into bench.json's train_breakdown and the operator tables in profile.txt.
+    The slices are the GPU's; beside the rest of the gate on two cores these stages need more."""
     out = tmp_path / "out"
     env = dict(os.environ, PYTHON=sys.executable, ENGINE_CHECK_WORK=str(tmp_path / "work"),
-               ENGINE_OFFLINE_PACK=str(tmp_path / "no-pack"), ENGINE_CHECK_STAGES="train profile")
+               ENGINE_OFFLINE_PACK=str(tmp_path / "no-pack"), ENGINE_CHECK_STAGES="train profile",
+               ENGINE_CHECK_SLICES="train=150 profile=150")
     run = subprocess.run(["bash", str(REPO / "engine/offline/check.sh"), str(out)], cwd=REPO, env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
     log = (out / "check.log").read_text()
@@ -168,10 +180,11 @@ def test_the_train_and_profile_stages_split_the_training_ratio_on_this_machine(t
     assert run.returncode == 0, log
     bench = json.loads((out / "bench.json").read_text())
     breakdown = bench["train_breakdown"]
-    assert bench["train_shape"] == bench["train_inprocess_shape"] == "2x64"
+    assert bench["train_shape"] == bench["train_inprocess_shape"] == "2x32"
     assert breakdown["ratio"] == pytest.approx(bench["ratios"]["training (engine / plain PyTorch + peft, goal >= 0.9)"])
     assert math.prod(breakdown["factors"].values()) == pytest.approx(breakdown["ratio"], rel=1e-9)
-    assert all(0.2 < f < 5 for f in breakdown["factors"].values()), breakdown  # measured, not made up
+    # Measured, not made up (wide bounds: on a loaded machine the two stages see different loads).
+    assert all(0.1 < f < 10 for f in breakdown["factors"].values()), breakdown
     assert breakdown["summary"] in log
     profile = (out / "profile.txt").read_text()
     for label in ("engine", "plain PyTorch + peft", "engine, determinism off", "plain PyTorch + peft, determinism off"):
