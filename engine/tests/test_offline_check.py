@@ -167,11 +167,12 @@ def test_slice_overrides_are_read_by_stage_and_a_bad_one_is_named(monkeypatch):
 def test_the_train_and_profile_stages_split_the_training_ratio_on_this_machine(tmp_path):
     """The quick profile's path on CPU: the train stage over HTTP, the profile in-process, their
     figures combined into bench.json's train_breakdown and the operator tables in profile.txt.
-    The slices are the GPU's; beside the rest of the gate on two cores these stages need more."""
+    The slices are the GPU's; beside the rest of the gate on two cores these stages need more, and
+    one thread each leaves the other core to the rest."""
     out = tmp_path / "out"
     env = dict(os.environ, PYTHON=sys.executable, ENGINE_CHECK_WORK=str(tmp_path / "work"),
                ENGINE_OFFLINE_PACK=str(tmp_path / "no-pack"), ENGINE_CHECK_STAGES="train profile",
-               ENGINE_CHECK_SLICES="train=150 profile=150")
+               ENGINE_CHECK_SLICES="train=150 profile=150", ENGINE_CHECK_CPU_ARGS="--threads 1")
     run = subprocess.run(["bash", str(REPO / "engine/offline/check.sh"), str(out)], cwd=REPO, env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
     log = (out / "check.log").read_text()
@@ -179,6 +180,7 @@ def test_the_train_and_profile_stages_split_the_training_ratio_on_this_machine(t
     assert [(s["stage"], s["status"]) for s in stages] == [("env", "ok"), ("train", "ok"), ("profile", "ok")], log
     assert run.returncode == 0, log
     bench = json.loads((out / "bench.json").read_text())
+    assert "train_breakdown" in bench, f"{json.dumps(bench, indent=1)}\n{log}\n{(out / 'profile.txt').read_text()}"
     breakdown = bench["train_breakdown"]
     assert bench["train_shape"] == bench["train_inprocess_shape"] == "2x32"
     assert breakdown["ratio"] == pytest.approx(bench["ratios"]["training (engine / plain PyTorch + peft, goal >= 0.9)"])
