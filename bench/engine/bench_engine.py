@@ -125,6 +125,13 @@ class Http:
         return self.post("create_session", {"tags": [], "user_metadata": {}, "sdk_version": "bench"})["session_id"]
 
 
+def write_json_atomic(path: str, data: dict) -> None:
+    """Replaces `path` whole: a reader (the GPU check merging as it goes) never sees half a file."""
+    tmp = Path(path + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2))
+    os.replace(tmp, path)
+
+
 def sync(device):
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -458,9 +465,7 @@ def main():
 
     def write_json():
         if args.json_out:  # after every number, so a run cut short still leaves what it measured
-            tmp = Path(args.json_out + ".tmp")
-            tmp.write_text(json.dumps(results, indent=2))
-            os.replace(tmp, args.json_out)
+            write_json_atomic(args.json_out, results)
 
     def report(line, **numbers):
         print(line, flush=True)

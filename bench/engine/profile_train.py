@@ -18,7 +18,6 @@ PyTorch's defaults run it).
 """
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -38,6 +37,7 @@ from tinker_engine.wire import Datum, ForwardRequest  # noqa: E402
 
 from bench_engine import (  # noqa: E402
     add_model_arguments, model_spec, peft_model, plain_train_step, resolve_model_arguments, sequences, sync,
+    write_json_atomic,
 )
 
 
@@ -123,9 +123,7 @@ def main():
         if label in QUICK_ROWS:
             results[QUICK_ROWS[label]] = tokens / ms * 1000
         if args.json_out:  # after every row, so a stage cut short keeps what it measured
-            tmp = Path(args.json_out + ".tmp")
-            tmp.write_text(json.dumps(results, indent=2))
-            os.replace(tmp, args.json_out)
+            write_json_atomic(args.json_out, results)
 
     print(f"{args.datums}x{args.length} tokens, rank {args.rank}, {args.dtype}, {device}", flush=True)
     row("engine", engine)
