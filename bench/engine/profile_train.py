@@ -3,7 +3,8 @@ in-process on one device (no HTTP), with torch.profiler's top operators for each
 
 Usage: python profile_train.py [--device cuda] [--model DIR|tiny-qwen3] [--datums 8 --length 512]
        [--variants] (also times the engine with deterministic mode's NaN fill of new memory, with
-       determinism off, with other head chunk sizes, and the plain loop with determinism off)
+       determinism off, with other head chunk sizes, with the fused attention backward on a GPU, and
+       the plain loop with determinism off)
        [--quick] (the GPU check's quick profile: the four rows that split bench_engine's training
        ratio, fewer steps, one profiled step each) [--json-out FILE] (every row's tokens/s, rewritten
        after each row)
@@ -86,6 +87,7 @@ QUICK_ROWS = {
     "plain PyTorch + peft": "train_inprocess_plain_tok_s",
     "engine, determinism off": "train_inprocess_engine_nondeterministic_tok_s",
     "plain PyTorch + peft, determinism off": "train_inprocess_plain_nondeterministic_tok_s",
+    "engine, fused attention backward": "train_inprocess_engine_fused_attention_tok_s",
 }
 
 
@@ -128,6 +130,12 @@ def main():
     print(f"{args.datums}x{args.length} tokens, rank {args.rank}, {args.dtype}, {device}", flush=True)
     row("engine", engine)
     row("plain PyTorch + peft", plain)
+    if device.type != "cpu" and (args.variants or args.quick):
+        # What the exact attention backward (a bitwise reproducible step) costs against the fused
+        # kernels' (--attention-backward fused); on CPU both are the CPU's own backward.
+        fused = TrainingModel(base, spec, LoraSpec(rank=args.rank), device, 8192, exact_attention_backward=False)
+        row("engine, fused attention backward", engine_step(fused, seqs, device))
+        del fused
     if args.variants and not args.quick:
         # PyTorch's default in deterministic mode, which the engine turns off: every new tensor
         # NaN-filled before its op writes it (a kernel and a memory pass per allocation).

@@ -56,7 +56,7 @@ REPO = Path(__file__).resolve().parents[2]
 ENGINE = REPO / "engine"
 BENCH = REPO / "bench" / "engine"
 DEVICE_TESTS = ["tests/test_fast_decode.py", "tests/test_head.py", "tests/test_grads_finite.py",
-                "tests/test_device_transfers.py", "tests/test_uninitialized_memory.py"]
+                "tests/test_device_transfers.py", "tests/test_uninitialized_memory.py", "tests/test_attention.py"]
 BENCH_SECTIONS = ("train", "concurrent", "overlap", "sample")
 NEEDS_MODEL = BENCH_SECTIONS + ("profile", "decode")
 SELFTEST = ("hang", "after")  # tests/test_offline_check.py's stages (ENGINE_CHECK_SELFTEST=<marker>)
@@ -265,9 +265,15 @@ def train_breakdown(bench: dict):
     # Deterministic algorithms cost the engine's step differently from the plain loop's: reported beside.
     nondeterministic = bench.get("train_inprocess_engine_nondeterministic_tok_s")
     engine_determinism = bench["train_inprocess_engine_tok_s"] / nondeterministic if nondeterministic else None
+    # Of that, the exact attention backward (bitwise reproducible steps) against the fused kernels'.
+    fused = bench.get("train_inprocess_engine_fused_attention_tok_s")
+    exact_attention = bench["train_inprocess_engine_tok_s"] / fused if fused else None
     summary = (f"train breakdown ({bench['train_shape']}): engine / plain {ratio:.2f} = "
                + " x ".join(f"{name} {value:.2f}" for name, value in factors.items()))
+    if exact_attention is not None and engine_determinism is not None:
+        summary += f" (engine's determinism {engine_determinism:.2f}, of it exact attention backward {exact_attention:.2f})"
     return {"ratio": ratio, "factors": factors, "engine_determinism": engine_determinism,
+            "engine_exact_attention": exact_attention,
             "meaning": {name: meaning for name, _, _, meaning in BREAKDOWN}, "summary": summary}
 
 

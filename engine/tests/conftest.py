@@ -15,6 +15,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 API_KEY = "tml-test"
 
+# As the engine sets it (cli.configure_determinism), before any test initialises CUDA: deterministic
+# cuBLAS, which the device tests' bitwise comparisons need.
+os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+
 
 def pytest_configure(config):
     # pytest shows warnings its own way, past the filter fast_decode installs for the engine.

@@ -148,6 +148,10 @@ def test_the_training_breakdown_multiplies_to_the_ratio_and_waits_for_both_stage
     assert out["engine_determinism"] == pytest.approx(16800 / 17600)
     assert out["summary"] == ("train breakdown (8x512): engine / plain 0.79 = serving 0.92 x step 0.93 x "
                               "determinism 0.96 x settings 0.96")
+    assert out["engine_exact_attention"] is None  # measured on GPUs only
+    on_gpu = check.train_breakdown({**bench, "train_inprocess_engine_fused_attention_tok_s": 16960.0})
+    assert on_gpu["engine_exact_attention"] == pytest.approx(16800 / 16960)
+    assert on_gpu["summary"].endswith("settings 0.96 (engine's determinism 0.95, of it exact attention backward 0.99)")
     # Until both stages have measured, at the same shape, there is nothing to split.
     assert check.train_breakdown({**bench, "train_inprocess_shape": "2x64"}) is None
     assert check.train_breakdown({k: v for k, v in bench.items() if k != "train_inprocess_plain_tok_s"}) is None

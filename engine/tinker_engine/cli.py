@@ -57,6 +57,13 @@ def parse_args(argv=None):
                         "on CPU")
     p.add_argument("--kv-cache-gb", type=float, default=float(os.environ.get("TINKER_ENGINE_KV_CACHE_GB", "0")),
                    help="memory for the fast sampler's KV caches (default: 30%% of the GPU's memory; 2 GB on CPU)")
+    p.add_argument("--attention-backward", default=os.environ.get("TINKER_ENGINE_ATTENTION_BACKWARD", "exact"),
+                   choices=["exact", "fused"],
+                   help="training on a GPU: exact = attention's backward computed by the engine in a fixed order, "
+                        "so a step (retried or replayed) gives bitwise the same weights; its cost grows with the "
+                        "square of the sequence length. fused = PyTorch's flash/memory-efficient kernels: faster on "
+                        "long sequences, not bitwise reproducible. The CPU's attention backward is deterministic "
+                        "either way")
     p.add_argument("--max-decode-rows", type=int, default=int(os.environ.get("TINKER_ENGINE_MAX_DECODE_ROWS", "512")),
                    help="most samples one fast-sampler batch decodes at once")
     p.add_argument("--clock-cycle-ms", type=float,
@@ -192,6 +199,7 @@ def main(argv=None):
         sampler=sampler,
         kv_cache_bytes=kv_cache_bytes,
         max_decode_rows=args.max_decode_rows,
+        exact_attention_backward=args.attention_backward == "exact",
         clock_cycle_ms=args.clock_cycle_ms,
         custom_loss_server_side=args.custom_loss_server_side,
         sample_ms_per_token=args.sample_ms_per_token,

@@ -211,7 +211,7 @@ class Engine:
                  max_batch_tokens: int = 8192, long_poll_seconds: float = 20.0, continuous_batching: bool = False,
                  sampler: str = "reference", kv_cache_bytes: int = 2 << 30, max_decode_rows: int = 512,
                  clock_cycle_ms: float = 0, custom_loss_server_side: bool = False,
-                 sample_ms_per_token: float = 0, sample_slots: int = 1):
+                 sample_ms_per_token: float = 0, sample_slots: int = 1, exact_attention_backward: bool = True):
         self.store = ckpt.CheckpointStore(data_dir)
         # SDK 0.38 uploads custom losses only when client/config says so (off unless asked for).
         self.custom_loss_server_side = custom_loss_server_side
@@ -220,6 +220,7 @@ class Engine:
         self.bases = BaseModelCache(device, dtype)
         self.device = device
         self.max_batch_tokens = max_batch_tokens
+        self.exact_attention_backward = exact_attention_backward
         self.long_poll_seconds = long_poll_seconds
         self.futures = FutureStore()
         # Sequences sampled with record_stability_info, for provenance checks (stability.py).
@@ -498,7 +499,8 @@ class Engine:
         def run():
             try:
                 base = self.bases.model(spec)
-                trainer = TrainingModel(base, spec, lora, self.device, self.max_batch_tokens)
+                trainer = TrainingModel(base, spec, lora, self.device, self.max_batch_tokens,
+                                        exact_attention_backward=self.exact_attention_backward)
                 # A create-via-load whose load fails leaves no model behind: training on fresh
                 # weights instead of the checkpoint's would be a silent wrong answer.
                 result = then(trainer) if then is not None else {"type": "create_model", "model_id": model_id}

@@ -10,6 +10,7 @@ import torch
 from safetensors.torch import load as safetensors_load
 from safetensors.torch import save_file
 
+from . import attention
 from .base_models import BaseModelSpec, instance_sharing_weights
 from .errors import RequestFailed
 from .head import HeadProjection
@@ -87,12 +88,16 @@ def micro_batches(datums: list, max_tokens: int) -> list:
 
 
 class TrainingModel:
-    def __init__(self, base: torch.nn.Module, spec: BaseModelSpec, lora: LoraSpec, device, max_batch_tokens: int):
+    def __init__(self, base: torch.nn.Module, spec: BaseModelSpec, lora: LoraSpec, device, max_batch_tokens: int,
+                 exact_attention_backward: bool = True):
         self.spec = spec
         self.lora = lora
         self.device = device
         self.max_batch_tokens = max_batch_tokens
-        self.peft = attach_lora(instance_sharing_weights(base), lora)
+        instance = instance_sharing_weights(base)
+        if exact_attention_backward:  # bitwise reproducible steps on GPUs too (attention.py)
+            attention.use_in(instance)
+        self.peft = attach_lora(instance, lora)
         self.params = {n: p for n, p in self.peft.named_parameters() if p.requires_grad}
         for p in self.params.values():
             p.data = p.data.float()  # adapters train in fp32 even over a bf16 base
