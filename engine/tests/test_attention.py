@@ -2,6 +2,14 @@
 training instances use it where the fused kernels' backward is not deterministic, and a training
 step is bitwise reproducible on every device (on CUDA, the case the exact backward exists for)."""
 
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -60,6 +68,103 @@ def test_half_precision_inputs_give_float32_accurate_gradients_in_their_dtype():
     for g, e in zip(got, expected):
         assert g.dtype == torch.bfloat16
         assert (g.double() - e).norm() / e.norm() < 2e-2
+
+
+SHAPES = [(1, 2, 1, 37, 16, True), (2, 4, 2, 70, 24, True), (1, 4, 4, 65, 16, False), (1, 2, 2, 130, 32, True)]
+
+# Triton's interpreter runs the kernels on the CPU with numpy (float32: its bfloat16 is not numpy's).
+# Its range() needs a plain number where a compiled kernel takes a scalar tensor: a bound derived
+# from tl.program_id (a 1-element array there) is read as its one element.
+INTERPRETED = textwrap.dedent("""
+    import json, sys
+    import numpy as np, torch
+    import triton.runtime.interpreter as interpreter
+    patch = interpreter._patch_lang_tensor
+    def patched(tensor, scope):
+        patch(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(np.asarray(self.handle.data).reshape(-1)[0]))
+    interpreter._patch_lang_tensor = patched
+    from tinker_engine import attention_triton
+    errors = []
+    for B, H, Hk, T, D, causal in json.loads(sys.argv[1]):
+        g = torch.Generator().manual_seed(T)
+        q = torch.randn(B, H, T, D, generator=g, dtype=torch.float64, requires_grad=True)
+        k, v = (torch.randn(B, Hk, T, D, generator=g, dtype=torch.float64, requires_grad=True) for _ in "kv")
+        out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=0.3, enable_gqa=True)
+        grad_out = torch.randn_like(out)
+        expected = torch.autograd.grad(out, (q, k, v), grad_out)
+        got = attention_triton.backward(*(t.detach().float() for t in (q, k, v, out, grad_out)), 0.3, causal)
+        errors.append([float((a.double() - e).abs().max() / e.abs().max()) for a, e in zip(got, expected)])
+    print(json.dumps(errors))
+""")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="no Triton here")
+def test_the_kernels_equal_autograd_through_attention_in_tritons_interpreter():
+    engine = Path(__file__).resolve().parents[1]
+    path = os.pathsep.join(filter(None, [str(engine), os.environ.get("PYTHONPATH")]))
+    env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=path)
+    run = subprocess.run([sys.executable, "-c", INTERPRETED, json.dumps(SHAPES)], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    errors = json.loads(run.stdout.strip().splitlines()[-1])
+    assert len(errors) == len(SHAPES)
+    for shape, e in zip(SHAPES, errors):
+        assert max(e) < 5e-6, (shape, e)
+
+
+def test_kernels_that_fail_on_first_use_leave_the_chunked_backward_for_good(monkeypatch, caplog):
+    # Here they fail as on a GPU where they do not compile: no Triton, or no GPU to launch them on.
+    monkeypatch.setattr(attention, "triton_kernels", None)
+    q, k, v = (t.to(torch.bfloat16) for t in inputs(length=20, dim=16))
+    out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+    with caplog.at_level("WARNING"):
+        assert attention.kernel_backward(q, k, v, out, torch.ones_like(out), 0.25, True) is None
+    assert isinstance(attention.triton_kernels, str) and "using the chunked exact backward" in caplog.text
+    monkeypatch.setattr(attention.log, "warning", lambda *a: pytest.fail("tried again"))
+    assert attention.kernel_backward(q, k, v, out, torch.ones_like(out), 0.25, True) is None
+
+
+@pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="no Triton here")
+def test_the_kernels_compile_for_ampere_and_hopper_within_their_shared_memory():
+    # Compiled for the GPU (PTX, then machine code by Triton's own ptxas) without one, as the engine
+    # compiles them on first use: a kernel that only a GPU could reject is rejected here.
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from tinker_engine import attention_triton
+
+    types = {**dict.fromkeys(("Q", "K", "V", "DO"), "*bf16"), "scale": "fp32",
+             **dict.fromkeys(("LSE", "DELTA", "DK", "DV", "DQ"), "*fp32"), **dict.fromkeys(("T", "S", "H", "G"), "i32")}
+    shared_limit = {80: 163 * 1024, 90: 227 * 1024}  # A100's and H100/H200's per-block maxima
+    for arch, dim, causal in [(90, 128, True), (90, 64, False), (80, 128, True)]:
+        for kernel in attention_triton.KERNELS:
+            source = ASTSource(kernel, {a: types.get(a, "constexpr") for a in kernel.arg_names},
+                               constexprs=dict(D=dim, CAUSAL=causal, BM=attention_triton.BLOCK,
+                                               BN=attention_triton.BLOCK, BD=dim))
+            compiled = triton.compile(source, target=GPUTarget("cuda", arch, 32), options=attention_triton.LAUNCH)
+            assert 0 < compiled.metadata.shared <= shared_limit[arch], (arch, dim, kernel.fn.__name__)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA only")
+@pytest.mark.parametrize("dim", [64, 128])
+def test_the_kernels_agree_with_the_chunked_backward_and_repeat_bitwise_on_cuda(dim):
+    from tinker_engine import attention_triton
+
+    for B, H, Hk, T, causal in [(2, 16, 8, 1000, True), (1, 8, 8, 300, False), (3, 4, 1, 77, True)]:
+        g = torch.Generator().manual_seed(T)
+        q = torch.randn(B, H, T, dim, generator=g).to("cuda", torch.bfloat16)
+        k, v = (torch.randn(B, Hk, T, dim, generator=g).to("cuda", torch.bfloat16) for _ in "kv")
+        out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
+        grad_out = torch.randn(out.shape, generator=g).to("cuda", torch.bfloat16)
+        scale = dim ** -0.5
+        got = attention_triton.backward(q, k, v, out, grad_out, scale, causal)
+        again = attention_triton.backward(q, k, v, out, grad_out, scale, causal)
+        chunked = attention.attention_backward(q, k, v, out, grad_out, scale, causal)
+        for a, b, c in zip(got, again, chunked):
+            assert a.dtype == torch.bfloat16 and torch.equal(a, b)
+            assert (a.float() - c.float()).norm() / c.float().norm() < 1e-2
 
 
 def training_model(device, dtype=torch.float32):
@@ -131,12 +236,16 @@ def test_a_training_step_is_bitwise_reproducible(device, deterministic_mode, mon
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
     _, model = training_model(device, dtype)
     req = sl_request(4, length)
+    monkeypatch.setattr(attention, "triton_kernels", None)  # their first use (and check) in this test
     calls = []
     exact = attention.attention_backward
     monkeypatch.setattr(attention, "attention_backward", lambda *a, **k: calls.append(1) or exact(*a, **k))
     first, _ = step_gradients(model, req)
-    # The CPU's own attention backward is deterministic; CUDA's fused ones are not, so it runs there.
-    assert len(calls) == (model.spec.config.num_hidden_layers if device == "cuda" else 0)
+    # The CPU's own attention backward is deterministic; CUDA's fused ones are not, so it runs there:
+    # the Triton kernels, checked once against the chunked backward (which runs for that check).
+    if device == "cuda":
+        assert attention.triton_kernels is True, attention.triton_kernels
+    assert len(calls) == (1 if device == "cuda" else 0)
     for _ in range(2):
         again, _ = step_gradients(model, req)
         for a, b in zip(again, first):

@@ -9,12 +9,14 @@ gradients. The engine's training instances use `ATTENTION` instead of transforme
 
 - the forward is transformers' own `sdpa` call (same kernels, bitwise the same outputs);
 - where the backward would run a fused kernel on a GPU under deterministic mode, it is computed
-  here, exactly, in chunks of query rows: S = s·QKᵀ recomputed, P = softmax(S), dV = Pᵀ·dO,
-  dS = P ∘ (dO·Vᵀ − rowsum(dO ∘ O)), dQ = s·dS·K, dK = s·dSᵀ·Q. GEMMs take half-precision inputs
-  with float32 accumulation and output, P and dS are rounded to the inputs' dtype before their
-  GEMMs (as flash attention does), and every sum is a GEMM or a fixed-order accumulation: bitwise
-  reproducible. The query heads of a grouped-query key/value head are packed as rows of that head,
-  so keys and values are never repeated and the sums over a group happen inside the GEMMs.
+  exactly: by attention_triton's kernels (causal or unmasked half-precision attention; no score
+  matrix in memory), else here, in chunks of query rows: S = s·QKᵀ recomputed, P = softmax(S),
+  dV = Pᵀ·dO, dS = P ∘ (dO·Vᵀ − rowsum(dO ∘ O)), dQ = s·dS·K, dK = s·dSᵀ·Q. GEMMs take
+  half-precision inputs with float32 accumulation and output, P and dS are rounded to the inputs'
+  dtype before their GEMMs (as flash attention does), and every sum is a GEMM or a fixed-order
+  accumulation: bitwise reproducible. The query heads of a grouped-query key/value head are packed
+  as rows of that head, so keys and values are never repeated and the sums over a group happen
+  inside the GEMMs.
 - elsewhere (CPU, whose attention backward is deterministic already; no gradient; deterministic
   mode off; what the exact backward does not cover: dropout, position biases, caches, masks per
   head) it is transformers' `sdpa` unchanged.
@@ -37,6 +39,9 @@ CHUNK_ELEMENTS = 1 << 26
 
 _BMM_FLOAT32_OUT: dict = {}
 _logged: set = set()
+# attention_triton's kernels on GPUs: None until first used, then True, or why not (they are checked
+# once per process against the chunked backward below, which stands in for them if they fail).
+triton_kernels: bool | str | None = None
 
 
 def replaces_fused_backward(query: torch.Tensor) -> bool:
@@ -117,9 +122,39 @@ class _ExactBackward(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_out):
         query, key, value, out, mask = ctx.saved_tensors
-        grads = attention_backward(query, key, value, out.transpose(1, 2), grad_out.transpose(1, 2), ctx.scale,
-                                   ctx.causal, mask)
+        args = (query, key, value, out.transpose(1, 2), grad_out.transpose(1, 2), ctx.scale, ctx.causal)
+        kernels_apply = (mask is None and query.is_cuda and query.dtype in (torch.bfloat16, torch.float16)
+                         and value.shape[-1] == query.shape[-1])
+        grads = kernel_backward(*args) if kernels_apply else None
+        if grads is None:
+            grads = attention_backward(*args, mask)
         return (*grads, None, None, None, None)
+
+
+def kernel_backward(q, k, v, o, do, scale, causal):
+    """attention_triton's backward, or None where its kernels are unavailable or failed their check."""
+    global triton_kernels
+    if triton_kernels is True:
+        from . import attention_triton
+
+        return attention_triton.backward(q, k, v, o, do, scale, causal)
+    if triton_kernels is not None:
+        return None
+    try:  # first use: compiled, then checked against the chunked backward
+        from . import attention_triton
+
+        grads = attention_triton.backward(q, k, v, o, do, scale, causal)
+        expected = attention_backward(q, k, v, o, do, scale, causal)
+        errors = [float((g.float() - e.float()).norm() / e.float().norm().clamp_min(1e-30))
+                  for g, e in zip(grads, expected)]
+        if not max(errors) < 1e-2:
+            raise RuntimeError(f"relative errors {errors} against the chunked backward")
+    except Exception as e:  # no Triton, a compile failure on this GPU, or wrong results: the chunked path
+        triton_kernels = f"{type(e).__name__}: {e}"
+        log.warning("attention backward kernels unavailable (%s); using the chunked exact backward", triton_kernels)
+        return None
+    triton_kernels = True
+    return grads
 
 
 def attention_backward(q, k, v, o, do, scale, causal, mask=None, chunk_elements=None):
@@ -131,15 +166,16 @@ def attention_backward(q, k, v, o, do, scale, causal, mask=None, chunk_elements=
     dtype = q.dtype
     half_gemm = bmm_float32_out(q.device, dtype)
 
+    acc = torch.promote_types(dtype, torch.float32)
+
     def gemm(a, b):  # float32 result; half-precision operands stay half (rounded as flash rounds them)
         if half_gemm:
             return torch.bmm(a.to(dtype), b.to(dtype), out_dtype=torch.float32)
-        return torch.bmm(a.to(torch.promote_types(dtype, torch.float32)), b.to(torch.promote_types(dtype, torch.float32)))
+        return torch.bmm(a.to(acc), b.to(acc))
 
     def rows(x, r0, r1):  # [B, H, T, X] → [N, G·c, X]: a key/value head's query heads as rows
         return x[:, :, r0:r1].reshape(N, G * (r1 - r0), x.shape[-1])
 
-    acc = torch.promote_types(dtype, torch.float32)
     keys, values = k.reshape(N, S, D), v.reshape(N, S, Dv)
     delta = (do.to(acc) * o.to(acc)).sum(-1, keepdim=True)  # rowsum(dO ∘ O): [B, H, T, 1]
     dq = torch.empty((B, H, T, D), dtype=acc, device=q.device)

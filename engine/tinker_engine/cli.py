@@ -60,10 +60,9 @@ def parse_args(argv=None):
     p.add_argument("--attention-backward", default=os.environ.get("TINKER_ENGINE_ATTENTION_BACKWARD", "exact"),
                    choices=["exact", "fused"],
                    help="training on a GPU: exact = attention's backward computed by the engine in a fixed order, "
-                        "so a step (retried or replayed) gives bitwise the same weights; its cost grows with the "
-                        "square of the sequence length. fused = PyTorch's flash/memory-efficient kernels: faster on "
-                        "long sequences, not bitwise reproducible. The CPU's attention backward is deterministic "
-                        "either way")
+                        "so a step (retried or replayed) gives bitwise the same weights; fused = PyTorch's "
+                        "flash/memory-efficient kernels, not bitwise reproducible. The CPU's attention backward is "
+                        "deterministic either way")
     p.add_argument("--max-decode-rows", type=int, default=int(os.environ.get("TINKER_ENGINE_MAX_DECODE_ROWS", "512")),
                    help="most samples one fast-sampler batch decodes at once")
     p.add_argument("--clock-cycle-ms", type=float,
