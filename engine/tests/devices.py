@@ -4,8 +4,11 @@ what the CPU gate already runs."""
 
 import os
 
+import pytest
 import torch
 
 CUDA = torch.cuda.is_available()
 DEVICES = [d for d in ["cpu"] + (["cuda"] if CUDA else [])
            if d in os.environ.get("ENGINE_TEST_DEVICES", "cpu,cuda").split(",")]
+# For a test with no device variants whose subject is the CPU's (or no device's) behaviour.
+cpu_only = pytest.mark.skipif("cpu" not in DEVICES, reason="a CPU test (ENGINE_TEST_DEVICES leaves out the CPU)")
