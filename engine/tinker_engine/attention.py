@@ -104,8 +104,10 @@ def bmm_float32_out(device: torch.device, dtype: torch.dtype) -> bool:
     key = (device.type, dtype)
     if key not in _BMM_FLOAT32_OUT:
         try:
-            a = torch.ones((1, 2, 2), dtype=dtype, device=device)
-            _BMM_FLOAT32_OUT[key] = torch.bmm(a, a, out_dtype=torch.float32).dtype == torch.float32
+            a = torch.ones((2, 3, 4), dtype=dtype, device=device)  # operands as attention_backward passes them
+            _BMM_FLOAT32_OUT[key] = all(
+                torch.bmm(x, y, out_dtype=torch.float32).dtype == torch.float32
+                for x, y in ((a, a.transpose(1, 2)), (a.transpose(1, 2), a), (a[:, :2], a[:, :2].transpose(1, 2))))
         except (TypeError, RuntimeError, NotImplementedError):
             _BMM_FLOAT32_OUT[key] = False
     return _BMM_FLOAT32_OUT[key]
