@@ -26,7 +26,7 @@ LAUNCH = dict(num_warps=4, num_stages=2)  # fewer pipeline stages than the defau
 @triton.jit
 def _lse(Q, K, LSE, scale, T, S, H, G, D: tl.constexpr, CAUSAL: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
          BD: tl.constexpr):
-    pid_m, bh = tl.program_id(0), tl.program_id(1)
+    bh, pid_m = tl.program_id(0), tl.program_id(1)
     b, h = bh // H, bh % H
     kv = (b * (H // G) + h // G).to(tl.int64) * S * D
     offs_m = pid_m * BM + tl.arange(0, BM)
@@ -54,7 +54,7 @@ def _lse(Q, K, LSE, scale, T, S, H, G, D: tl.constexpr, CAUSAL: tl.constexpr, BM
 @triton.jit
 def _dkdv(Q, K, V, DO, LSE, DELTA, DK, DV, scale, T, S, H, G, D: tl.constexpr, CAUSAL: tl.constexpr,
           BM: tl.constexpr, BN: tl.constexpr, BD: tl.constexpr):
-    pid_n, bhk = tl.program_id(0), tl.program_id(1)
+    bhk, pid_n = tl.program_id(0), tl.program_id(1)
     b, hk = bhk // (H // G), bhk % (H // G)
     offs_n = pid_n * BN + tl.arange(0, BN)
     offs_d = tl.arange(0, BD)
@@ -88,7 +88,7 @@ def _dkdv(Q, K, V, DO, LSE, DELTA, DK, DV, scale, T, S, H, G, D: tl.constexpr, C
 @triton.jit
 def _dq(Q, K, V, DO, LSE, DELTA, DQ, scale, T, S, H, G, D: tl.constexpr, CAUSAL: tl.constexpr,
         BM: tl.constexpr, BN: tl.constexpr, BD: tl.constexpr):
-    pid_m, bh = tl.program_id(0), tl.program_id(1)
+    bh, pid_m = tl.program_id(0), tl.program_id(1)
     b, h = bh // H, bh % H
     kv = (b * (H // G) + h // G).to(tl.int64) * S * D
     offs_m = pid_m * BM + tl.arange(0, BM)
@@ -132,7 +132,8 @@ def backward(q, k, v, o, do, scale: float, causal: bool):
     dk = torch.empty((B, Hk, S, D), dtype=torch.float32, device=q.device)
     dv = torch.empty((B, Hk, S, D), dtype=torch.float32, device=q.device)
     shape = dict(D=D, CAUSAL=causal, BM=BLOCK, BN=BLOCK, BD=max(16, triton.next_power_of_2(D)))
-    _lse[(triton.cdiv(T, BLOCK), B * H)](q, k, lse, scale, T, S, H, H // Hk, **shape, **LAUNCH)
-    _dkdv[(triton.cdiv(S, BLOCK), B * Hk)](q, k, v, do, lse, delta, dk, dv, scale, T, S, H, H // Hk, **shape, **LAUNCH)
-    _dq[(triton.cdiv(T, BLOCK), B * H)](q, k, v, do, lse, delta, dq, scale, T, S, H, H // Hk, **shape, **LAUNCH)
+    # (sequence × head, block): the grid's first axis takes up to 2³¹ − 1 programs, the others 65,535.
+    _lse[(B * H, triton.cdiv(T, BLOCK))](q, k, lse, scale, T, S, H, H // Hk, **shape, **LAUNCH)
+    _dkdv[(B * Hk, triton.cdiv(S, BLOCK))](q, k, v, do, lse, delta, dk, dv, scale, T, S, H, H // Hk, **shape, **LAUNCH)
+    _dq[(B * H, triton.cdiv(T, BLOCK))](q, k, v, do, lse, delta, dq, scale, T, S, H, H // Hk, **shape, **LAUNCH)
     return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype)
