@@ -2,7 +2,7 @@
 // then follow it: a line per point as it finishes (plain lines, no TTY needed) and the final table
 // ranked by the metric, best marked. Ctrl-C leaves the sweep running; `sweep watch <id>` follows it
 // again, `sweep status <id>` prints the table so far. Stop/pause/resume are `cookbook stop|pause|resume`.
-import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { WorkflowNotFoundError, type Client, type WorkflowExecutionDescription, type WorkflowHandle } from '@temporalio/client';
 import { ConfigError } from '../cookbook/config/overrides.js';
 import { expandPoints } from '../cookbook/config/sweep-points.js';
 import type { ForwardedSet, SetResult } from '../workflows/shared/messages.js';
@@ -81,7 +81,8 @@ export async function followSweep(client: Client, id: string, print: (line: stri
   return final;
 }
 
-async function sweepTable(client: Client, id: string): Promise<{ table: SweepTable; state: string }> {
+/** The sweep's description, or a clear error for an id that names no sweep. */
+async function describeSweep(client: Client, id: string): Promise<{ handle: WorkflowHandle; desc: WorkflowExecutionDescription }> {
   const handle = client.workflow.getHandle(id);
   let desc;
   try {
@@ -91,6 +92,11 @@ async function sweepTable(client: Client, id: string): Promise<{ table: SweepTab
     throw err;
   }
   if (desc.type !== 'sweepWorkflow') throw new ConfigError(`${id} is a ${desc.type}, not a sweep`);
+  return { handle, desc };
+}
+
+async function sweepTable(client: Client, id: string): Promise<{ table: SweepTable; state: string }> {
+  const { handle, desc } = await describeSweep(client, id);
   if (desc.status.name === 'COMPLETED') return { table: (await handle.result()) as SweepResult, state: 'COMPLETED' };
   const look = await lookAtRun(client, handle, { busyTimeoutMs: BUSY_QUERY_TIMEOUT_MS });
   if (!look.progress) throw new Error(`${id} is ${desc.status.name}; its table needs a worker: ${workerLine(look.worker)}`);
@@ -116,7 +122,9 @@ export async function sweepCommand(args: string[], opts: SweepCommandOptions): P
       console.log(`${rest[0]}: ${state}\n${formatSweepTable(table)}`);
       return 0;
     }
-    await sweepTable(client, rest[0]); // a clear error for a wrong id
+    // Only the id is checked first: a sweep without a worker that answers now is followed (with a
+    // note that says so, as `watch` prints one), not refused.
+    await describeSweep(client, rest[0]);
     console.log(formatSweepTable(await followSweep(client, rest[0])));
     return 0;
   }

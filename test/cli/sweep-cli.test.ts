@@ -5,7 +5,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Service } from '../../src/cli/services.js';
-import { cookbookOn as cookbook } from '../support/cli.js';
+import { cookbookLive, cookbookOn as cookbook } from '../support/cli.js';
 import { startTestStack, waitUntil, workerProcess, type TestStack } from '../support/stack.js';
 import { pauseSignal, progressQuery, type Progress } from '../../src/workflows/shared/messages.js';
 import type { PipelineProgress } from '../../src/workflows/pipeline.js';
@@ -99,7 +99,7 @@ describe('cookbook sweep', { timeout: 600_000 }, () => {
 
     expect((await cookbook(stack, ['resume', id])).code).toBe(0);
     const watch = await cookbook(stack, ['sweep', 'watch', id]);
-    expect(watch.code).toBe(0);
+    expect(watch.code, `sweep watch: ${watch.err}${watch.out}`).toBe(0);
     expect(watch.out).toMatch(/^\[1\/1\] 000-stages\.1\.learning_rate=0\.01 completed · 2 steps · test\/nll \d+\.\d+$/m);
     expect(watch.out).toMatch(/^\s+point\s+stages\.1\.learning_rate\s+status\s+steps\s+test\/nll$/m);
     expect(watch.out).toMatch(/^best: 000-stages\.1\.learning_rate=0\.01 \(test\/nll [\d.]+, min\)$/m);
@@ -109,5 +109,24 @@ describe('cookbook sweep', { timeout: 600_000 }, () => {
     const r = await cookbook(stack, ['sweep', pipelineConfig, 'grid={"stages.3.learning_rate":[0.1]}']);
     expect(r.code).toBe(2);
     expect(r.err).toContain('grid.stages.3.learning_rate: the pipeline has no stage 3 (stages 0–1)');
+  });
+
+  it('sweep watch follows a sweep that no worker runs: it says so once, and goes on when a worker starts', async () => {
+    const id = 'sweep-cli-noworker';
+    await worker.stop();
+    const started = await cookbook(stack, ['sweep', config, '--set', 'max_runs=1', 'overrides=["max_steps=2","eval_every=1","save_every=0"]', '--detach', '--id', id]);
+    expect(started.code, started.err).toBe(0);
+    const watch = cookbookLive(stack, ['sweep', 'watch', id]);
+    try {
+      await watch.until(/no worker (is polling|has polled) task queue .*; waiting/);
+      worker = await workerProcess(stack, 'worker-again');
+      const r = await watch.done;
+      expect(r.code, r.err).toBe(0);
+      expect(r.out.match(/no worker (is polling|has polled)/g)).toHaveLength(1);
+      expect(r.out).toMatch(/^\[1\/1\] 000-\S+ completed · 2 steps · test\/nll \d+\.\d+$/m);
+      expect(r.out).toMatch(/^best: 000-\S+ \(test\/nll [\d.]+, min\)$/m);
+    } finally {
+      watch.kill();
+    }
   });
 });
