@@ -14,6 +14,7 @@ same device and dtype as the engine. Sections (--sections, comma-separated, defa
               cache, CUDA graphs). Each level's numbers and ratios are written as it is measured.
   overlap     sampler beside trainer: training steps and a sampling load, each alone and then at
               the same time; (alone + alone) ÷ together is how much the two overlap (1.0 = none).
+              The fast sampler, and on CPU also the reference sampler (unless --skip-reference).
 
 On CUDA it also prints the share of the card's measured copy bandwidth (decode) and bf16 matmul
 rate (training) reached. Ratios are printed last; --json-out writes every number.
@@ -441,7 +442,8 @@ def main():
     p.add_argument("--baseline-timeout", type=float, default=300.0,
                    help="seconds one round of a transformers baseline may take before it counts as failed")
     p.add_argument("--skip-reference", action="store_true",
-                   help="concurrent: leave out the reference sampler (on CUDA most of the section's time)")
+                   help="concurrent and overlap: leave out the reference sampler (on CUDA most of the "
+                        "concurrent section's time; overlap measures it on CPU only)")
     args = p.parse_args()
     device, dtype = resolve_model_arguments(args)
     cuda = device.type == "cuda"
@@ -612,7 +614,7 @@ def main():
 
         if "overlap" in sections:
             # On CUDA only the fast engine: the reference sampler would take minutes for the same load.
-            for name in ("fast",) + (("reference",) if not cuda else ()):
+            for name in ("fast",) + (("reference",) if not cuda and not args.skip_reference else ()):
                 def measure(name=name):
                     t_train, t_sample, t_both = overlap(Http(engine(name).url), args, seqs)
                     report(f"overlap, {name} sampler: train {t_train:.2f} s, sample {t_sample:.2f} s alone; "

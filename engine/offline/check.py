@@ -92,6 +92,7 @@ FULL_CUDA_ARGS = {"concurrent": ["--concurrent", "64,256,512"], "profile": ["--v
 # combine into the training breakdown.
 CPU_ARGS = {
     "train": ["--datums", "2", "--length", "32", "--steps", "3"],
+    "overlap": ["--skip-reference"],  # as on CUDA: the fast sampler beside the trainer
     "profile": ["--quick", "--datums", "2", "--length", "32", "--rows", "12"],
     "decode": ["--rows", "8", "--tokens", "4", "--profile-rows", "12"],
 }
