@@ -13,26 +13,15 @@ export interface CliResult {
 }
 
 export function cookbookOn(stack: TestStack, args: string[], env: Record<string, string> = {}): Promise<CliResult> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [cookbookBin, ...args, '--address', stack.temporalAddress, '--engine-url', stack.engine.baseUrl, '--task-queue', stack.taskQueue], {
-      cwd: stack.dir,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, TINKER_API_KEY: 'tml-test', ...env },
-    });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (err += d));
-    child.on('exit', (code) => resolve({ code: code ?? 1, out, err }));
-  });
+  return cookbookLive(stack, args, env).done;
 }
 
 /** A command left running (`watch`, `train --wait`): its output so far, and a wait for a line of it. */
-export function cookbookLive(stack: TestStack, args: string[]) {
+export function cookbookLive(stack: TestStack, args: string[], env: Record<string, string> = {}) {
   const child = spawn(process.execPath, [cookbookBin, ...args, '--address', stack.temporalAddress, '--engine-url', stack.engine.baseUrl, '--task-queue', stack.taskQueue], {
     cwd: stack.dir,
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, TINKER_API_KEY: 'tml-test' },
+    env: { ...process.env, TINKER_API_KEY: 'tml-test', ...env },
   });
   let out = '';
   let err = '';

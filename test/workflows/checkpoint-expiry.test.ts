@@ -8,6 +8,7 @@ import { createTinkerBackend, parseTinkerPath } from '../../src/backends/index.j
 import { resolveContinuation } from '../../src/cli/continue.js';
 import { startRun } from '../../src/cli/train.js';
 import { RunStore } from '../../src/cookbook/run-store.js';
+import { setUpdate } from '../../src/workflows/shared/messages.js';
 import type { RunResult } from '../../src/workflows/shared/training-run.js';
 import { startTestStack, testRun, waitUntil, withWorker, type TestStack } from '../support/stack.js';
 
@@ -23,13 +24,18 @@ describe('expiring checkpoints and continue', () => {
   });
 
   it('rows carry expires_at ≤ the engine\'s; continue skips the expired rolling row and the continued run completes', async () => {
-    const parent = testRun(stack, config, ['num_epochs=1', 'save_every=2', 'rolling_save_every=1', 'rolling_ttl_seconds=1', 'ttl_seconds=86400']);
+    const parent = testRun(stack, config, ['num_epochs=2', 'save_every=2', 'rolling_save_every=1', 'rolling_ttl_seconds=1', 'ttl_seconds=86400']);
     const backend = createTinkerBackend({ baseUrl: stack.engine.baseUrl, apiKey: 'tml-test' });
     try {
       await withWorker(stack, async () => {
         const handle = await startRun(stack.client, parent, stack.taskQueue);
         const rows = () => new RunStore(parent.run.logPath).readCheckpoints();
-        await waitUntil('a rolling row after a periodic one', async () => rows().some((r) => !r.rolling) && rows().at(-1)?.rolling === true, 120_000, 50);
+        // Once a periodic row is there, periodic checkpoints stop (a hot `set`): every later step
+        // leaves a rolling row, so the newest row stays a rolling one until the final checkpoint,
+        // several steps on, instead of for one step's time (which a loaded machine's polling can miss).
+        await waitUntil('a periodic row', async () => rows().some((r) => !r.rolling), 120_000, 50);
+        await handle.executeUpdate(setUpdate, { args: [{ save_every: 0 }] });
+        await waitUntil('a rolling row after it', async () => rows().at(-1)?.rolling === true, 120_000, 50);
         await handle.terminate('killed after a rolling checkpoint'); // no final checkpoint: the last row is the rolling one
       });
       const rows = new RunStore(parent.run.logPath).readCheckpoints();
