@@ -1,9 +1,15 @@
 """Bitwise-reproducible training and seeded sampling; sampling logprobs agree with forward."""
 
+import hashlib
+import threading
+
 import torch
 from safetensors.torch import load_file
 
 from http_client import Client, corpus, datum
+from tinker_engine.base_models import BaseModelCache, ModelRegistry, instance_sharing_weights
+from tinker_engine.lora import LoraSpec, adapter_state, attach_lora
+from tinker_engine.model_shape import _parameter_count
 
 
 def train_and_save(c: Client, data_dir_engine, session, model_seq_id, seed=11, steps=3) -> dict:
@@ -40,6 +46,47 @@ def test_same_seed_and_data_give_bitwise_identical_weights(engine, fresh_engine)
 
     different_seed = train_and_save(c, engine, c.session(), 0, seed=12)
     assert any(not torch.equal(first[k], different_seed[k]) for k in first)
+
+
+def _digest(tensors: dict) -> str:
+    h = hashlib.sha256()
+    for name in sorted(tensors):
+        h.update(name.encode())
+        h.update(tensors[name].detach().cpu().numpy().tobytes())
+    return h.hexdigest()
+
+
+def test_seeded_initialisation_is_the_same_whatever_other_threads_do():
+    """torch's default generator is one per process: a built-in base model initialised while another
+    thread counted parameters (a restarted engine's first healthz) once came out with other weights.
+    Built beside threads that count parameters and attach adapters of their own, the base model and
+    a seeded adapter come out bitwise as they do alone."""
+    spec = ModelRegistry().resolve("tiny-qwen3")
+
+    def build():
+        base = BaseModelCache(torch.device("cpu"), torch.float32)._load(spec)
+        adapter = adapter_state(attach_lora(instance_sharing_weights(base), LoraSpec(rank=4, seed=7)))
+        return _digest(base.state_dict()), _digest(adapter)
+
+    alone = build()
+    stop = threading.Event()
+    other_base = BaseModelCache(torch.device("cpu"), torch.float32)._load(spec)
+
+    def busy(seed: int):
+        while not stop.is_set():
+            _parameter_count(spec)
+            attach_lora(instance_sharing_weights(other_base), LoraSpec(rank=2, seed=seed))
+
+    others = [threading.Thread(target=busy, args=(seed,)) for seed in (1, 2)]
+    for t in others:
+        t.start()
+    try:
+        beside = [build() for _ in range(3)]
+    finally:
+        stop.set()
+        for t in others:
+            t.join()
+    assert beside == [alone] * 3
 
 
 def test_seeded_sampling_is_reproducible_and_logprobs_match_forward(engine):

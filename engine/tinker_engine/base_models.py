@@ -15,6 +15,7 @@ from pathlib import Path
 import torch
 
 from .errors import bad_request
+from .seeded_rng import global_rng
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BUILTIN_INIT_SEED = 20240601
@@ -198,15 +199,16 @@ class BaseModelCache:
         from transformers import AutoModelForCausalLM
 
         if spec.checkpoint_dir is None:
-            with torch.random.fork_rng(devices=[]):
-                torch.manual_seed(BUILTIN_INIT_SEED)
+            with global_rng(BUILTIN_INIT_SEED):
                 model = AutoModelForCausalLM.from_config(
                     spec.config, attn_implementation="sdpa", dtype=self.dtype
                 )
         else:
-            model = AutoModelForCausalLM.from_pretrained(
-                spec.checkpoint_dir, local_files_only=True, dtype=self.dtype, attn_implementation="sdpa"
-            )
+            # Loading may initialise (then overwrite) weights: not while another thread is seeded.
+            with global_rng():
+                model = AutoModelForCausalLM.from_pretrained(
+                    spec.checkpoint_dir, local_files_only=True, dtype=self.dtype, attn_implementation="sdpa"
+                )
         model.to(self.device)
         model.eval()
         for p in model.parameters():

@@ -6,6 +6,8 @@ from dataclasses import asdict, dataclass
 import torch
 from peft import LoraConfig, get_peft_model, get_peft_model_state_dict, set_peft_model_state_dict
 
+from .seeded_rng import global_rng
+
 # Fixed so that learning rates mean the same thing at every rank the client asks for.
 LORA_ALPHA = 32
 _ATTN_HINTS = ("attn", "attention")
@@ -49,12 +51,11 @@ def attach_lora(model: torch.nn.Module, spec: LoraSpec):
     if not targets:
         raise ValueError("no Linear layers match the requested train_attn/train_mlp/train_unembed")
     config = LoraConfig(r=spec.rank, lora_alpha=LORA_ALPHA, lora_dropout=0.0, target_modules=targets, bias="none")
-    with torch.random.fork_rng(devices=[]), warnings.catch_warnings():
+    with global_rng(spec.seed), warnings.catch_warnings():
         # The unembedding adapter deliberately applies to the LM head only, not the tied input
         # embeddings, which is what peft's tied-weights warning is about.
         warnings.filterwarnings("ignore", message=".*tie_word_embeddings.*")
         warnings.filterwarnings("ignore", category=FutureWarning)
-        torch.manual_seed(spec.seed)
         peft_model = get_peft_model(model, config)
     peft_model.eval()  # no dropout anywhere; train/eval only differ for dropout here
     return peft_model

@@ -16,6 +16,7 @@ from pathlib import Path
 import torch
 
 from .base_models import BaseModelSpec
+from .seeded_rng import global_rng
 
 log = logging.getLogger("tinker_engine")
 
@@ -51,11 +52,11 @@ def _parameter_count(spec: BaseModelSpec) -> int:
     if spec.checkpoint_dir is not None:
         return _safetensors_parameter_count(Path(spec.checkpoint_dir))
     # A built-in model exists only as a config: build it on the meta device (no memory) and count
-    # what a loaded one holds (tied embeddings once). On a copy of the config, with the random
-    # state put back, so the model the engine loads later is built exactly as before.
+    # what a loaded one holds (tied embeddings once). On a copy of the config, holding the global
+    # random state and putting it back, so that no model built at the same time or later changes.
     from transformers import AutoModelForCausalLM
 
-    with torch.random.fork_rng(devices=[]), torch.device("meta"):
+    with global_rng(), torch.device("meta"):
         model = AutoModelForCausalLM.from_config(copy.deepcopy(spec.config))
     return sum(p.numel() for p in model.parameters())
 

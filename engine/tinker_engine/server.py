@@ -282,6 +282,11 @@ def create_app(engine: Engine, api_key: str | None = None, max_body_bytes: int =
                 continue
         return models
 
+    # Each model's shape is computed once, here, before the first request: for a built-in model that
+    # builds it on the meta device under the engine's global-RNG lock, which a request's handler on
+    # the event loop must never wait for while a base model loads.
+    capabilities()
+
     @app.get(f"{API}/healthz")
     async def healthz():
         # clock_cycles: the --clock-cycle-ms setting and, when on, the engine's clock and cycle counters;
