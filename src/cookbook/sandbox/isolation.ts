@@ -15,7 +15,8 @@
 //   tmpfs /sandbox (the working directory, with the request's files) and /tmp, both size-capped.
 //   After pivot_root the host's tree is unmounted: /root, /home, /etc and ~/.ssh do not exist there;
 // - rlimits (prlimit): CPU seconds, address space, processes, file size, open files, no core dumps;
-//   then setpriv drops every capability and sets no_new_privs before the code starts.
+//   then setpriv drops every capability and sets no_new_privs before the code starts. They bound
+//   each process alone; local.ts holds a run's processes together to its limits with a cgroup.
 //
 // Wall time and output size are enforced by the caller (local.ts), which kills the namespace;
 // coreutils' timeout inside is the backstop should the caller die first.
@@ -70,6 +71,13 @@ timeout --signal=KILL "$BACKSTOP" setpriv --inh-caps=-all --bounding-set=-all --
 echo "$?" >&3
 `;
 
+/**
+ * Processes of the run beside its code (unshare, which enters the user namespace it makes, the
+ * namespace's shell and the wall-time backstop): RLIMIT_NPROC
+ * counts them too, so the limit is the code's processes plus these.
+ */
+export const NAMESPACE_TASKS = 3;
+
 const TOOLS = ['unshare', 'setpriv', 'prlimit', 'pivot_root', 'mount', 'umount', 'timeout'];
 
 function which(cmd: string): string | null {
@@ -86,7 +94,7 @@ export function isolatedArgv(stage: string, command: string[], limits: Isolation
     // SIGXCPU at the limit (a clear cause), SIGKILL a second later for code that ignores it.
     `--cpu=${Math.max(1, Math.ceil(limits.cpuSeconds))}:${Math.max(1, Math.ceil(limits.cpuSeconds)) + 1}`,
     `--as=${limits.memoryBytes}`,
-    `--nproc=${limits.maxProcesses}`,
+    `--nproc=${limits.maxProcesses + NAMESPACE_TASKS}`,
     `--fsize=${limits.maxFileBytes}`,
     `--nofile=${limits.maxOpenFiles}`,
     '--core=0',

@@ -68,6 +68,10 @@ export interface SandboxInterface {
 export class SandboxError extends CookbookError {}
 /** A sandbox was terminated or died unexpectedly. */
 export class SandboxTerminatedError extends SandboxError {}
+/** A request the sandbox will not run as sent (a limit out of range, a missing field); the message names the field. */
+export class SandboxRequestError extends SandboxError {}
+/** The sandbox's queue is full: the request was not run, and may be sent again later. */
+export class SandboxBusyError extends SandboxError {}
 /** This host cannot isolate code; the message names what is missing. */
 export class SandboxUnavailableError extends SandboxError {}
 /** The sandbox server did not answer (refused or dropped connections, 502/503/504) for the client's whole retry window. */
