@@ -82,6 +82,16 @@ function freePort() {
   });
 }
 
+/** Three distinct ports free now: the stack's host ports for Temporal, its Web UI and the engine. */
+async function freePorts() {
+  const chosen = new Set();
+  while (chosen.size < 3) chosen.add(await freePort());
+  const [temporal, ui, engine] = chosen;
+  return { temporal, ui, engine };
+}
+
+const portEnv = (ports) => ({ COOKBOOK_TEMPORAL_PORT: String(ports.temporal), COOKBOOK_UI_PORT: String(ports.ui), COOKBOOK_ENGINE_PORT: String(ports.engine) });
+
 /** Tracked and untracked-but-not-ignored files of the working tree, copied into `dest`. */
 async function copyWorkingTree(dest) {
   const r = await run('git', ['-C', repo, 'ls-files', '-z', '--cached', '--others', '--exclude-standard']);
@@ -182,14 +192,9 @@ async function stackTest({ composeCmd, env, docker, override: overrideSpec, owne
   chownSync(join(work, 'runs'), uid, gid);
   log(`./runs belongs to ${uid}:${gid}`);
 
-  const ports = { temporal: await freePort(), ui: await freePort(), engine: await freePort() };
-  const composeEnv = {
-    ...env,
-    PWD: work,
-    COOKBOOK_TEMPORAL_PORT: String(ports.temporal),
-    COOKBOOK_UI_PORT: String(ports.ui),
-    COOKBOOK_ENGINE_PORT: String(ports.engine),
-  };
+  // Host ports: chosen again just before `up` (see there); these only let `config` check the file.
+  const ports = await freePorts();
+  const composeEnv = { ...env, PWD: work, ...portEnv(ports) };
   for (const key of ['COOKBOOK_UID', 'COOKBOOK_GID']) delete composeEnv[key];
   const override = join(work, 'compose.test-override.yml');
   writeFileSync(override, JSON.stringify(overrideSpec, null, 2));
@@ -242,7 +247,20 @@ async function stackTest({ composeCmd, env, docker, override: overrideSpec, owne
   // ---- up, health -----------------------------------------------------------------------------
   const tUp = Date.now();
   up = true;
-  await compose(['up', '-d'], { timeoutMs: 600_000 });
+  // The host ports are chosen free just before `up` (the build before it takes minutes), and again
+  // when docker finds one taken all the same (another process bound it in between), a few times.
+  for (let attempt = 1; ; attempt++) {
+    Object.assign(ports, await freePorts());
+    Object.assign(composeEnv, portEnv(ports));
+    try {
+      await compose(['up', '-d'], { timeoutMs: 600_000 });
+      break;
+    } catch (err) {
+      if (attempt >= 5 || !/port is already allocated|address already in use/i.test(err.message)) throw err;
+      log(`a host port (temporal ${ports.temporal}, UI ${ports.ui}, engine ${ports.engine}) was taken before docker bound it: choosing others`);
+      await compose(['down', '-v', '--remove-orphans'], { allowFail: true, timeoutMs: 180_000 });
+    }
+  }
   // -a: a stopped container too (compose v2 lists only running ones without it).
   const containerOf = async (service) => (await compose(['ps', '-a', '-q', service])).stdout.trim();
   const state = async (service) => {

@@ -24,7 +24,9 @@ async function usage(): Promise<string> {
   dev [--detach]                      start the local stack (Temporal + Web UI, engine, worker), or what is
         [--temporal-port N] [--ui-port N]   missing of it (a killed worker); ports: COOKBOOK_TEMPORAL_PORT (7233),
         [--engine-port N | --engine-url U]  COOKBOOK_UI_PORT (Temporal's + 1000), COOKBOOK_ENGINE_PORT (8100);
-        [--dev-dir DIR]                     --engine-url/TINKER_BASE_URL: use that engine, start none;
+        [--dev-dir DIR]                     a port N may be auto: a free one, chosen again if another process takes it
+                                            first (an auto Temporal port makes unset UI and engine ports auto too);
+                                            --engine-url/TINKER_BASE_URL: use that engine, start none;
                                             DIR (COOKBOOK_DEV_DIR): .dev, or .dev/port-N off port 7233
   dev stop [same ports or --dev-dir]  stop what \`dev\` started there, and registered \`cookbook worker\`s
   train <kind> <config.json> [k=v …]  start a run (kind: ${Object.keys(TRAINABLE_KINDS).join(', ')}); dotted keys override the config

@@ -1,10 +1,11 @@
 // Child processes of the local stack (Temporal dev server, engine, worker): spawned in their own
-// process group with output to a log file, ready when a probe passes, stopped with their group.
+// process group with output to a log file, ready when a probe passes and they listen on their ports
+// themselves, stopped with their group.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdirSync, openSync } from 'node:fs';
-import { createServer, connect } from 'node:net';
+import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { portHolders, portOpen, PortTakenError } from './ports.js';
 import { SEARCH_ATTRIBUTES } from '../workflows/shared/search-attributes.js';
 import { ensureEngineEnv } from '../stack/engine-env.mjs';
 import { ensureTemporalCli } from '../stack/temporal-bin.mjs';
@@ -21,29 +22,6 @@ export interface Service {
   kill(): Promise<void>;
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-export function portOpen(port: number, host = '127.0.0.1'): Promise<boolean> {
-  return new Promise((resolve) => {
-    const sock = connect({ port, host });
-    sock.once('connect', () => {
-      sock.destroy();
-      resolve(true);
-    });
-    sock.once('error', () => resolve(false));
-  });
-}
-
 export async function httpOk(url: string): Promise<boolean> {
   try {
     const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
@@ -53,16 +31,56 @@ export async function httpOk(url: string): Promise<boolean> {
   }
 }
 
-async function waitFor(what: string, probe: () => Promise<boolean>, proc: ChildProcess, logFile: string, timeoutMs: number): Promise<void> {
+async function waitFor(spec: SpawnSpec, proc: ChildProcess, logStart: number): Promise<void> {
+  const timeoutMs = spec.readyTimeoutMs ?? 60_000;
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if (proc.exitCode !== null || proc.signalCode !== null) {
-      throw new Error(`${what} exited (${proc.exitCode ?? proc.signalCode}) before it was ready; see ${logFile}`);
-    }
-    if (await probe()) return;
+    if (proc.exitCode !== null || proc.signalCode !== null) throw exitedEarly(spec, proc, logStart);
+    if (listensItself(spec, proc) && (await spec.ready())) return;
     await new Promise((r) => setTimeout(r, 200));
   }
-  throw new Error(`${what} was not ready after ${timeoutMs / 1000}s; see ${logFile}`);
+  throw new Error(`${spec.name} was not ready after ${timeoutMs / 1000}s; see ${spec.logFile}`);
+}
+
+/**
+ * Whether the service's own process group listens on its ports, so that the probe that follows is
+ * answered by the service and not by another process holding a port (another test's engine, which
+ * would pass the probe while the service itself fails to bind): false until it has bound them all;
+ * PortTakenError at once when another process holds one. Where the host cannot tell (not Linux),
+ * true: the probe alone decides.
+ */
+function listensItself(spec: SpawnSpec, proc: ChildProcess): boolean {
+  if (!spec.ports?.length) return true;
+  const holders = portHolders(spec.ports, proc.pid!);
+  if (!holders) return true;
+  for (const [port, holder] of holders) {
+    if (holder === 'other') throw new PortTakenError(`port ${port} is taken by another process: ${spec.name} cannot listen there; see ${spec.logFile}`, port);
+  }
+  return [...holders.values()].every((holder) => holder === 'group');
+}
+
+const ADDRESS_IN_USE = /address already in use|EADDRINUSE/i;
+
+/**
+ * The error for a service that exited before it was ready: a PortTakenError when its log (what it
+ * wrote since this start) says a port it binds was in use, naming the port where the line does.
+ */
+function exitedEarly(spec: SpawnSpec, proc: ChildProcess, logStart: number): Error {
+  const how = `${spec.name} exited (${proc.exitCode ?? proc.signalCode}) before it was ready`;
+  let line: string | undefined;
+  try {
+    line = readFileSync(spec.logFile).subarray(logStart).toString('utf8').split('\n').find((l) => ADDRESS_IN_USE.test(l));
+  } catch {
+    // no log to read: the plain error
+  }
+  if (!line) return new Error(`${how}; see ${spec.logFile}`);
+  return new PortTakenError(`${how}: a port it binds was taken (${line.trim().slice(0, 300)}); see ${spec.logFile}`, portInLine(line));
+}
+
+/** The port of `127.0.0.1:8100` (Go, nginx, Node) or `('127.0.0.1', 8100)` (Python) in a log line. */
+function portInLine(line: string): number | undefined {
+  const m = /(?:\d+\.\d+\.\d+\.\d+|localhost|\[[0-9a-f:]*\]):(\d+)|\('[^']*', (\d+)\)/i.exec(line);
+  return m ? Number(m[1] ?? m[2]) : undefined;
 }
 
 function exited(proc: ChildProcess): Promise<void> {
@@ -108,6 +126,11 @@ export interface SpawnSpec {
   logFile: string;
   env?: NodeJS.ProcessEnv;
   ready: () => Promise<boolean>;
+  /**
+   * The TCP ports it listens on (on 127.0.0.1): it is ready only once its own process group listens
+   * there, and fails at once (PortTakenError) when another process holds one.
+   */
+  ports?: number[];
   readyTimeoutMs?: number;
   /** Keep running after this process exits (cookbook dev --detach). */
   detached?: boolean;
@@ -116,6 +139,7 @@ export interface SpawnSpec {
 export async function spawnService(spec: SpawnSpec): Promise<Service> {
   mkdirSync(dirname(spec.logFile), { recursive: true });
   const fd = openSync(spec.logFile, 'a');
+  const logStart = fstatSync(fd).size;
   const proc = spawn(spec.command, spec.args, { cwd: repoRoot, env: { ...process.env, ...spec.env }, stdio: ['ignore', fd, fd], detached: true });
   closeSync(fd);
   if (spec.detached) proc.unref();
@@ -142,7 +166,7 @@ export async function spawnService(spec: SpawnSpec): Promise<Service> {
     },
   };
   try {
-    await waitFor(spec.name, spec.ready, proc, spec.logFile, spec.readyTimeoutMs ?? 60_000);
+    await waitFor(spec, proc, logStart);
   } catch (err) {
     await service.kill();
     throw err;
@@ -176,6 +200,7 @@ export async function startTemporalServer(opts: TemporalServerOpts): Promise<Ser
     args,
     logFile: opts.logFile,
     detached: opts.detached,
+    ports: opts.uiPort ? [opts.port, opts.uiPort] : [opts.port],
     ready: async () => (await portOpen(opts.port)) && (!opts.uiPort || (await portOpen(opts.uiPort))),
   });
 }
@@ -208,6 +233,7 @@ export async function startEngine(opts: EngineOpts): Promise<Service & { baseUrl
     // A cold start imports PyTorch and transformers: on a busy disk (right after `npm ci`, say)
     // that alone has taken two minutes. waitFor fails at once if the process exits instead.
     readyTimeoutMs: 600_000,
+    ports: [opts.port],
     ready: () => httpOk(`${baseUrl}/api/v1/healthz`),
   });
   return Object.assign(service, { baseUrl });
@@ -220,11 +246,12 @@ export interface WorkerProcessOpts {
   logFile: string;
   env?: NodeJS.ProcessEnv;
   detached?: boolean;
+  /** Serve Prometheus metrics on 127.0.0.1 there (COOKBOOK_METRICS_PORT): a port it must listen on. */
+  metricsPort?: number;
 }
 
 /** A cookbook worker in its own process, ready once it has logged that it polls. */
 export async function startWorkerProcess(opts: WorkerProcessOpts): Promise<Service> {
-  const { readFileSync, existsSync } = await import('node:fs');
   const before = existsSync(opts.logFile) ? readFileSync(opts.logFile, 'utf8').length : 0;
   return spawnService({
     name: 'worker',
@@ -240,8 +267,10 @@ export async function startWorkerProcess(opts: WorkerProcessOpts): Promise<Servi
       TEMPORAL_ADDRESS: opts.temporalAddress,
       TINKER_BASE_URL: opts.tinkerBaseUrl,
       ...(opts.taskQueue ? { COOKBOOK_TASK_QUEUE: opts.taskQueue } : {}),
+      ...(opts.metricsPort ? { COOKBOOK_METRICS_PORT: String(opts.metricsPort) } : {}),
       ...opts.env,
     },
+    ports: opts.metricsPort ? [opts.metricsPort] : undefined,
     ready: async () => existsSync(opts.logFile) && readFileSync(opts.logFile, 'utf8').slice(before).includes('worker started'),
   });
 }

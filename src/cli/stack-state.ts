@@ -4,6 +4,7 @@
 // to find the Web UI of the Temporal server they talk to.
 import { existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { procStat } from './procfs.js';
 import { repoRoot } from './services.js';
 
 export const DEFAULT_TEMPORAL_PORT = 7233;
@@ -70,13 +71,7 @@ export function writeState(state: StackState): void {
 
 /** The start time of a process (field 22 of /proc/<pid>/stat), where /proc exists. */
 export function processStamp(pid: number): string | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // The command name (field 2) may hold spaces and parentheses: count fields after its closing one.
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
-  } catch {
-    return undefined;
-  }
+  return procStat(pid)?.[19];
 }
 
 export function isAlive(s: Pick<RecordedService, 'pid' | 'stamp'>): boolean {

@@ -8,16 +8,25 @@ import { join } from 'node:path';
 import { ConfigError } from '../cookbook/config/overrides.js';
 import { DEFAULT_ENGINE_PORT } from './connect.js';
 import { pollerMayLive, workflowPollers } from './liveness.js';
-import { portOpen, startEngine, startTemporalServer, startWorkerProcess, type Service } from './services.js';
+import { portOpen, PortTakenError, startOnPorts } from './ports.js';
+import { startEngine, startTemporalServer, startWorkerProcess, type Service } from './services.js';
 import { DEFAULT_TEMPORAL_PORT, isAlive, readState, record, stackDir, writeState, type RecordedService, type StackState } from './stack-state.js';
 import { DEFAULT_TASK_QUEUE } from '../workers/task-queue.js';
 
+/**
+ * A port of the stack: a number, or 'auto': the stack chooses a free port just before the service
+ * binds it, and another when that one is lost to another process first.
+ */
+export type PortSetting = number | 'auto';
+
 export interface StackOptions {
   dir?: string;
-  temporalPort?: number;
-  /** Default: the Temporal port + 1000, as `temporal server start-dev` picks it. */
-  uiPort?: number;
-  enginePort?: number;
+  /** Default: 7233. */
+  temporalPort?: PortSetting;
+  /** Default: the Temporal port + 1000, as `temporal server start-dev` picks it; auto when the Temporal port is. */
+  uiPort?: PortSetting;
+  /** Default: 8100; auto when the Temporal port is. */
+  enginePort?: PortSetting;
   /** A running engine or Tinker service for the worker, instead of starting an engine. */
   engineUrl?: string;
   detached?: boolean;
@@ -52,14 +61,15 @@ async function answers(baseUrl: string): Promise<boolean> {
 /**
  * `cookbook dev`'s settings: flags, then COOKBOOK_TEMPORAL_PORT / COOKBOOK_UI_PORT /
  * COOKBOOK_ENGINE_PORT / COOKBOOK_DEV_DIR and TINKER_BASE_URL. An engine URL means "use that engine,
- * start none"; an engine port "start one there".
+ * start none"; an engine port "start one there". A port may be `auto` (or 0): chosen free.
  */
 export function devOptions(v: DevValues, env: NodeJS.ProcessEnv = process.env): StackOptions {
-  const port = (flag: keyof DevValues | undefined, name: string | undefined) => {
+  const port = (flag: keyof DevValues | undefined, name: string | undefined): PortSetting | undefined => {
     const [raw, from] = flag && v[flag] !== undefined ? [v[flag], `--${flag}`] : [name ? env[name] : undefined, name];
     if (raw === undefined || raw === '') return undefined;
+    if (raw === 'auto' || raw === '0') return 'auto';
     const n = Number(raw);
-    if (!Number.isInteger(n) || n < 1 || n > 65535) throw new ConfigError(`${from} must be a port number, 1 to 65535 (got ${raw})`);
+    if (!Number.isInteger(n) || n < 1 || n > 65535) throw new ConfigError(`${from} must be a port number, 1 to 65535, or auto (got ${raw})`);
     return n;
   };
   const both = (what: string) => new ConfigError(`${what}: give an engine port (\`dev\` starts an engine there) or an engine URL (it uses that running engine), not both`);
@@ -76,37 +86,81 @@ export function devOptions(v: DevValues, env: NodeJS.ProcessEnv = process.env): 
 
 type DevValues = { 'temporal-port'?: string; 'ui-port'?: string; 'engine-port'?: string; 'engine-url'?: string; 'dev-dir'?: string };
 
-export async function startStack(opts: StackOptions = {}): Promise<Stack> {
-  const temporalPort = opts.temporalPort ?? DEFAULT_TEMPORAL_PORT;
-  const uiPort = opts.uiPort ?? temporalPort + 1000;
-  const enginePort = opts.enginePort ?? DEFAULT_ENGINE_PORT;
-  const dir = stackDir({ dir: opts.dir, temporalPort });
-  const log = opts.log ?? ((line: string) => console.error(line));
-  const wanted: StackState = {
-    temporalAddress: `127.0.0.1:${temporalPort}`,
-    uiUrl: `http://127.0.0.1:${uiPort}`,
-    engineUrl: opts.engineUrl ?? `http://127.0.0.1:${enginePort}`,
-    dir,
-    services: [],
+/** The stack's ports, a port undefined where the stack chooses it; or the engine's URL where it starts none. */
+interface PortPlan {
+  temporal?: number;
+  ui?: number;
+  engine?: number;
+  engineUrl?: string;
+}
+
+/** The ports to start on: the settings and their defaults (named ports as much as a flag's); auto ones undefined, to be chosen. */
+function portPlan(opts: StackOptions): PortPlan {
+  const auto = opts.temporalPort === 'auto';
+  const setting = (p: PortSetting | undefined, otherwise: number | undefined) => (p === 'auto' ? undefined : (p ?? otherwise));
+  const temporal = setting(opts.temporalPort, DEFAULT_TEMPORAL_PORT);
+  return {
+    temporal,
+    ui: setting(opts.uiPort, temporal === undefined ? undefined : temporal + 1000),
+    engine: opts.engineUrl ? undefined : setting(opts.enginePort, auto ? undefined : DEFAULT_ENGINE_PORT),
+    engineUrl: opts.engineUrl,
   };
-  const recorded = readState(dir);
+}
+
+/** The stack's folder where one is given: --dev-dir, else COOKBOOK_DEV_DIR. */
+const givenDir = (o: Pick<StackOptions, 'dir'>) => o.dir ?? (process.env.COOKBOOK_DEV_DIR || undefined);
+
+/**
+ * Where the stack recorded in the folder still runs, its ports for the auto ones: `dev` again then
+ * completes that stack instead of starting a second one.
+ */
+function withRecordedPorts(plan: PortPlan, recorded: StackState): PortPlan {
+  if (!recorded.services.some(isAlive)) return plan;
+  const portOf = (address: string) => Number(address.split(':').pop()) || undefined;
+  const filled = { ...plan, temporal: plan.temporal ?? portOf(recorded.temporalAddress), ui: plan.ui ?? portOf(recorded.uiUrl) };
+  if (!plan.engineUrl && plan.engine === undefined) {
+    // An engine the stack started keeps its port; else the stack used the engine at its URL.
+    if (recorded.services.some((s) => s.name === 'engine')) filled.engine = portOf(recorded.engineUrl);
+    else filled.engineUrl = recorded.engineUrl || undefined;
+  }
+  return filled;
+}
+
+export async function startStack(opts: StackOptions = {}): Promise<Stack> {
+  const log = opts.log ?? ((line: string) => console.error(line));
+  // The stack's folder: the one given, else the one of its Temporal port (.dev/port-<P>), which for
+  // a port yet to be chosen is known once it is chosen.
+  const given = givenDir(opts);
+  const planned = portPlan(opts);
+  const known = given ?? (planned.temporal === undefined ? undefined : stackDir({ temporalPort: planned.temporal }));
+  const recorded = known ? readState(known) : undefined;
+  const plan = recorded ? withRecordedPorts(planned, recorded) : planned;
+  const folderFollowsPort = known === undefined;
+  const dir = known ?? '';
   const running = (recorded?.services ?? []).filter(isAlive);
   const has = (name: RecordedService['name']) => running.some((s) => s.name === name);
+  const state: StackState = {
+    temporalAddress: plan.temporal === undefined ? '' : `127.0.0.1:${plan.temporal}`,
+    uiUrl: plan.ui === undefined ? '' : `http://127.0.0.1:${plan.ui}`,
+    engineUrl: plan.engineUrl ?? (plan.engine === undefined ? '' : `http://127.0.0.1:${plan.engine}`),
+    dir,
+    services: running,
+  };
   // The engine's address matters while a recorded engine or worker (which talks to it) still runs.
-  if (recorded && running.length > 0) checkSameStack(recorded, wanted, has('engine') || has('worker'));
-  const state: StackState = { ...wanted, services: running };
+  if (recorded && running.length > 0) checkSameStack(recorded, state, has('engine') || has('worker'));
   const kept = running.map((s) => `${s.name} (pid ${s.pid}${s.startedBy === 'cookbook worker' ? ', `cookbook worker`' : ''})`);
   for (const k of kept) log(`already running: ${k}`);
 
+  const inUse = (port: number, what: string) =>
+    new Error(`port ${port} (${what}) is in use by a process that the stack in ${state.dir} did not start: stop it, or run this stack on other ports with ${PORT_SETTINGS} (auto: free ones)`);
   const free = async (port: number, what: string) => {
-    if (await portOpen(port)) {
-      throw new Error(`port ${port} (${what}) is in use by a process that the stack in ${dir} did not start: stop it, or run this stack on other ports with ${PORT_SETTINGS}`);
-    }
+    if (await portOpen(port)) throw inUse(port, what);
   };
+  const chooseAgain = { givenTaken: inUse, onRetry: (err: unknown) => log(`${(err as Error).message}\nstarting it again`) };
   const started: Service[] = [];
   const stopStarted = async () => {
     for (const s of [...started].reverse()) await s.stop();
-    const now = readState(dir);
+    const now = readState(state.dir);
     if (now) writeState({ ...now, services: now.services.filter((r) => !started.some((s) => s.proc.pid === r.pid)) });
   };
   const add = (service: Service, more: Partial<RecordedService> = {}) => {
@@ -116,31 +170,65 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   };
   try {
     if (!has('temporal')) {
-      await free(temporalPort, 'Temporal');
-      await free(uiPort, 'Temporal Web UI');
-      log(`starting Temporal dev server on ${state.temporalAddress} (Web UI ${state.uiUrl}, state ${join(dir, 'temporal.sqlite')})`);
-      add(await startTemporalServer({ port: temporalPort, uiPort, dbFile: join(dir, 'temporal.sqlite'), logFile: join(dir, 'temporal.log'), detached: opts.detached }));
+      const wanted = [
+        { what: 'Temporal', port: plan.temporal },
+        { what: 'Temporal Web UI', port: plan.ui },
+      ];
+      const { ports, service } = await startOnPorts(
+        wanted,
+        async ([port, uiPort]) => {
+          if (folderFollowsPort) state.dir = folderOfChosenPort(port);
+          for (const w of wanted) if (w.port !== undefined) await free(w.port, w.what);
+          log(`starting Temporal dev server on 127.0.0.1:${port} (Web UI http://127.0.0.1:${uiPort}, state ${join(state.dir, 'temporal.sqlite')})`);
+          return startTemporalServer({ port, uiPort, dbFile: join(state.dir, 'temporal.sqlite'), logFile: join(state.dir, 'temporal.log'), detached: opts.detached });
+        },
+        chooseAgain,
+      );
+      state.temporalAddress = `127.0.0.1:${ports[0]}`;
+      state.uiUrl = `http://127.0.0.1:${ports[1]}`;
+      add(service);
     }
-    if (!has('engine') && !opts.engineUrl) {
-      await free(enginePort, 'engine');
-      log(`starting engine on 127.0.0.1:${enginePort} (first start builds its Python environment; this can take several minutes)`);
-      add(await startEngine({ port: enginePort, dataDir: join(dir, 'engine'), logFile: join(dir, 'engine.log'), detached: opts.detached }));
+    if (!has('engine') && !plan.engineUrl) {
+      const { ports, service } = await startOnPorts(
+        [{ what: 'engine', port: plan.engine }],
+        async ([port]) => {
+          if (plan.engine !== undefined) await free(port, 'engine');
+          log(`starting engine on 127.0.0.1:${port} (first start builds its Python environment; this can take several minutes)`);
+          return startEngine({ port, dataDir: join(state.dir, 'engine'), logFile: join(state.dir, 'engine.log'), detached: opts.detached });
+        },
+        chooseAgain,
+      );
+      state.engineUrl = `http://127.0.0.1:${ports[0]}`;
+      add(service);
     } else if (!has('engine')) {
-      if (!(await answers(opts.engineUrl!))) {
-        throw new Error(`the engine at ${opts.engineUrl} (--engine-url or TINKER_BASE_URL) does not answer: start it, or leave both unset and \`cookbook dev\` starts one`);
+      if (!(await answers(plan.engineUrl!))) {
+        const from = opts.engineUrl ? '--engine-url or TINKER_BASE_URL' : `the engine the stack in ${state.dir} uses`;
+        throw new Error(`the engine at ${plan.engineUrl} (${from}) does not answer: start it, or leave both unset and \`cookbook dev\` starts one`);
       }
-      log(`using the engine at ${opts.engineUrl} (not started by this stack)`);
+      log(`using the engine at ${plan.engineUrl} (not started by this stack)`);
     }
     if (!has('worker')) {
       log('starting worker');
-      const worker = await startWorkerProcess({ temporalAddress: state.temporalAddress, tinkerBaseUrl: state.engineUrl, logFile: join(dir, 'worker.log'), detached: opts.detached });
+      const worker = await startWorkerProcess({ temporalAddress: state.temporalAddress, tinkerBaseUrl: state.engineUrl, logFile: join(state.dir, 'worker.log'), detached: opts.detached });
       add(worker, { taskQueue: DEFAULT_TASK_QUEUE });
     }
   } catch (err) {
     await stopStarted();
     throw err;
   }
-  return { temporalAddress: state.temporalAddress, uiUrl: state.uiUrl, engineUrl: state.engineUrl, dir, services: started, kept, stop: stopStarted };
+  return { temporalAddress: state.temporalAddress, uiUrl: state.uiUrl, engineUrl: state.engineUrl, dir: state.dir, services: started, kept, stop: stopStarted };
+}
+
+/**
+ * The folder of a stack on a chosen Temporal port, .dev/port-<P>. One where a stack recorded on
+ * that port still runs a process (its Temporal server died, its worker did not) is not this
+ * stack's: the port counts as taken, and another is chosen.
+ */
+function folderOfChosenPort(port: number): string {
+  const dir = stackDir({ temporalPort: port }, {});
+  const holder = readState(dir)?.services.find(isAlive);
+  if (holder) throw new PortTakenError(`the stack recorded in ${dir} still runs ${holder.name} (pid ${holder.pid})`, port);
+  return dir;
 }
 
 /** A recorded stack that still runs is completed only with the same addresses: anything else is another stack. */
@@ -161,10 +249,14 @@ function checkSameStack(recorded: StackState, wanted: StackState, engineRuns: bo
  * Temporal without having been started or registered here, an engine it did not start, a port
  * held by another process.
  */
-export async function stopStack(o: { dir?: string; temporalPort?: number; uiPort?: number; enginePort?: number } = {}): Promise<string> {
-  const dir = stackDir(o);
+export async function stopStack(o: Pick<StackOptions, 'dir' | 'temporalPort' | 'uiPort' | 'enginePort' | 'engineUrl'> = {}): Promise<string> {
+  const plan = portPlan(o);
+  if (plan.temporal === undefined && !givenDir(o)) {
+    throw new ConfigError('dev stop: an auto Temporal port names no stack: give the port `dev` printed (--temporal-port N), or the stack\'s --dev-dir');
+  }
+  const dir = stackDir({ dir: o.dir, temporalPort: plan.temporal });
   const state = readState(dir);
-  if (!state) return `no stack is recorded in ${dir}${await portsInUse(o)}`;
+  if (!state) return `no stack is recorded in ${dir}${await portsInUse(plan)}`;
   const running = state.services.filter(isAlive);
   const lines: string[] = [];
   const temporal = running.find((s) => s.name === 'temporal');
@@ -219,14 +311,14 @@ async function foreignWorkers(state: StackState, running: RecordedService[]): Pr
   return lines;
 }
 
-async function portsInUse(o: { temporalPort?: number; uiPort?: number; enginePort?: number }): Promise<string> {
-  const temporalPort = o.temporalPort ?? DEFAULT_TEMPORAL_PORT;
-  const ports: Array<[number, string]> = [
-    [temporalPort, 'Temporal'],
-    [o.uiPort ?? temporalPort + 1000, 'Temporal Web UI'],
-    [o.enginePort ?? DEFAULT_ENGINE_PORT, 'engine'],
+/** The plan's ports (auto ones name none) that some process holds. */
+async function portsInUse(plan: PortPlan): Promise<string> {
+  const ports: Array<[number | undefined, string]> = [
+    [plan.temporal, 'Temporal'],
+    [plan.ui, 'Temporal Web UI'],
+    [plan.engine, 'engine'],
   ];
   const busy: string[] = [];
-  for (const [port, what] of ports) if (await portOpen(port)) busy.push(`${port} (${what})`);
+  for (const [port, what] of ports) if (port !== undefined && (await portOpen(port))) busy.push(`${port} (${what})`);
   return busy.length ? `; ${busy.length > 1 ? 'ports' : 'port'} ${busy.join(', ')} in use by ${busy.length > 1 ? 'processes' : 'a process'} \`cookbook dev\` did not start here: left running` : '';
 }

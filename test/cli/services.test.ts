@@ -1,16 +1,18 @@
 // Services of the local stack never outlive their parent: a parent SIGKILLed with a service
 // running (as a test runner killed mid-suite would be) leaves no orphan behind. A test's server
-// whose free port was taken before it bound it starts again on another.
+// whose free port was taken before it bound it starts again on another, and so does `cookbook dev`
+// on ports it chose itself (auto).
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { freePort, httpOk, portOpen, repoRoot, startEngine, startWorkerProcess, type EngineOpts, type Service } from '../../src/cli/services.js';
+import { portOpen, PortTakenError, startOnPorts } from '../../src/cli/ports.js';
+import { httpOk, repoRoot, startEngine, startWorkerProcess, type EngineOpts, type Service } from '../../src/cli/services.js';
 import { stackDir, type StackState } from '../../src/cli/stack-state.js';
-import { devOptions } from '../../src/cli/stack.js';
-import { cookbookBin, type CliResult } from '../support/cli.js';
+import { devOptions, stopStack } from '../../src/cli/stack.js';
+import { cookbookProcess } from '../support/cli.js';
 import { onFreePort } from '../support/free-port.js';
 import { timed } from '../support/timing.js';
 
@@ -24,18 +26,16 @@ const alive = (pid: number) => {
 };
 
 /** The CLI as a user runs it, with only the flags given (no test stack's). */
-function cookbook(args: string[], env: Record<string, string>, cwd: string): Promise<CliResult> & { child: ReturnType<typeof spawn>; err: () => string } {
-  const child = spawn(process.execPath, [cookbookBin, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TINKER_API_KEY: 'tml-test', ...env } });
-  let out = '';
-  let err = '';
-  child.stdout!.on('data', (d) => (out += d));
-  child.stderr!.on('data', (d) => (err += d));
-  const done = new Promise<CliResult>((resolve) => child.on('exit', (code) => resolve({ code: code ?? 1, out, err })));
-  return Object.assign(done, { child, err: () => err });
+function cookbook(args: string[], env: Record<string, string>, cwd: string) {
+  const run = cookbookProcess(args, { env, cwd });
+  return Object.assign(run.done, { child: run.child, err: run.err });
 }
 
 const stateOf = (dir: string): StackState => JSON.parse(readFileSync(join(dir, 'stack.json'), 'utf8'));
 const pidOf = (dir: string, name: string, startedBy = 'cookbook dev') => stateOf(dir).services.find((s) => s.name === name && s.startedBy === startedBy)?.pid;
+
+/** What `cookbook dev` says when a port it was given is taken, or a start of it lost a port. */
+const DEV_LOST_A_PORT = /is in use by a process that the stack in .* did not start|is taken by another process|a port it binds was taken/;
 
 async function until(what: string, probe: () => boolean | Promise<boolean>, timeoutMs = 120_000): Promise<void> {
   for (const deadline = Date.now() + timeoutMs; !(await probe()); await new Promise((r) => setTimeout(r, 100))) {
@@ -57,23 +57,15 @@ describe('local stack services', () => {
        setInterval(() => {}, 1000);`,
     );
     const parent = spawn(process.execPath, ['--import', 'tsx', parentScript], { cwd: repoRoot, stdio: 'ignore' });
-    let servicePid = 0;
-    for (let i = 0; i < 300 && !servicePid; i++) {
-      await new Promise((r) => setTimeout(r, 100));
-      try {
-        servicePid = Number(readFileSync(pidFile, 'utf8'));
-      } catch {
-        // not yet written
-      }
-    }
-    expect(servicePid).toBeGreaterThan(0);
+    // Deadlines for a loaded machine, where tsx alone can take many seconds to start the parent.
+    await until('the service started', () => existsSync(pidFile) && Number(readFileSync(pidFile, 'utf8')) > 0);
+    const servicePid = Number(readFileSync(pidFile, 'utf8'));
     expect(alive(servicePid)).toBe(true);
     parent.kill('SIGKILL');
-    for (let i = 0; i < 100 && alive(servicePid); i++) await new Promise((r) => setTimeout(r, 100));
-    expect(alive(servicePid)).toBe(false);
-  }, 60_000);
+    await until('the service stopped', () => !alive(servicePid));
+  });
 
-  it('a test engine whose port was taken before it bound it is started again on another port', async () => {
+  it('a test engine whose port was taken before it bound it is started again on another port (at once: another process listens there)', async () => {
     const squatter = createServer();
     await new Promise<void>((resolve) => squatter.listen(0, '127.0.0.1', resolve));
     const takenPort = (squatter.address() as { port: number }).port;
@@ -102,7 +94,9 @@ describe('local stack services', () => {
     // An engine URL flag uses that engine: the environment's engine port does not apply.
     expect(devOptions({ 'engine-url': 'http://10.0.0.2:8100' }, env)).toMatchObject({ engineUrl: 'http://10.0.0.2:8100', enginePort: undefined });
     expect(devOptions({}, { TINKER_BASE_URL: 'http://10.0.0.2:8100' })).toMatchObject({ engineUrl: 'http://10.0.0.2:8100' });
-    expect(() => devOptions({ 'ui-port': '70000' }, {})).toThrow('--ui-port must be a port number, 1 to 65535 (got 70000)');
+    expect(() => devOptions({ 'ui-port': '70000' }, {})).toThrow('--ui-port must be a port number, 1 to 65535, or auto (got 70000)');
+    // auto (or 0): the stack chooses; it applies to unset UI and engine ports in startStack.
+    expect(devOptions({ 'temporal-port': 'auto', 'engine-port': '0' }, { COOKBOOK_UI_PORT: 'auto' })).toMatchObject({ temporalPort: 'auto', uiPort: 'auto', enginePort: 'auto' });
     expect(() => devOptions({}, { COOKBOOK_TEMPORAL_PORT: 'x' })).toThrow('COOKBOOK_TEMPORAL_PORT must be a port number');
     expect(() => devOptions({ 'engine-port': '8200', 'engine-url': 'http://h:1' }, {})).toThrow(/--engine-port and --engine-url: give an engine port .* or an engine URL/);
     expect(() => devOptions({}, { TINKER_BASE_URL: 'http://h:1', COOKBOOK_ENGINE_PORT: '8200' })).toThrow(/TINKER_BASE_URL and COOKBOOK_ENGINE_PORT/);
@@ -111,33 +105,58 @@ describe('local stack services', () => {
     expect(stackDir({ temporalPort: 7300 }, { COOKBOOK_DEV_DIR: '/x' })).toBe('/x');
   });
 
+  it('`cookbook dev stop` with an auto Temporal port and no folder names no stack: it says which to give', async () => {
+    const saved = process.env.COOKBOOK_DEV_DIR;
+    delete process.env.COOKBOOK_DEV_DIR;
+    try {
+      await expect(stopStack(devOptions({ 'temporal-port': 'auto' }, {}))).rejects.toThrow(/an auto Temporal port names no stack: give the port `dev` printed \(--temporal-port N\), or the stack's --dev-dir/);
+    } finally {
+      if (saved !== undefined) process.env.COOKBOOK_DEV_DIR = saved;
+    }
+  });
+
   it('`cookbook dev` runs a second stack beside the first on other ports, completes a stack missing its worker, and `dev stop` stops only its own', async () => {
     const root = mkdtempSync(join(tmpdir(), 'dev-stacks-'));
-    const ports: number[] = [];
-    while (ports.length < 5) {
-      const p = await freePort();
-      if (!ports.includes(p)) ports.push(p);
-    }
-    const [aTemporal, aUi, aEngine, bTemporal, bUi] = ports;
-    const engineA = `http://127.0.0.1:${aEngine}`;
     const dirA = join(root, 'a');
     const dirB = join(root, 'b');
-    // Stack A by flags, stack B by environment variables; B's worker trains on A's engine.
+    // Stack A on ports named by flags, stack B by environment variables on ports it chooses itself
+    // (auto); B's worker trains on A's engine.
     const envA = { COOKBOOK_DEV_DIR: dirA };
-    const envB = { COOKBOOK_DEV_DIR: dirB, COOKBOOK_TEMPORAL_PORT: String(bTemporal), COOKBOOK_UI_PORT: String(bUi) };
-    const devA = ['dev', '--detach', '--temporal-port', String(aTemporal), '--ui-port', String(aUi), '--engine-port', String(aEngine)];
+    const envB = { COOKBOOK_DEV_DIR: dirB, COOKBOOK_TEMPORAL_PORT: 'auto' };
+    let devA: string[] = [];
     let registered: ReturnType<typeof cookbook> | undefined;
     let foreign: Service | undefined;
     try {
-      const a = await timed('stack start', () => cookbook(devA, envA, root));
+      // The test names A's ports: it chooses them, and chooses again should another process take one
+      // before A's services bind it (`dev` itself never changes a port it was given).
+      const { ports: aPorts, service: a } = await timed('stack start', () =>
+        startOnPorts([{ what: 'Temporal' }, { what: 'Web UI' }, { what: 'engine' }], async ([temporal, ui, engine]) => {
+          devA = ['dev', '--detach', '--temporal-port', String(temporal), '--ui-port', String(ui), '--engine-port', String(engine)];
+          const r = await cookbook(devA, envA, root);
+          if (r.code !== 0 && DEV_LOST_A_PORT.test(r.err)) throw new PortTakenError(r.err);
+          return r;
+        }),
+      );
+      const [aTemporal, aUi, aEngine] = aPorts;
+      const engineA = `http://127.0.0.1:${aEngine}`;
       expect(a.code, a.err).toBe(0);
       expect(a.out).toContain(`Temporal  127.0.0.1:${aTemporal}\nWeb UI    http://127.0.0.1:${aUi}\nengine    ${engineA}`);
       const b = await timed('stack start', () => cookbook(['dev', '--detach', '--engine-url', engineA], envB, root));
       expect(b.code, b.err).toBe(0);
+      // B's ports, as it recorded and printed them.
+      const { temporalAddress: addressB, uiUrl: uiB } = stateOf(dirB);
+      const [bTemporal, bUi] = [Number(addressB.split(':').pop()), Number(uiB.split(':').pop())];
       expect(b.out).toContain(`Temporal  127.0.0.1:${bTemporal}\nWeb UI    http://127.0.0.1:${bUi}\nengine    ${engineA}`);
       expect(b.err).toContain(`using the engine at ${engineA} (not started by this stack)`);
+      const ports = [...aPorts, bTemporal, bUi];
+      expect(new Set(ports).size).toBe(5);
       for (const port of ports) expect(await portOpen(port), `port ${port}`).toBe(true);
       expect(await httpOk(`http://127.0.0.1:${bUi}/`)).toBe(true);
+      // auto again with B's folder, whose stack runs: B on its recorded ports, nothing started.
+      const bAgain = await cookbook(['dev', '--detach', '--engine-url', engineA], envB, root);
+      expect(bAgain.code, bAgain.err).toBe(0);
+      expect(bAgain.out).toContain(`Temporal  127.0.0.1:${bTemporal}\nWeb UI    http://127.0.0.1:${bUi}\nengine    ${engineA}`);
+      expect(bAgain.err).not.toMatch(/starting/);
 
       // A run on B links to B's Web UI (it trains while the test goes on, and is checked before B stops);
       // the same server's link is unknown where B is not recorded.

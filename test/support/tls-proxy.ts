@@ -5,7 +5,8 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { portOpen, spawnService, type Service } from '../../src/cli/services.js';
+import { portOpen } from '../../src/cli/ports.js';
+import { spawnService, type Service } from '../../src/cli/services.js';
 import { onFreePort } from './free-port.js';
 
 export interface TestCerts {
@@ -128,6 +129,7 @@ http {
     command: nginx,
     args: ['-p', dir, '-e', join(dir, 'error.log'), '-c', confFile],
     logFile: join(dir, 'stdout.log'),
+    ports: [port],
     ready: () => portOpen(port),
     readyTimeoutMs: 15_000,
   });

@@ -5,7 +5,7 @@
 // Prometheus metrics, and the engine its /metrics, both scraped while a run is in flight.
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, startEngine, startWorkerProcess, type Service } from '../../src/cli/services.js';
+import { startEngine, startWorkerProcess, type Service, type WorkerProcessOpts } from '../../src/cli/services.js';
 import { sendControl } from '../../src/cli/runs.js';
 import { startRun } from '../../src/cli/train.js';
 import { RunStore } from '../../src/cookbook/run-store.js';
@@ -58,15 +58,19 @@ describe('traces and metrics', () => {
         startEngine,
       )
     ).service;
-    metricsPort = await freePort();
-    // A worker process: tracing and the Temporal runtime's metrics are set up once per process.
-    worker = await startWorkerProcess({
-      temporalAddress: stack.temporalAddress,
-      tinkerBaseUrl: engine.baseUrl,
-      taskQueue: stack.taskQueue,
-      logFile: join(stack.dir, 'worker.log'),
-      env: { TINKER_API_KEY: 'tml-test', OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_BSP_SCHEDULE_DELAY: '200', COOKBOOK_METRICS_PORT: String(metricsPort) },
-    });
+    // A worker process: tracing and the Temporal runtime's metrics are set up once per process. Its
+    // metrics server binds a port chosen free, and is started again on another if that one was lost.
+    const served = await onFreePort(
+      {
+        temporalAddress: stack.temporalAddress,
+        tinkerBaseUrl: engine.baseUrl,
+        taskQueue: stack.taskQueue,
+        logFile: join(stack.dir, 'worker.log'),
+        env: { TINKER_API_KEY: 'tml-test', OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_BSP_SCHEDULE_DELAY: '200' },
+      },
+      ({ port, ...opts }: WorkerProcessOpts & { port: number }) => startWorkerProcess({ ...opts, metricsPort: port }),
+    );
+    [worker, metricsPort] = [served.service, served.opts.port];
   });
   afterAll(async () => {
     await worker?.stop();

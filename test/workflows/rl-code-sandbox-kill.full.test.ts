@@ -11,10 +11,11 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, spawnService, startWorkerProcess, type Service } from '../../src/cli/services.js';
+import { spawnService, startWorkerProcess, type Service } from '../../src/cli/services.js';
 import { startRun } from '../../src/cli/train.js';
 import { LocalSandbox } from '../../src/cookbook/sandbox/index.js';
 import type { RunResult } from '../../src/workflows/shared/training-run.js';
+import { onFreePort } from '../support/free-port.js';
 import { retriedActivities } from '../support/history.js';
 import { expectSameRun, metricsOf } from '../support/runs.js';
 import { startTestStack, testRun, untilActivityRunning, waitUntil, type TestStack } from '../support/stack.js';
@@ -46,7 +47,7 @@ describe.runIf(!unavailable)('code RL: the sandbox server killed mid-run', { tim
   let dir: string;
   const servers: Service[] = [];
   beforeAll(async () => {
-    [stack, port] = await Promise.all([startTestStack(), freePort()]);
+    stack = await startTestStack();
     dir = join(stack.dir, `sandbox-kill-${process.pid}`);
     mkdirSync(dir, { recursive: true });
   });
@@ -54,14 +55,18 @@ describe.runIf(!unavailable)('code RL: the sandbox server killed mid-run', { tim
     await Promise.all([...servers.map((s) => s.kill().catch(() => {})), stack?.stop()]);
   });
 
-  /** A run_code server process on the test's port; its completed runs go to `<name>.runs.jsonl`. */
-  async function sandboxServer(name: string, holdAfter?: number): Promise<Service> {
+  /**
+   * A run_code server process on the test's port (the first one chooses it); its completed runs go
+   * to `<name>.runs.jsonl`. Later ones come up on the same port, which the worker's SANDBOX_URL names.
+   */
+  async function sandboxServer(name: string, holdAfter?: number, on = port): Promise<Service> {
     const logFile = join(dir, `${name}.log`);
     const server = await spawnService({
       name: `sandbox ${name}`,
       command: process.execPath,
-      args: ['--import', 'tsx', SERVER_MAIN, '--port', String(port), '--run-log', join(dir, `${name}.runs.jsonl`), '--status', join(dir, `${name}.status.json`), ...(holdAfter === undefined ? [] : ['--hold-after', String(holdAfter)])],
+      args: ['--import', 'tsx', SERVER_MAIN, '--port', String(on), '--run-log', join(dir, `${name}.runs.jsonl`), '--status', join(dir, `${name}.status.json`), ...(holdAfter === undefined ? [] : ['--hold-after', String(holdAfter)])],
       logFile,
+      ports: [on],
       ready: async () => existsSync(logFile) && readFileSync(logFile, 'utf8').includes('sandbox listening'),
     });
     servers.push(server);
@@ -74,6 +79,9 @@ describe.runIf(!unavailable)('code RL: the sandbox server killed mid-run', { tim
   const statusOf = (name: string): ServerStatus => JSON.parse(readFileSync(join(dir, `${name}.status.json`), 'utf8'));
 
   it('the run ends as an uninterrupted one; the client waited out the outage; no recorded verdict was run again', async () => {
+    // The first server chooses the port before the worker is told it.
+    const first = await onFreePort({}, ({ port: free }: { port: number }) => sandboxServer('clean', undefined, free));
+    port = first.opts.port;
     const workerLog = join(dir, 'worker.log');
     const worker = await startWorkerProcess({
       temporalAddress: stack.temporalAddress,
@@ -85,10 +93,9 @@ describe.runIf(!unavailable)('code RL: the sandbox server killed mid-run', { tim
     try {
       // The uninterrupted run.
       const clean = testRun(stack, FIXTURE, [], 'rl');
-      const first = await sandboxServer('clean');
       const cleanResult = (await (await startRun(stack.client, clean, stack.taskQueue)).result()) as RunResult;
       expect(cleanResult.status).toBe('completed');
-      await first.stop();
+      await first.service.stop();
       const cleanRecords = recordsOf(clean.run.logPath);
       expect(stepRows(metricsOf(clean.run.logPath)).map((r) => r['env/all/total_episodes'])).toEqual([4, 4]);
       expect(count(cleanRecords)).toBe(8);
