@@ -145,15 +145,27 @@ describe('session and heartbeat', () => {
     const sid = await b.sessionId();
     expect(server.requestsTo('/api/v1/create_session')[0].json).toMatchObject({ sdk_version: '0.25.0', type: 'create_session', tags: [] });
     // Waits for the beats rather than a fixed time: on a loaded machine 30 ms timers run late.
-    await vi.waitFor(() => expect(server.requestsTo('/api/v1/session_heartbeat').length).toBeGreaterThanOrEqual(3), { timeout: 10_000, interval: 20 });
+    await vi.waitFor(() => expect(server.requestsTo('/api/v1/session_heartbeat').length).toBeGreaterThanOrEqual(3), { timeout: 60_000, interval: 20 });
     const beats = server.requestsTo('/api/v1/session_heartbeat');
     expect(beats[0].json).toEqual({ session_id: sid, type: 'session_heartbeat' });
     expect(b.heartbeatActive).toBe(true);
     await b.close();
     expect(b.heartbeatActive).toBe(false);
-    const after = server.requestsTo('/api/v1/session_heartbeat').length;
-    await new Promise((r) => setTimeout(r, 120));
-    expect(server.requestsTo('/api/v1/session_heartbeat').length).toBe(after);
+    // No heartbeat goes out once closed. One sent just before may still reach the server after
+    // close() returns (a loaded machine delays its arrival), so what counts is what the client
+    // sends: a fetch whose signal close() has not aborted.
+    const sent: string[] = [];
+    const fetchBefore = globalThis.fetch;
+    const spy = vi.spyOn(globalThis, 'fetch').mockImplementation((input, init) => {
+      if (!init?.signal?.aborted) sent.push(String(input));
+      return fetchBefore(input, init);
+    });
+    try {
+      await new Promise((r) => setTimeout(r, 120)); // four heartbeat intervals
+    } finally {
+      spy.mockRestore();
+    }
+    expect(sent.filter((url) => url.endsWith('/api/v1/session_heartbeat'))).toEqual([]);
     await expect(b.capabilities()).rejects.toThrow(/closed/);
   });
 
@@ -165,9 +177,10 @@ describe('session and heartbeat', () => {
       await b.sessionId();
       console.log('session ok');
     `;
-    // Async child: the fake server lives in this process and must keep answering.
+    // Async child: the fake server lives in this process and must keep answering. The timeout bounds
+    // a hang, not a start: tsx alone can take many seconds on a loaded machine.
     const r = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-      const child = execFile(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: process.cwd(), timeout: 20_000 }, (err, stdout, stderr) =>
+      const child = execFile(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: process.cwd(), timeout: 120_000 }, (err, stdout, stderr) =>
         resolve({ code: err ? ((err as { code?: number }).code ?? null) : 0, stdout, stderr }),
       );
       void child;
@@ -182,7 +195,7 @@ describe('session and heartbeat', () => {
     const first = await b.sessionId();
     server.fault({ path: '/api/v1/session_heartbeat', times: 1, action: { status: 404, body: { detail: 'unknown session' } } });
     // Until a heartbeat met the 404 (20 ms timers run late on a loaded machine).
-    await vi.waitFor(async () => expect(await b.sessionId()).not.toBe(first), { timeout: 10_000, interval: 20 });
+    await vi.waitFor(async () => expect(await b.sessionId()).not.toBe(first), { timeout: 60_000, interval: 20 });
     const second = await b.sessionId();
     const model = await b.createTrainingSession({ baseModel: 'tiny-qwen3', lora: { rank: 4 } });
     expect(model.modelId).toBe(`${second}:train:0`);

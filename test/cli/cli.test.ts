@@ -2,8 +2,9 @@
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BUSY_QUERY_TIMEOUT_MS, QUERY_TIMEOUT_MS } from '../../src/cli/liveness.js';
 import { humanCount } from '../../src/cli/models.js';
-import { runStatus } from '../../src/cli/runs.js';
+import { runStatus, SET_ANSWER_TIMEOUT_MS } from '../../src/cli/runs.js';
 import type { ServedModel } from '../../src/cli/served-models.js';
 import type { Service } from '../../src/cli/services.js';
 import { cookbookLive, cookbookOn as cookbook } from '../support/cli.js';
@@ -103,24 +104,26 @@ describe('cookbook CLI', () => {
 
     const started = Date.now();
     const status = await runStatus(stack.client, id);
-    expect(Date.now() - started).toBeLessThan(2000);
+    // It did not wait out the query a busy worker gets: bounded by that wait, not by a guess at how
+    // fast a loaded machine answers a few RPCs and the first short query.
+    expect(Date.now() - started).toBeLessThan(BUSY_QUERY_TIMEOUT_MS);
     const noWorker = new RegExp(`no worker is polling task queue ${stack.taskQueue} since \\S+ \\(\\d+ s ago\\): start one with \`npx cookbook worker --task-queue ${stack.taskQueue}\``);
     expect(status).toMatch(noWorker);
     // What Temporal knows without a worker: search attributes, memo, pending activities.
     expect(status).toMatch(/kind sl · model tiny-qwen3 · status \w+ · step \d+ \(as last recorded\)/);
     expect(status).toContain(`log dir ${join(stack.dir, 'runs', id)}`);
     expect(status).toMatch(/waiting: \w+ attempt \d+ · (running|scheduled) \(last worker \d+@/);
-    // As the user runs it: the process start comes on top (about a second), never the query's 30 s.
+    // As the user runs it: the process start comes on top, never the busy worker's queries.
     const cliStarted = Date.now();
     const cli = await cookbook(stack, ['status', id]);
     expect(cli.out).toMatch(noWorker);
-    expect(Date.now() - cliStarted).toBeLessThan(10_000);
+    expect(Date.now() - cliStarted).toBeLessThan(QUERY_TIMEOUT_MS + BUSY_QUERY_TIMEOUT_MS);
 
     // `set` needs no worker either: the change is kept in the run's history (a signal), not lost or waited on.
     const setStarted = Date.now();
     const set = await cookbook(stack, ['set', id, 'lr_multiplier=0.25']);
     expect(set.code, set.err).toBe(0);
-    expect(Date.now() - setStarted).toBeLessThan(10_000);
+    expect(Date.now() - setStarted).toBeLessThan(SET_ANSWER_TIMEOUT_MS); // not the wait for an update's answer
     expect(set.out).toMatch(noWorker);
     expect(set.out).toContain(`recorded {"lr_multiplier":0.25} in the run's history`);
     const history = await stack.client.workflow.getHandle(id).fetchHistory();
