@@ -45,18 +45,15 @@ async function waitFor(spec: SpawnSpec, proc: ChildProcess, logStart: number): P
 /**
  * Whether the service's own process group listens on its ports, so that the probe that follows is
  * answered by the service and not by another process holding a port (another test's engine, which
- * would pass the probe while the service itself fails to bind): false until it has bound them all;
- * PortTakenError at once when another process holds one. Where the host cannot tell (not Linux),
- * true: the probe alone decides.
+ * would pass the probe while the service itself fails to bind): false until it has bound them all.
+ * Another process holding one is no failure yet: it may be on its way out (the service's previous
+ * run, restarted on the same port), and a service that cannot bind exits, which exitedEarly
+ * reports as the port taken. Where the host cannot tell (not Linux), true: the probe alone decides.
  */
 function listensItself(spec: SpawnSpec, proc: ChildProcess): boolean {
   if (!spec.ports?.length) return true;
   const holders = portHolders(spec.ports, proc.pid!);
-  if (!holders) return true;
-  for (const [port, holder] of holders) {
-    if (holder === 'other') throw new PortTakenError(`port ${port} is taken by another process: ${spec.name} cannot listen there; see ${spec.logFile}`, port);
-  }
-  return [...holders.values()].every((holder) => holder === 'group');
+  return !holders || [...holders.values()].every((holder) => holder === 'group');
 }
 
 const ADDRESS_IN_USE = /address already in use|EADDRINUSE/i;
@@ -128,7 +125,7 @@ export interface SpawnSpec {
   ready: () => Promise<boolean>;
   /**
    * The TCP ports it listens on (on 127.0.0.1): it is ready only once its own process group listens
-   * there, and fails at once (PortTakenError) when another process holds one.
+   * there, whatever answers the probe; one that exits saying a port was in use fails with PortTakenError.
    */
   ports?: number[];
   readyTimeoutMs?: number;
