@@ -2,10 +2,12 @@
 // cannot pass the memory, process or CPU limit that each alone stays under; where no cgroup can be
 // made the limits are split over a few processes instead. Requests out of range are refused by
 // name, and runs past the sandbox's concurrency wait in its queue instead of starting.
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { repoRoot } from '../../src/cli/services.js';
 import { cgroupLayout, probeCgroups } from '../../src/cookbook/sandbox/cgroup.js';
 import { FALLBACK_PROCESS_BYTES, LocalSandbox, perProcessShare } from '../../src/cookbook/sandbox/local.js';
 import { RunQueue } from '../../src/cookbook/sandbox/run-queue.js';
@@ -113,6 +115,31 @@ describe.skipIf(unavailable)('without a cgroup: the limits split over the proces
     expect(out.match(/child MemoryError/g)).toHaveLength(3);
     expect(out).not.toContain('child holds');
     expect((second as RunCodeResponse).run_result!.stdout).toBe('again\n');
+  });
+
+  // As root this host makes cgroups; as nobody the kernel refuses them (EACCES), as it would an unprivileged worker.
+  it.runIf(process.getuid?.() === 0)('a worker the kernel refuses cgroups to says why and falls back to the split', async (ctx) => {
+    const child = spawn('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, '--import', 'tsx', 'test/support/sandbox-unprivileged-main.ts', EIGHT_BIG_CHILDREN], {
+      cwd: repoRoot,
+      // A temp folder nobody may write to (tsx's cache, the sandbox's staging folders).
+      env: { PATH: process.env.PATH, HOME: '/tmp', TMPDIR: '/tmp' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => (out += d));
+    child.stderr.on('data', (d: Buffer) => (err += d));
+    const code = await new Promise((resolve) => child.on('close', resolve));
+    expect(code, err).toBe(0);
+    const { lines, response } = JSON.parse(out) as { lines: string[]; response: RunCodeResponse };
+    // A host that gives root namespaces but not other users has no unprivileged sandbox to test here.
+    if (response.status === 'SandboxError' && /needs unprivileged user namespaces/.test(response.message)) ctx.skip();
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^local sandbox: no cgroup per run \(a cgroup could not be created under \/sys\/fs\/cgroup\/\S+ \(EACCES: permission denied, mkdir /);
+    expect(lines[0]).toMatch(/each run's limits are split over its processes instead: at most 4 processes, each with 256 MiB of address space and 2 CPU s$/);
+    const stdout = response.run_result!.stdout;
+    expect(stdout).toContain('forked 3');
+    expect(stdout.match(/child MemoryError/g)).toHaveLength(3);
   });
 
   it('the split: memory ÷ 256 MiB processes (one at least, the process limit at most), each an equal share of memory and CPU seconds', () => {
