@@ -7,7 +7,6 @@ export interface SandboxProcess {
   /** The run it belongs to (COOKBOOK_SANDBOX_RUN). */
   runId: string;
   cmdline: string;
-  rssBytes: number;
 }
 
 export function ownSandboxProcesses(owner = process.pid): SandboxProcess[] {
@@ -17,8 +16,7 @@ export function ownSandboxProcesses(owner = process.pid): SandboxProcess[] {
     try {
       const marker = readFileSync(`/proc/${entry}/environ`, 'utf8').split('\0').find((v) => v.startsWith(`COOKBOOK_SANDBOX_RUN=${owner}-`));
       if (!marker) continue;
-      const rss = readFileSync(`/proc/${entry}/status`, 'utf8').match(/^VmRSS:\s+(\d+) kB$/m);
-      found.push({ pid: Number(entry), runId: marker.slice('COOKBOOK_SANDBOX_RUN='.length), cmdline: readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').join(' ').trim(), rssBytes: rss ? Number(rss[1]) * 1024 : 0 });
+      found.push({ pid: Number(entry), runId: marker.slice('COOKBOOK_SANDBOX_RUN='.length), cmdline: readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').join(' ').trim()});
     } catch {
       // gone meanwhile
     }

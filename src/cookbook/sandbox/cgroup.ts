@@ -200,24 +200,27 @@ export class RunCgroup {
     return ['sh', '-c', `${joins} && exec "$@"`, 'sandbox-cgroup', ...command];
   }
 
-  usage(): CgroupUsage {
+  /** What the watch reads every 50 ms: the counters that say a limit was passed. */
+  private counters(): Pick<CgroupUsage, 'cpuSeconds' | 'oomKills' | 'forksRefused'> {
     const v2 = this.layout.version === 2;
     const cpuSeconds = v2 ? counter(read(join(this.d.cpu, 'cpu.stat')), 'usage_usec') / 1e6 : Number(read(join(this.d.cpuacct, 'cpuacct.usage')).trim()) / 1e9;
     const oom = v2 ? read(join(this.d.memory, 'memory.events')) : read(join(this.d.memory, 'memory.oom_control'));
+    return { cpuSeconds, oomKills: counter(oom, 'oom_kill'), forksRefused: counter(read(join(this.d.pids, 'pids.events')), 'max') };
+  }
+
+  usage(): CgroupUsage {
     return {
-      cpuSeconds,
-      memoryPeakBytes: optional(join(this.d.memory, v2 ? 'memory.peak' : 'memory.max_usage_in_bytes')),
+      ...this.counters(),
+      memoryPeakBytes: optional(join(this.d.memory, this.layout.version === 2 ? 'memory.peak' : 'memory.max_usage_in_bytes')),
       tasksPeak: optional(join(this.d.pids, 'pids.peak')),
-      oomKills: counter(oom, 'oom_kill'),
-      forksRefused: counter(read(join(this.d.pids, 'pids.events')), 'max'),
     };
   }
 
   /** The limit the run went past, if any: a process killed for memory, a fork refused, or the CPU seconds spent. */
   exceeded(): CgroupLimit | null {
-    let u: CgroupUsage;
+    let u: ReturnType<RunCgroup['counters']>;
     try {
-      u = this.usage();
+      u = this.counters();
     } catch {
       return null; // removed meanwhile
     }

@@ -34,11 +34,11 @@ async function readBody(req: IncomingMessage): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
+/** The body as a request; its fields are checked by the sandbox (checkRunRequest), which names the one out of range. */
 function asRequest(body: unknown): RunCodeRequest {
-  const b = body as Partial<RunCodeRequest> | null;
-  if (!b || typeof b !== 'object' || typeof b.code !== 'string') throw new Error('body must be a JSON object with a string "code"');
-  if (b.files !== undefined && (typeof b.files !== 'object' || b.files === null)) throw new Error('"files" must map file names to base64 content');
-  return { ...b, code: b.code, language: typeof b.language === 'string' ? b.language : 'python' };
+  if (!body || typeof body !== 'object' || Array.isArray(body)) throw new Error('body must be a JSON object with a string "code"');
+  const b = body as RunCodeRequest;
+  return { ...b, language: b.language ?? 'python' };
 }
 
 export async function startSandboxServer(opts: { port?: number; host?: string; sandbox?: LocalSandbox } = {}): Promise<SandboxServer> {
