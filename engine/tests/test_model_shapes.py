@@ -18,21 +18,21 @@ def served(engine) -> dict:
 
 
 def test_builtin_models_report_their_own_shape_not_the_model_they_stand_in_for(engine):
-    from transformers import AutoModelForCausalLM
-
-    from tinker_engine.base_models import BUILTIN_MODELS
+    from tinker_engine.base_models import BUILTIN_MODELS, model_class
 
     models = served(engine)
     for name, make in BUILTIN_MODELS.items():
         config = make().config
-        built = AutoModelForCausalLM.from_config(config)  # a real instance, counted apart from the engine
+        text = config.get_text_config()  # (the config itself for a text-only model)
+        built = model_class(config).from_config(config)  # a real instance, counted apart from the engine
         m = models[name]
         assert m["source"] == "builtin"
-        assert m["num_hidden_layers"] == config.num_hidden_layers == len(built.model.layers)
-        assert m["hidden_size"] == config.hidden_size == built.get_input_embeddings().embedding_dim
+        assert m["num_hidden_layers"] == text.num_hidden_layers == len(built.get_decoder().layers)
+        assert m["hidden_size"] == text.hidden_size == built.get_input_embeddings().embedding_dim
         assert m["vocab_size"] == built.get_input_embeddings().num_embeddings
-        assert m["num_parameters"] == sum(p.numel() for p in built.parameters())
-        assert m["max_context_length"] == config.max_position_embeddings
+        assert m["num_parameters"] == sum(p.numel() for p in built.parameters())  # the vision tower's too
+        assert m["max_context_length"] == text.max_position_embeddings
+        assert ("images" in m) == (name == "tiny-qwen3-vl")
     assert models["tiny-qwen3"]["tokenizer_id"] == "Qwen/Qwen3-8B"
     # healthz lists the same models (what the CLI's readiness checks read).
     health = Client(engine.url).get("healthz").json()

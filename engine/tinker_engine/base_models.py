@@ -15,6 +15,7 @@ from pathlib import Path
 import torch
 
 from .errors import bad_request
+from .images import TINY_QWEN3_VL_PREPROCESSOR, VISION_MODEL_TYPES, VisionSpec, vision_spec_for
 from .seeded_rng import global_rng
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -37,6 +38,20 @@ class BaseModelSpec:
     tokenizer_id: str
     checkpoint_dir: str | None = None  # None = built-in, randomly initialised from a fixed seed
     extra: dict = field(default_factory=dict)
+    vision: VisionSpec | None = None  # set for vision-language models: what their images need
+
+
+def model_class(config):
+    """The transformers auto class that builds a config's model: vision-language models whose
+    images the engine feeds (Qwen3-VL, Qwen3.5) as image-text-to-text models, whole (their vision
+    tower included); everything else as a causal LM."""
+    if getattr(config, "model_type", None) in VISION_MODEL_TYPES and getattr(config, "vision_config", None) is not None:
+        from transformers import AutoModelForImageTextToText
+
+        return AutoModelForImageTextToText
+    from transformers import AutoModelForCausalLM
+
+    return AutoModelForCausalLM
 
 
 def _tiny_qwen3() -> BaseModelSpec:
@@ -98,7 +113,79 @@ def _tiny_llama3() -> BaseModelSpec:
     )
 
 
-BUILTIN_MODELS = {"tiny-qwen3": _tiny_qwen3, "tiny-llama3": _tiny_llama3}
+def _tiny_qwen3_vl() -> BaseModelSpec:
+    """Qwen3-VL's architecture: tiny-qwen3's text part (with Qwen3-VL's interleaved M-RoPE) and a
+    tiny vision tower (2 blocks, 32 wide, 16-pixel patches merged 2×2 into one token), Qwen3's
+    vocabulary and tokenizer (`<|vision_start|>` 151652, `<|vision_end|>` 151653, `<|image_pad|>`
+    151655). Its image processor: images.TINY_QWEN3_VL_PREPROCESSOR."""
+    from transformers import Qwen3VLConfig
+
+    config = Qwen3VLConfig(
+        text_config={
+            "vocab_size": 151936,
+            "hidden_size": 64,
+            "intermediate_size": 192,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "head_dim": 16,
+            "max_position_embeddings": 8192,
+            # head_dim 16 = 8 rotary frequencies: 4 temporal, 2 height, 2 width (Qwen3-VL: 24/20/20 of 64).
+            "rope_parameters": {"rope_type": "default", "rope_theta": 5000000.0, "mrope_section": [4, 2, 2],
+                                "mrope_interleaved": True},
+            "tie_word_embeddings": True,
+            "bos_token_id": None,
+            "eos_token_id": 151645,
+            "pad_token_id": 151643,
+        },
+        vision_config={
+            "depth": 2,
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_heads": 2,
+            "patch_size": 16,
+            "spatial_merge_size": 2,
+            "temporal_patch_size": 2,
+            "out_hidden_size": 64,  # = the text hidden size
+            "num_position_embeddings": 64,  # an 8 × 8 grid of learned positions, interpolated per image
+            "deepstack_visual_indexes": [0],  # one DeepStack layer (Qwen3-VL has three)
+        },
+        image_token_id=151655,
+        video_token_id=151656,
+        vision_start_token_id=151652,
+        vision_end_token_id=151653,
+        tie_word_embeddings=True,
+    )
+    return BaseModelSpec(
+        name="tiny-qwen3-vl",
+        config=config,
+        arch="qwen3_vl",
+        vocab_size=config.text_config.vocab_size,
+        max_context=config.text_config.max_position_embeddings,
+        eos_token_ids=[151645, 151643],
+        tokenizer_file=str(tokenizers_dir() / "tokenizer-qwen3" / "models" / "tokenizer.json"),
+        tokenizer_id="Qwen/Qwen3-VL-30B-A3B-Instruct",  # as the TypeScript client maps it (model-info.ts)
+        vision=vision_spec_for(config, TINY_QWEN3_VL_PREPROCESSOR, "tiny-qwen3-vl"),
+    )
+
+
+BUILTIN_MODELS = {"tiny-qwen3": _tiny_qwen3, "tiny-llama3": _tiny_llama3, "tiny-qwen3-vl": _tiny_qwen3_vl}
+
+
+def _processor_config(directory: Path) -> dict | None:
+    """A checkpoint's image processor settings: preprocessor_config.json (or the image_processor of
+    a processor_config.json, as newer transformers save it)."""
+    for name, key in (("preprocessor_config.json", None), ("processor_config.json", "image_processor")):
+        path = directory / name
+        if path.is_file():
+            try:
+                data = json.loads(path.read_text())
+            except ValueError as e:
+                raise bad_request(f"cannot read {path}: {e}") from None
+            data = data.get(key) if key is not None and isinstance(data, dict) else data
+            if isinstance(data, dict):
+                return data
+    return None
 
 
 def _as_list(value) -> list:
@@ -137,6 +224,7 @@ def _checkpoint_spec(name: str, directory: Path) -> BaseModelSpec:
         tokenizer_file=str(tokenizer_file) if tokenizer_file.is_file() else None,
         tokenizer_id=name,
         checkpoint_dir=str(directory),
+        vision=vision_spec_for(config, _processor_config(directory), f"checkpoint {str(directory)!r}"),
     )
 
 
@@ -196,17 +284,16 @@ class BaseModelCache:
             return self._models[key]
 
     def _load(self, spec: BaseModelSpec) -> torch.nn.Module:
-        from transformers import AutoModelForCausalLM
-
+        auto = model_class(spec.config)
         if spec.checkpoint_dir is None:
             with global_rng(BUILTIN_INIT_SEED):
-                model = AutoModelForCausalLM.from_config(
+                model = auto.from_config(
                     spec.config, attn_implementation="sdpa", dtype=self.dtype
                 )
         else:
             # Loading may initialise (then overwrite) weights: not while another thread is seeded.
             with global_rng():
-                model = AutoModelForCausalLM.from_pretrained(
+                model = auto.from_pretrained(
                     spec.checkpoint_dir, local_files_only=True, dtype=self.dtype, attn_implementation="sdpa"
                 )
         model.to(self.device)

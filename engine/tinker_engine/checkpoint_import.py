@@ -80,11 +80,11 @@ def skeleton_layout(spec, bases) -> dict:
     """model_layout of a base model built on the meta device (no memory, no weights read); the
     loaded base model where that fails. Runs on the training compute thread: building a model
     touches process-wide torch state (the default dtype) that training must not see change."""
-    from transformers import AutoModelForCausalLM
+    from .base_models import model_class
 
     try:
         with torch.device("meta"):
-            model = AutoModelForCausalLM.from_config(spec.config, attn_implementation="sdpa", dtype=torch.float32)
+            model = model_class(spec.config).from_config(spec.config, attn_implementation="sdpa", dtype=torch.float32)
     except Exception as e:  # noqa: BLE001 — an architecture that cannot be built on meta: the real one
         log.info("building %s on the meta device failed (%s: %s); using the loaded base model", spec.name,
                  type(e).__name__, e)

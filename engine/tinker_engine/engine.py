@@ -38,7 +38,8 @@ from .sampler import SamplingParams, generate
 from .trainer import ADAM_DEFAULTS, TrainingModel
 from .stability import StabilityStore, check_provenance
 from .validation import validate_forward
-from .wire import ForwardRequest, fingerprint_json, parse_tokens_json
+from .images import is_vision_model, resolve_chunks, resolve_datums
+from .wire import ForwardRequest, chunks_fingerprint, fingerprint_json, parse_chunks_json
 
 log = logging.getLogger("tinker_engine")
 
@@ -555,6 +556,9 @@ class Engine:
         request_type = "Forward" if req.forward_only else "ForwardBackward"
 
         def validate():
+            # Images first: decoded, counted and checked against expected_tokens for this model, so
+            # that every later check sees each datum's real length (an image counts as its tokens).
+            resolve_datums(req.data, handle.spec)
             if req.loss_fn == "custom":
                 if not self.custom_loss_server_side:
                     raise bad_request("loss_fn 'custom' is not served by this engine unless it runs with "
@@ -581,7 +585,7 @@ class Engine:
             lambda trainer: trainer.forward_backward(req),
         )
         fut = self.futures.get(request_id)
-        if fut is not None:  # its size, for /metrics
+        if fut is not None and all(d.chunks is None for d in req.data):  # its size, for /metrics (not a resend's)
             fut.datums, fut.tokens = len(req.data), sum(len(d.tokens) for d in req.data)
         return {"request_id": request_id, "model_id": handle.model_id}
 
@@ -893,9 +897,11 @@ class Engine:
             sampler = self._new_sampler(None, None, body.str("base_model", None), body.str("model_path", None))
             sampler.sampler_id = f"direct:{sampler.fingerprint}"
             sampler = self.samplers.setdefault(sampler.sampler_id, sampler)
-        prompt = parse_tokens_json(body.raw("prompt"), "prompt") if body.has("prompt") else None
-        if prompt is None:
+        chunks = parse_chunks_json(body.raw("prompt"), "prompt") if body.has("prompt") else None
+        if chunks is None:
             raise bad_request("missing required field 'prompt'")
+        # An image counts as its tokens from here on (context, scoring shapes, positions).
+        prompt, images = resolve_chunks(chunks, sampler.spec, "prompt")
         params = parse_sampling_params(body)
         num_samples = body.int("num_samples", 1)
         want_prompt_logprobs = body.bool("prompt_logprobs", None) or False
@@ -926,7 +932,8 @@ class Engine:
             "sample",
             [prompt.tolist(), vars(params), num_samples, want_prompt_logprobs, topk, last_n]
             + ([extra.fingerprint()] if extra.any else [])
-            + ([{"record_stability_info": True}] if record_stability else []),
+            + ([{"record_stability_info": True}] if record_stability else [])
+            + ([{"chunks": chunks_fingerprint(chunks)}] if images else []),
         )
         if seq_id is not None:
             record = sampler.seen.get(seq_id)
@@ -950,18 +957,19 @@ class Engine:
             return keep_last_prompt_logprobs(generate(
                 self._sampler_model(sampler), tokens, num_samples, params, eos,
                 self.bases.tokenizer(spec), self.device, prompt_logprobs=want_prompt_logprobs, topk_prompt=topk,
-                extra=extra,
+                extra=extra, images=images,
             ), last_n)
 
         if self.fast is not None:
-            self._dispatch(fut, lambda: self._sample_fast(fut, sampler, tokens, num_samples, params, scoring,
-                                                          reference, eos), self.sampling)
+            # Prompts with images run on the reference path (the fast sampler has no vision tower).
+            self._dispatch(fut, lambda: self._sample_fast(fut, sampler, tokens, num_samples, params,
+                                                          scoring or bool(images), reference, eos), self.sampling)
             return {"request_id": request_id, "sample_sequence_ids": sequence_ids(request_id, num_samples)}
 
         def run():
             model = self._sampler_model(sampler)
             tokenizer = self.bases.tokenizer(spec)
-            if pool is not None and not scoring and pool.accepts(model):
+            if pool is not None and not scoring and not is_vision_model(model) and pool.accepts(model):
                 # Joins the decode batch; the pool settles the future when the last row stops.
                 pool.admit(DecodeJob(
                     model, tokens, num_samples, params, eos, tokenizer,

@@ -147,11 +147,11 @@ def load_base(spec, meta: bool = False):
     from .base_models import BaseModelCache
 
     if meta:
-        from transformers import AutoModelForCausalLM
+        from .base_models import model_class
 
         with torch.device("meta"), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return AutoModelForCausalLM.from_config(spec.config)
+            return model_class(spec.config).from_config(spec.config)
     return BaseModelCache(torch.device("cpu"), torch.float32)._load(spec)
 
 

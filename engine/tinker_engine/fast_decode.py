@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
+from .images import is_vision_model
 from .head import mm_float32_out
 from .sampler import SamplingParams, StopChecker, _unwrap, record_draws, sample_seed
 from .transfers import start_download, upload
@@ -54,6 +55,8 @@ def unsupported_reason(model) -> str | None:
     """Why `model` cannot decode on the fast path, or None when it can."""
     hf = _unwrap(model)
     config = hf.config
+    if is_vision_model(hf):
+        return "a vision-language model (its image features and M-RoPE positions are computed on the reference path)"
     if getattr(config, "model_type", None) not in SUPPORTED_MODEL_TYPES:
         return f"architecture {getattr(config, 'model_type', None)!r} is not one of {', '.join(SUPPORTED_MODEL_TYPES)}"
     if getattr(config, "use_sliding_window", False) and getattr(config, "sliding_window", None):

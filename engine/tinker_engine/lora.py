@@ -27,11 +27,16 @@ class LoraSpec:
 
 
 def target_modules(model: torch.nn.Module, spec: LoraSpec) -> list:
-    """Full names of the Linear layers that get adapters, grouped by the train_* flags."""
+    """Full names of the Linear layers that get adapters, grouped by the train_* flags. A
+    vision-language model's adapters go on its language model only: the vision tower (whose
+    blocks have attention and MLP layers too) stays frozen."""
     head = model.get_output_embeddings()
+    language = _language_model(model)
     targets = []
     for name, module in model.named_modules():
         if not isinstance(module, torch.nn.Linear):
+            continue
+        if language is not None and module is not head and id(module) not in language:
             continue
         if module is head:
             if spec.train_unembed:
@@ -43,6 +48,15 @@ def target_modules(model: torch.nn.Module, spec: LoraSpec) -> list:
         elif spec.train_mlp and any(h in p for p in parents for h in _MLP_HINTS):
             targets.append(name)
     return targets
+
+
+def _language_model(model: torch.nn.Module):
+    """ids of the modules of a vision-language model's language model (None for a text model)."""
+    from .images import VISION_MODEL_TYPES
+
+    if getattr(model.config, "model_type", None) not in VISION_MODEL_TYPES:
+        return None
+    return {id(m) for m in model.get_decoder().modules()}
 
 
 def attach_lora(model: torch.nn.Module, spec: LoraSpec):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from .base_models import BaseModelSpec
+from .base_models import BaseModelSpec, model_class
 from .seeded_rng import global_rng
 
 log = logging.getLogger("tinker_engine")
@@ -41,6 +41,10 @@ def _shape(spec: BaseModelSpec) -> dict:
     }
     if spec.checkpoint_dir is not None:
         shape["checkpoint_dir"] = spec.checkpoint_dir
+    if spec.vision is not None:
+        # Whether it takes image chunks, and the numbers a client counts an image's tokens with.
+        shape["images"] = (spec.vision.processor.describe() if spec.vision.processor is not None
+                           else {"refused": spec.vision.problem})
     try:
         shape["num_parameters"] = _parameter_count(spec)
     except Exception as e:  # an unusual checkpoint must not take the capabilities route down
@@ -54,10 +58,8 @@ def _parameter_count(spec: BaseModelSpec) -> int:
     # A built-in model exists only as a config: build it on the meta device (no memory) and count
     # what a loaded one holds (tied embeddings once). On a copy of the config, holding the global
     # random state and putting it back, so that no model built at the same time or later changes.
-    from transformers import AutoModelForCausalLM
-
     with global_rng(), torch.device("meta"):
-        model = AutoModelForCausalLM.from_config(copy.deepcopy(spec.config))
+        model = model_class(spec.config).from_config(copy.deepcopy(spec.config))
     return sum(p.numel() for p in model.parameters())
 
 

@@ -71,10 +71,18 @@ def _build_file():
 
     m = fd.message_type.add(name="EncodedTextChunk")
     _field(m, "tokens", 1, _F.TYPE_BYTES)
+    m = fd.message_type.add(name="ImageDimensions")
+    _field(m, "width", 1, _F.TYPE_UINT32)
+    _field(m, "height", 2, _F.TYPE_UINT32)
     m = fd.message_type.add(name="ImageChunk")
     _field(m, "data", 1, _F.TYPE_BYTES)
     _field(m, "format", 2, _F.TYPE_STRING)
-    _field(m, "expected_tokens", 3, _F.TYPE_INT32)
+    # proto3 `optional` (presence tracked: an absent count is not a count of 0): a synthetic oneof each.
+    m.oneof_decl.add(name="_expected_tokens")
+    _field(m, "expected_tokens", 3, _F.TYPE_INT32, oneof=0).proto3_optional = True
+    m.oneof_decl.add(name="_override_dimensions")
+    _field(m, "override_dimensions", 4, _F.TYPE_MESSAGE, type_name=".tinker_public.ImageDimensions",
+           oneof=1).proto3_optional = True
     m = fd.message_type.add(name="DmelChunk")
     _field(m, "dmel", 1, _F.TYPE_BYTES)
 

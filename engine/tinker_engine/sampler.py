@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import torch
 
 from .head import CHUNK_ELEMENTS, HeadProjection
+from .images import decode_positions, decoder_inputs, image_positions
 from .prompt_scoring import ScoringOptions, alt_tokens, target_logprobs, topk_rows
 
 # Token logprobs are those of the model's own distribution (temperature 1, no top-k/p), so they
@@ -74,6 +75,12 @@ class StopChecker:
         return any(s in text for s in self.stop_strings)
 
 
+def can_repeat_rows(cache) -> bool:
+    """Whether every layer of a transformers cache can repeat its batch rows (linear-attention layers
+    of hybrid models cannot)."""
+    return all(hasattr(layer, "batch_repeat_interleave") for layer in cache.layers)
+
+
 def _unwrap(model):
     return model.get_base_model() if hasattr(model, "get_base_model") else model
 
@@ -94,7 +101,10 @@ def _draw(logits: torch.Tensor, params: SamplingParams, generators: list) -> tor
 
 @torch.no_grad()
 def generate(model, prompt: list, num_samples: int, params: SamplingParams, eos_ids: list, tokenizer,
-             device, prompt_logprobs: bool = False, topk_prompt: int = 0, extra: ScoringOptions | None = None) -> dict:
+             device, prompt_logprobs: bool = False, topk_prompt: int = 0, extra: ScoringOptions | None = None,
+             images: list | tuple = ()) -> dict:
+    """`images`: the prompt's images (images.PlacedImage) on a vision-language model; their
+    positions get null prompt logprobs (a logprob of the placeholder token means nothing)."""
     from transformers import DynamicCache
 
     extra = extra or ScoringOptions()
@@ -103,28 +113,37 @@ def generate(model, prompt: list, num_samples: int, params: SamplingParams, eos_
     body, proj = hf.get_decoder(), HeadProjection(hf.get_output_embeddings())
     ids = torch.tensor([prompt], dtype=torch.long, device=device)
     cache = DynamicCache(config=hf.config)
-    hidden = body(input_ids=ids, past_key_values=cache, use_cache=True).last_hidden_state[0]
+    # A cache that cannot repeat its rows (linear-attention layers) is filled once per sample.
+    rows = 1 if can_repeat_rows(cache) else num_samples
+    delta = 0  # M-RoPE: how far text positions after the prompt's images are shifted
+    if images:
+        kwargs, deltas = decoder_inputs(hf, ids.expand(rows, -1), [list(images)] * rows, device)
+        delta = int(deltas[0, 0])
+        hidden = body(**kwargs, past_key_values=cache, use_cache=True).last_hidden_state[0]
+    else:
+        hidden = body(input_ids=ids.expand(rows, -1), past_key_values=cache, use_cache=True).last_hidden_state[0]
+    blank = image_positions(images)
     result = {"prompt_logprobs": None, "topk_prompt_logprobs": None}
     if prompt_logprobs:
         # Same computation as training's forward, so the two agree to float rounding.
         chosen = proj.target_logprobs(hidden[:-1], ids[0, 1:, None])[:, 0]
-        result["prompt_logprobs"] = [None] + chosen.cpu().tolist()
+        result["prompt_logprobs"] = [None] + [None if i + 1 in blank else v for i, v in enumerate(chosen.cpu().tolist())]
     if topk_prompt > 0:
-        rows = [None]
+        top = [None]
         step = max(1, CHUNK_ELEMENTS // proj_vocab(proj, hidden))
         for i in range(0, len(prompt) - 1, step):
             logits = proj.logits(hidden[i : min(i + step, len(prompt) - 1)])
             lp = logits - torch.logsumexp(logits, dim=-1, keepdim=True)
             values, indices = torch.topk(lp, min(topk_prompt, lp.shape[-1]), dim=-1)
             for tok_row, lp_row in zip(indices.cpu().tolist(), values.cpu().tolist()):
-                rows.append([[t, v] for t, v in zip(tok_row, lp_row)])
-        result["topk_prompt_logprobs"] = rows
+                top.append(None if len(top) in blank else [[t, v] for t, v in zip(tok_row, lp_row)])
+        result["topk_prompt_logprobs"] = top
     if extra.target is not None:
         result["target_prompt_logprobs"] = target_logprobs(proj, hidden, extra.target)
     if extra.alt_k > 0:
         result["prompt_alt_tokens"] = alt_tokens(proj, hidden, extra.alt_k, params.temperature, params.seed)
     logits = proj.logits(hidden[-1:]).expand(num_samples, -1)
-    if num_samples > 1:
+    if num_samples > 1 and rows == 1:
         cache.batch_repeat_interleave(num_samples)
     generators = seeded_generators(params.seed, num_samples, device)
     stop = StopChecker(params, eos_ids, tokenizer)
@@ -152,14 +171,16 @@ def generate(model, prompt: list, num_samples: int, params: SamplingParams, eos_
         if not active or step == params.max_tokens - 1:
             break
         # Finished rows keep decoding (cheaper than reshaping the cache) but their output is ignored.
-        hidden = body(input_ids=chosen[:, None], past_key_values=cache, use_cache=True).last_hidden_state
+        positions = None if delta == 0 else decode_positions(len(prompt) + step, delta, num_samples, device)
+        hidden = body(input_ids=chosen[:, None], position_ids=positions, past_key_values=cache,
+                      use_cache=True).last_hidden_state
         logits = proj.logits(hidden[:, -1])
     result["sequences"] = [
         {"tokens": tokens[i], "logprobs": logprobs[i], "stop_reason": reasons[i]} for i in range(num_samples)
     ]
     if extra.topk_sample > 0:
-        for seq, rows in zip(result["sequences"], topk):
-            seq["topk_logprobs"] = rows
+        for seq, seq_topk in zip(result["sequences"], topk):
+            seq["topk_logprobs"] = seq_topk
     return result
 
 

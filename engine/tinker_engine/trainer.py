@@ -14,6 +14,7 @@ from . import attention
 from .base_models import BaseModelSpec, instance_sharing_weights
 from .errors import RequestFailed
 from .head import HeadProjection
+from .images import decoder_inputs
 from .lora import LoraSpec, adapter_state, attach_lora, check_adapter_state, load_adapter_state
 from .custom_loss import Accumulator, LossError
 from .losses import LOSSES, OUTPUT_TYPE
@@ -49,7 +50,11 @@ def target_logprobs(hf_model, datums: list, device) -> list:
     for d, n, w in zip(datums, lengths, widths):
         targets[offset : offset + n, :w] = torch.from_numpy(d.inputs["target_tokens"].reshape(n, w))
         offset += n
-    hidden = body(input_ids=upload(ids, device), use_cache=False).last_hidden_state
+    if any(d.images for d in datums):  # the model's own image features and M-RoPE positions
+        kwargs, _ = decoder_inputs(hf_model, upload(ids, device), [d.images for d in datums], device)
+        hidden = body(**kwargs, use_cache=False).last_hidden_state
+    else:
+        hidden = body(input_ids=upload(ids, device), use_cache=False).last_hidden_state
     rows = torch.cat([hidden[i, : lengths[i]] for i in range(len(datums))])
     logprobs = HeadProjection(head).target_logprobs(rows, upload(targets, device))
     out, offset = [], 0

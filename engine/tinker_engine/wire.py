@@ -10,6 +10,7 @@ import numpy as np
 from . import proto_schema as pb
 from .body import Body
 from .errors import bad_request
+from .images import ImageChunk, image_chunk_json
 
 _DTYPES = {"float32": np.float32, "int64": np.int64}
 _PROTO_DTYPES = {pb.DTYPE_FLOAT32: np.float32, pb.DTYPE_INT64: np.int64, pb.DTYPE_INT32: np.int32}
@@ -23,6 +24,10 @@ class Datum:
     # tokens and target_tokens; both or neither (stability.py checks them).
     input_spans: list | None = None
     target_spans: list | None = None
+    # A model input with image chunks: its chunks (int64 token arrays and ImageChunks) until they are
+    # resolved for the model (images.resolve_datums: tokens then count each image as its n positions).
+    chunks: list | None = None
+    images: list = field(default_factory=list)  # images.PlacedImage, once resolved
 
 
 @dataclass
@@ -45,6 +50,8 @@ class ForwardRequest:
         h.update(json.dumps(header).encode())
         for datum in self.data:
             h.update(b"|d")
+            if datum.chunks is not None:  # (only then: text-only datums keep their fingerprints)
+                h.update(json.dumps(["|chunks", chunks_fingerprint(datum.chunks)]).encode())
             h.update(datum.tokens.astype("<i8").tobytes())
             for name in sorted(datum.inputs):
                 arr = datum.inputs[name]
@@ -53,6 +60,26 @@ class ForwardRequest:
             if datum.input_spans is not None or datum.target_spans is not None:  # (only then: old fingerprints hold)
                 h.update(json.dumps(["|spans", datum.input_spans, datum.target_spans]).encode())
         return h.hexdigest()
+
+
+def chunks_fingerprint(chunks: list) -> list:
+    return [c.fingerprint() if isinstance(c, ImageChunk) else c.tolist() for c in chunks]
+
+
+def join_text(chunks: list) -> np.ndarray | None:
+    """The tokens of chunks without images (None when one is an image)."""
+    if any(isinstance(c, ImageChunk) for c in chunks):
+        return None
+    return np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int64)
+
+
+def _unserved_chunk(kind, where: str):
+    if kind == "image_asset_pointer":
+        return bad_request(f"{where}: image_asset_pointer chunks (images by location) are not served by this engine; "
+                           "send the image's bytes in an image chunk")
+    if kind == "dmel":
+        return bad_request(f"{where}: dmel (audio) chunks are not served by this engine")
+    return bad_request(f"{where}: chunk type {kind!r} is not supported (encoded_text or image)")
 
 
 def fingerprint_json(kind: str, payload) -> str:
@@ -127,7 +154,8 @@ def parse_tensor_json(obj, where: str) -> np.ndarray:
     return _check_shape(arr, shape, where)
 
 
-def parse_tokens_json(model_input, where: str) -> np.ndarray:
+def parse_chunks_json(model_input, where: str) -> list:
+    """A JSON ModelInput's chunks: int64 token arrays and ImageChunks (image bytes base64-decoded)."""
     chunks = Body(model_input, where).list("chunks")
     parts = []
     for j, chunk in enumerate(chunks):
@@ -143,8 +171,11 @@ def parse_tokens_json(model_input, where: str) -> np.ndarray:
                 kind = "dmel"
             elif c.has("data"):
                 kind = "image"
+        if kind == "image":
+            parts.append(image_chunk_json(c, cw))
+            continue
         if kind != "encoded_text":
-            raise bad_request(f"{cw}: chunk type {kind!r} is not supported (text-only models)")
+            raise _unserved_chunk(kind, cw)
         tokens = c.list("tokens")
         if not all(isinstance(t, int) and not isinstance(t, bool) for t in tokens):
             raise bad_request(f"{cw}.tokens must be a list of integers")
@@ -152,19 +183,36 @@ def parse_tokens_json(model_input, where: str) -> np.ndarray:
             parts.append(np.asarray(tokens, dtype=np.int64))
         except OverflowError:
             raise bad_request(f"{cw}.tokens contains a token id outside the 64-bit range") from None
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    return parts
+
+
+def parse_tokens_json(model_input, where: str) -> np.ndarray:
+    """The tokens of a JSON ModelInput that must be text only."""
+    chunks = parse_chunks_json(model_input, where)
+    tokens = join_text(chunks)
+    if tokens is None:
+        raise bad_request(f"{where}: image chunks are not accepted here")
+    return tokens
+
+
+def datum_input(chunks: list) -> dict:
+    """Datum fields for parsed chunks: the tokens of text-only input, else the chunks to resolve."""
+    tokens = join_text(chunks)
+    if tokens is None:
+        return {"tokens": np.zeros(0, dtype=np.int64), "chunks": chunks}
+    return {"tokens": tokens}
 
 
 def parse_datum_json(obj, where: str) -> Datum:
     b = Body(obj, where)
-    tokens = parse_tokens_json(b.raw("model_input"), f"{where}.model_input") if b.has("model_input") else None
-    if tokens is None:
+    chunks = parse_chunks_json(b.raw("model_input"), f"{where}.model_input") if b.has("model_input") else None
+    if chunks is None:
         raise bad_request(f"missing required field '{where}.model_input'")
     inputs_obj = b.raw("loss_fn_inputs", {})
     if not isinstance(inputs_obj, dict):
         raise bad_request(f"{where}.loss_fn_inputs must be an object")
     inputs = {k: parse_tensor_json(v, f"{where}.loss_fn_inputs.{k}") for k, v in inputs_obj.items()}
-    return Datum(tokens=tokens, inputs=inputs)
+    return Datum(inputs=inputs, **datum_input(chunks))
 
 
 def parse_loss_fn_config(raw, where: str) -> tuple:
@@ -237,6 +285,15 @@ def _spans_proto(spans) -> list:
     return out
 
 
+def _image_chunk_proto(image, where: str) -> ImageChunk:
+    if image.HasField("override_dimensions"):
+        raise bad_request(f"{where}.override_dimensions is not served by this engine (the image's own size is used)")
+    expected = image.expected_tokens if image.HasField("expected_tokens") else None
+    if expected is not None and expected < 0:
+        raise bad_request(f"{where}.expected_tokens must be >= 0, got {expected}")
+    return ImageChunk(bytes(image.data), image.format, expected, where)
+
+
 def parse_forward_backward_proto(raw: bytes):
     msg = pb.ForwardBackwardRequest()
     try:
@@ -249,13 +306,16 @@ def parse_forward_backward_proto(raw: bytes):
         parts = []
         for j, chunk in enumerate(d.model_input):
             kind = chunk.WhichOneof("chunk")
-            if kind != "encoded_text":
-                raise bad_request(f"{where}.model_input[{j}]: chunk type {kind!r} is not supported (text-only models)")
-            parts.append(_frombuffer(chunk.encoded_text.tokens, np.int32, f"{where}.model_input[{j}]").astype(np.int64))
-        tokens = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+            cw = f"{where}.model_input[{j}]"
+            if kind == "image":
+                parts.append(_image_chunk_proto(chunk.image, cw))
+            elif kind == "encoded_text":
+                parts.append(_frombuffer(chunk.encoded_text.tokens, np.int32, cw).astype(np.int64))
+            else:
+                raise _unserved_chunk(kind, cw)
         inputs = {k: parse_tensor_proto(v, f"{where}.loss_fn_inputs.{k}") for k, v in d.loss_fn_inputs.items()}
         datums.append(Datum(
-            tokens=tokens, inputs=inputs,
+            inputs=inputs, **datum_input(parts),
             input_spans=_spans_proto(d.model_input_spans) if len(d.model_input_spans) or len(d.loss_fn_input_spans) else None,
             target_spans=_spans_proto(d.loss_fn_input_spans) if len(d.model_input_spans) or len(d.loss_fn_input_spans) else None,
         ))
