@@ -118,6 +118,7 @@ export function supervisedActivities(deps: ActivityDeps) {
       if (train.length === 0) {
         throw ApplicationFailure.nonRetryable('the training set has fewer rows than one batch: no step can run (lower dataset.batch_size or add rows)', ErrorTypes.data);
       }
+      await test?.loadBatch(0);
       return { nBatches: train.length, testSize: test ? test.getBatch(0).length : 0 };
     },
 
@@ -171,6 +172,7 @@ export function supervisedActivities(deps: ActivityDeps) {
       const { data } = slData(run);
       const { test, tokenizer } = await data;
       if (!test) return { seqIdsUsed: 0, metrics: {} };
+      await test.loadBatch(0);
       const test_D = test.getBatch(0);
       const client = session(run, model.modelId);
       const fwd = await callBackend('forward', 'model-lost', () => client.forward(test_D, 'cross_entropy', { seqId: model.nextSeqId }));

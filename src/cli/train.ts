@@ -46,6 +46,7 @@ export const TRAINABLE_KINDS: Record<string, TrainableKind> = {
       train.setEpoch(0);
       await train.loadBatch(0);
       train.getBatch(0);
+      await test?.loadBatch(0);
       test?.getBatch(0);
       await checkEvaluators(cfg);
       return epochPlan(train.length, cfg);

@@ -61,12 +61,32 @@ export class EpochBatches<R, V> implements BatchSource<R, V> {
   private epochSeed: number | undefined;
   private readonly built = new Map<number, V>();
 
+  /**
+   * `prepare`, when given, is the asynchronous part of building a row (decoding its images): it
+   * runs in `load`, so a batch must be loaded before `batch` returns it.
+   */
   constructor(
     private readonly rows: readonly R[],
     readonly batchSize: number,
     private readonly build: (row: R) => V,
+    private readonly prepare?: (row: R) => Promise<R>,
   ) {
     this.order = rows.map((_, i) => i);
+  }
+
+  private batchRows(index: number): number[] {
+    if (!Number.isInteger(index) || index < 0 || index >= this.length) {
+      throw new RangeError(`batch index ${index} out of range [0, ${this.length})`);
+    }
+    return this.order.slice(index * this.batchSize, (index + 1) * this.batchSize);
+  }
+
+  async load(index: number): Promise<void> {
+    const prepare = this.prepare;
+    if (!prepare) return;
+    const todo = this.batchRows(index).filter((r) => !this.built.has(r));
+    const prepared = await Promise.all(todo.map((r) => prepare(this.rows[r])));
+    todo.forEach((r, i) => this.built.set(r, this.build(prepared[i])));
   }
 
   get length(): number {
@@ -81,12 +101,10 @@ export class EpochBatches<R, V> implements BatchSource<R, V> {
 
   /** The rows of batch `index` in the current epoch's order, each with what it was built into. */
   batch(index: number): Array<{ row: R; value: V }> {
-    if (!Number.isInteger(index) || index < 0 || index >= this.length) {
-      throw new RangeError(`batch index ${index} out of range [0, ${this.length})`);
-    }
-    return this.order.slice(index * this.batchSize, (index + 1) * this.batchSize).map((r) => {
+    return this.batchRows(index).map((r) => {
       let value = this.built.get(r);
       if (value === undefined) {
+        if (this.prepare) throw new Error(`batch ${index} was not loaded: call load(${index}) (batchAt) first`);
         value = this.build(this.rows[r]);
         this.built.set(r, value);
       }

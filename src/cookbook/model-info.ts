@@ -100,6 +100,8 @@ const BY_NAME = new Map(SERVED_MODELS.map((m) => [m.name, m]));
 // The local engine's seeded tiny models use real tokenizers and stand in for these served models.
 const LOCAL_MODELS: Record<string, string> = {
   'tiny-qwen3': 'Qwen/Qwen3-8B',
+  // Qwen3-VL's architecture and Qwen3's vocabulary (Qwen3-VL tokenizes as Qwen3 does).
+  'tiny-qwen3-vl': 'Qwen/Qwen3-VL-30B-A3B-Instruct',
   'tiny-llama3': 'meta-llama/Llama-3.1-8B-Instruct',
 };
 

@@ -66,6 +66,7 @@ const FAMILY_PACKAGES: Record<Family, string> = {
 
 export const SUPPORTED_TOKENIZER_NAMES = [
   'tiny-qwen3',
+  'tiny-qwen3-vl',
   'Qwen/Qwen3-* (e.g. Qwen/Qwen3-8B; not Qwen3.5+)',
   'tiny-llama3',
   'meta-llama/Llama-3* (or Llama-3*)',
@@ -87,7 +88,7 @@ export class UnknownTokenizerError extends Error {
 /** Which shipped tokenizer a model name uses, or undefined. Strips a `:suffix` like the reference. */
 export function tokenizerFamilyForModel(modelName: string): Family | undefined {
   const name = modelName.split(':')[0];
-  if (name === 'tiny-qwen3' || name.startsWith('Qwen/Qwen3-')) return 'qwen3';
+  if (name === 'tiny-qwen3' || name === 'tiny-qwen3-vl' || name.startsWith('Qwen/Qwen3-')) return 'qwen3';
   if (name === 'tiny-llama3' || name.startsWith('meta-llama/Llama-3') || name.startsWith('Llama-3')) {
     return 'llama3';
   }

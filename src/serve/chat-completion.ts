@@ -3,6 +3,7 @@
 // it directly; the server wraps it in JSON or SSE.
 import { randomUUID } from 'node:crypto';
 import { RendererError } from '../cookbook/errors.js';
+import { loadMessageImages } from '../cookbook/images/messages.js';
 import { modelInputLength } from '../cookbook/model-input.js';
 import type { Message } from '../cookbook/renderers/types.js';
 import { conversationFromOpenAI, openAIAssistantMessage, type OpenAIAssistantMessage } from '../cookbook/renderers/openai-format.js';
@@ -51,7 +52,9 @@ export async function completeChat(model: ServedModel, req: ChatRequest, limits:
   if (req.response_format && req.response_format.type !== 'text') throw unsupported('response_format', `only {"type": "text"} is supported, not "${req.response_format.type}"`);
   if (req.top_logprobs && !req.logprobs) throw badRequest('top_logprobs needs logprobs: true', 'top_logprobs');
   const { renderer, tokenizer } = model;
-  const prompt = renderer.buildGenerationPrompt(conversationFromOpenAI(renderer, req.messages, req.tools, req.tool_choice));
+  // Images (data: URLs, local files) are decoded here; a bad one is a 400 naming its part.
+  const conversation = await loadMessageImages(conversationFromOpenAI(renderer, req.messages, req.tools, req.tool_choice));
+  const prompt = renderer.buildGenerationPrompt(conversation);
   const promptTokens = modelInputLength(prompt);
   const param = req.max_completion_tokens != null ? 'max_completion_tokens' : 'max_tokens';
   const maxTokens = maxTokensFor(model, promptTokens, req.max_completion_tokens ?? req.max_tokens, limits.defaultMaxTokens, param);

@@ -2,10 +2,12 @@
 // supervised examples with TrainOnWhat weights, the post-pass that withholds loss from what the
 // generation prompt supplies, and stop-token parsing.
 
-import type { EncodedTextChunk, ModelInput } from '../../backends/types.js';
+import type { ModelInput, ModelInputChunk } from '../../backends/types.js';
 import { RendererError } from '../errors.js';
-import { modelInputToInts, textChunk } from '../model-input.js';
+import { chunkLength, modelInputToInts, textChunk } from '../model-input.js';
+import type { ImageProcessor } from '../images/types.js';
 import type { Tokenizer } from '../tokenizer.js';
+import { refuseImages, requireRenderableImages } from './image-parts.js';
 import {
   TrainOnWhat,
   type Message,
@@ -81,6 +83,10 @@ let warnedExtension = false;
 
 export abstract class BaseRenderer implements Renderer {
   readonly disablesThinking: boolean = false;
+  /** Whether image parts are rendered (vision renderers); others refuse them up front. */
+  readonly takesImages: boolean = false;
+  /** Counts an image's tokens (vision renderers; reference `renderer.image_processor`). */
+  imageProcessor?: ImageProcessor;
 
   constructor(
     readonly name: string,
@@ -98,6 +104,12 @@ export abstract class BaseRenderer implements Renderer {
   abstract getStopSequences(): string[] | number[];
   abstract renderMessage(message: Message, ctx: RenderContext): RenderedMessage;
   abstract parseResponse(tokens: number[]): ParseResult;
+
+  /** Images are refused by a text-only renderer and must be loaded and countable by a vision one. */
+  private checkImages(messages: readonly Message[]): void {
+    if (this.takesImages) requireRenderableImages(messages, this.imageProcessor, this.name);
+    else refuseImages(messages, this.name);
+  }
 
   /** Default suffix: the header of an empty message of `role` rendered as the last message. */
   protected generationSuffix(role: Role, ctx: RenderContext): number[] {
@@ -119,8 +131,9 @@ export abstract class BaseRenderer implements Renderer {
   }
 
   buildGenerationPrompt(inputMessages: Message[], role: Role = 'assistant', prefill?: string): ModelInput {
+    this.checkImages(inputMessages);
     const messages = this.prepareMessages(inputMessages);
-    const chunks: EncodedTextChunk[] = [];
+    const chunks: ModelInputChunk[] = [];
     const bos = this.bosTokens;
     if (bos.length) chunks.push(textChunk(bos));
     const lastUser = lastUserIndex(messages);
@@ -135,7 +148,7 @@ export abstract class BaseRenderer implements Renderer {
         inLastAssistantTurn: idx >= turnStart,
       });
       if (rendered.header && rendered.header.tokens.length) chunks.push(rendered.header);
-      for (const c of rendered.output) if (c.tokens.length) chunks.push(c);
+      for (const c of rendered.output) if (chunkLength(c)) chunks.push(c);
     });
     const suffix = this.generationSuffix(role, {
       idx: messages.length,
@@ -153,6 +166,7 @@ export abstract class BaseRenderer implements Renderer {
     inputMessages: Message[],
     trainOnWhat: TrainOnWhat = TrainOnWhat.LAST_ASSISTANT_MESSAGE,
   ): SupervisedExample {
+    this.checkImages(inputMessages);
     const messages = this.prepareMessages(inputMessages);
     if (trainOnWhat === TrainOnWhat.ALL_ASSISTANT_MESSAGES && !this.hasExtensionProperty && !warnedExtension) {
       // The reference logs this on every call; once per process is enough to be seen.
@@ -162,7 +176,7 @@ export abstract class BaseRenderer implements Renderer {
           'extension property: earlier assistant messages see a different prefix than at sampling time.',
       );
     }
-    const pieces: Array<{ chunk: EncodedTextChunk; weight: number }> = [];
+    const pieces: Array<{ chunk: ModelInputChunk; weight: number }> = [];
     const bos = this.bosTokens;
     if (bos.length) pieces.push({ chunk: textChunk(bos), weight: 0 });
     const lastUser = lastUserIndex(messages);
@@ -197,7 +211,8 @@ export abstract class BaseRenderer implements Renderer {
       if (isLast && rendered.stopOverlap) pieces.push({ chunk: rendered.stopOverlap, weight: w });
     });
     const weights: number[] = [];
-    for (const p of pieces) for (let i = 0; i < p.chunk.tokens.length; i++) weights.push(p.weight);
+    // An image chunk carries one weight per position it occupies, as any other chunk.
+    for (const p of pieces) for (let i = 0; i < chunkLength(p.chunk); i++) weights.push(p.weight);
     const modelInput: ModelInput = { chunks: pieces.map((p) => p.chunk) };
     return { modelInput, weights: this.trainAfterTheGenerationPrompt(messages, trainOnWhat, modelInput, weights) };
   }

@@ -219,8 +219,11 @@ export class DeepSeekV3ThinkingRenderer extends DeepSeekV3BaseRenderer {
     }
     // Empty content is the generation prompt's own header, which keeps the open <think>.
     if (isAssistantTurn && ctx.isLast && isNonEmpty(message.content) && !hasThinking(message.content)) {
+      const think = this.encode('<think></think>');
       const [first, ...rest] = rendered.output;
-      return { ...rendered, output: [textChunk([...this.encode('<think></think>'), ...first.tokens]), ...rest] };
+      const output =
+        first?.type === 'encoded_text' ? [textChunk([...think, ...first.tokens]), ...rest] : [textChunk(think), ...rendered.output];
+      return { ...rendered, output };
     }
     return rendered;
   }

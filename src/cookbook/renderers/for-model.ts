@@ -3,6 +3,8 @@
 // top-level `renderer_name`, else the model's recommended one.
 
 import { ConfigurationError } from '../errors.js';
+import { loadImageProcessor, takesImageProcessor } from '../images/processors.js';
+import type { ImageProcessor } from '../images/types.js';
 import { getTokenizer, type Tokenizer } from '../tokenizer.js';
 import { getRecommendedRendererName, getRenderer } from './registry.js';
 import type { Renderer } from './types.js';
@@ -42,5 +44,21 @@ export async function rendererForModel(
   const model = asModelChoice(modelInput);
   const name = chooseRendererName(model, datasetRendererName, where);
   const tokenizer = await getTokenizer(model.model_name, model.tokenizer_path);
-  return { renderer: getRenderer(name, tokenizer, { currentDate: model.render_date ?? undefined }), tokenizer };
+  const imageProcessor = takesImageProcessor(model.model_name) ? lazyImageProcessor(model.model_name) : undefined;
+  return { renderer: getRenderer(name, tokenizer, { currentDate: model.render_date ?? undefined, imageProcessor }), tokenizer };
+}
+
+/**
+ * The model's image processor, read from the Hugging Face cache when the first image is counted:
+ * a vision model trained on text alone needs no processor configuration.
+ */
+function lazyImageProcessor(modelName: string): ImageProcessor {
+  let loaded: ImageProcessor | undefined;
+  return {
+    name: modelName,
+    numImageTokens(width, height) {
+      loaded ??= loadImageProcessor(modelName);
+      return loaded.numImageTokens(width, height);
+    },
+  };
 }

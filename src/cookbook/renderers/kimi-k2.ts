@@ -11,7 +11,7 @@
 import { RendererError } from '../errors.js';
 import { textChunk } from '../model-input.js';
 import type { Tokenizer } from '../tokenizer.js';
-import type { EncodedTextChunk } from '../../backends/types.js';
+import type { EncodedTextChunk, ModelInputChunk } from '../../backends/types.js';
 import { BaseRenderer, parseResponseForStopToken, requireSingleToken, warnOnce } from './base.js';
 import { detectUnterminatedToolBlock, ensureText, parseThinkBlocks } from './content.js';
 import { pyJsonDumpValue, pyJsonError } from './py-json.js';
@@ -167,14 +167,14 @@ export class KimiK2Renderer extends BaseRenderer {
   }
 
   /** Content of several parts (e.g. text and images) in a non-assistant message. */
-  protected encodeMultipartContent(_parts: ContentPart[]): EncodedTextChunk[] {
+  protected encodeMultipartContent(_parts: ContentPart[]): ModelInputChunk[] {
     throw new RendererError(`Multipart/Image content encoding is not supported for the ${this.name} renderer`);
   }
 
   renderMessage(message: Message, ctx: RenderContext): RenderedMessage {
     const header = textChunk(this.encode(this.header(message)));
     const content = message.content;
-    let output: EncodedTextChunk[];
+    let output: ModelInputChunk[];
     if (message.role === 'assistant') {
       output = [textChunk(this.encode(this.assistantText(message, ctx)))];
     } else if (typeof content === 'string' || (content.length === 1 && content[0].type === 'text')) {

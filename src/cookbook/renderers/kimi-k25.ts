@@ -1,13 +1,14 @@
 // Kimi K2.5 / K2.6 renderers (reference renderers/kimi_k25.py and kimi_k26.py): the K2 format,
 // plus a generation prompt that prefills `<think>` (thinking on) or `<think></think>` (thinking
-// off), TypeScript-style tool declarations, and text parts of multipart messages encoded one by
-// one. K2.6 renders exactly like K2.5; its preserve-thinking variant keeps reasoning in history.
+// off), TypeScript-style tool declarations, and text and image parts of multipart messages encoded
+// one by one. K2.6 renders exactly like K2.5; its preserve-thinking variant keeps reasoning in history.
 
-import type { EncodedTextChunk, ModelInput } from '../../backends/types.js';
+import type { ModelInput, ModelInputChunk } from '../../backends/types.js';
 import { RendererError } from '../errors.js';
 import { textChunk } from '../model-input.js';
 import type { Tokenizer } from '../tokenizer.js';
 import { requireSingleToken } from './base.js';
+import { renderImagePart } from './image-parts.js';
 import { KimiK2Renderer } from './kimi-k2.js';
 import { encodeToolsToTypescriptStyle } from './kimi-tool-declaration.js';
 import type { NamedRendererFactory } from './registry.js';
@@ -25,12 +26,20 @@ export class KimiK25Renderer extends KimiK2Renderer {
     this.thinkClose = requireSingleToken(tokenizer, '</think>', name);
   }
 
-  protected override encodeMultipartContent(parts: ContentPart[]): EncodedTextChunk[] {
-    return parts.map((p) => {
-      if (p.type === 'text') return textChunk(this.encode(p.text));
+  override readonly takesImages: boolean = true;
+
+  /** Each image framed as `<|media_begin|>image<|media_content|>` … `<|media_end|>\n`. */
+  protected override encodeMultipartContent(parts: ContentPart[]): ModelInputChunk[] {
+    let images = 0;
+    return parts.flatMap((p): ModelInputChunk[] => {
+      if (p.type === 'text') return [textChunk(this.encode(p.text))];
       if (p.type === 'image') {
-        // The reference needs an image processor for these, which this port does not have.
-        throw new RendererError(`${this.name} must be given an image processor to render image content parts`);
+        const where = `a ${this.name} message, image ${++images}`;
+        return [
+          textChunk(this.encode('<|media_begin|>image<|media_content|>')),
+          renderImagePart(p, this.imageProcessor, this.name, where),
+          textChunk(this.encode('<|media_end|>\n')),
+        ];
       }
       throw new RendererError(`Unsupported content type: ${p.type}`);
     });

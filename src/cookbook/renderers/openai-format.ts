@@ -1,11 +1,12 @@
-// OpenAI chat messages to the cookbook's Message shape and back: text parts, reasoning
+// OpenAI chat messages to the cookbook's Message shape and back: text and image_url parts, reasoning
 // (`reasoning_content`, a thinking part), tool calls and tool results, and the tools a request
 // offers, which the renderer declares in its family's format (a system prefix for Qwen3, a
 // developer message for gpt-oss, …). `cookbook serve` renders requests with it, and environments
 // written against an OpenAI client reach the policy through it.
 import { randomBytes } from 'node:crypto';
 import { CookbookError, RendererError } from '../errors.js';
-import type { Message, Renderer, ToolCall, ToolSpec } from './types.js';
+import { firstImagePart } from './image-parts.js';
+import type { Content, ContentPart, Message, Renderer, TextPart, ToolCall, ToolSpec } from './types.js';
 
 /** A chat message as the OpenAI API carries it (the fields read here). */
 export interface OpenAIChatMessage {
@@ -49,21 +50,52 @@ interface ToolRenderer {
 const canDeclareTools = (r: Renderer): r is Renderer & ToolRenderer =>
   typeof (r as Partial<ToolRenderer>).createConversationPrefixWithTools === 'function';
 
-function textOf(content: OpenAIChatMessage['content'], where: string): string {
+/**
+ * An `image_url` part's image: a `data:` URL or a local file (`file://` URL or absolute path),
+ * decoded later by loadMessageImages. Remote URLs are refused: the server does not fetch on a
+ * request's behalf (no network reach to lean on, no SSRF), as the reference's image_to_data_uri.
+ */
+function imageOf(part: { [key: string]: unknown }, where: string): string {
+  const imageUrl = part.image_url as { url?: unknown } | string | undefined;
+  const url = typeof imageUrl === 'string' ? imageUrl : imageUrl?.url;
+  if (typeof url !== 'string' || !url) {
+    throw new OpenAIFormatError(`${where}.image_url.url must be a data: URL or a local file`, `${where}.image_url.url`, 'invalid_value');
+  }
+  if (url.startsWith('data:') || url.startsWith('file://') || url.startsWith('/')) return url;
+  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(url)?.[1];
+  throw new OpenAIFormatError(
+    scheme
+      ? `${where}.image_url.url: remote image URLs (${scheme}:) are not fetched; send the image inline as a data: URL (base64) or as a local file:// path`
+      : `${where}.image_url.url must be a data: URL, a file:// URL or an absolute path, got ${JSON.stringify(url.slice(0, 80))}`,
+    `${where}.image_url.url`,
+    scheme ? 'unsupported_parameter' : 'invalid_value',
+  );
+}
+
+/** Text parts joined (a string, as before), or text and image parts when the message has images. */
+function contentOf(content: OpenAIChatMessage['content'], where: string): Content {
   if (content == null) return '';
   if (typeof content === 'string') return content;
-  return content
-    .map((part, i) => {
-      if (part.type === 'text' && typeof part.text === 'string') return part.text;
-      throw new OpenAIFormatError(`${where}.content[${i}]: content parts of type "${part.type}" are not supported (text only)`, `${where}.content[${i}]`, 'unsupported_parameter');
-    })
-    .join('');
+  const parts = content.map((part, i): ContentPart => {
+    const at = `${where}.content[${i}]`;
+    if (part.type === 'text' && typeof part.text === 'string') return { type: 'text', text: part.text };
+    if (part.type === 'image_url') return { type: 'image', image: imageOf(part, at) };
+    throw new OpenAIFormatError(`${at}: content parts of type "${part.type}" are not supported (text and image_url only)`, at, 'unsupported_parameter');
+  });
+  if (parts.some((p) => p.type === 'image')) return parts;
+  return parts.map((p) => (p as TextPart).text).join('');
+}
+
+function textOf(content: OpenAIChatMessage['content'], where: string): string {
+  const c = contentOf(content, where);
+  if (typeof c === 'string') return c;
+  throw new OpenAIFormatError(`${where}: image parts are only taken in user and system messages`, `${where}.content`, 'unsupported_parameter');
 }
 
 function toMessage(m: OpenAIChatMessage, i: number): Message {
   const where = `messages[${i}]`;
-  const text = textOf(m.content, where);
   if (m.role === 'assistant') {
+    const text = textOf(m.content, where);
     const message: Message = { role: 'assistant', content: m.reasoning_content ? [{ type: 'thinking', thinking: m.reasoning_content }, { type: 'text', text }] : text };
     if (m.tool_calls?.length) {
       message.tool_calls = m.tool_calls.map((c, j): ToolCall => {
@@ -78,9 +110,12 @@ function toMessage(m: OpenAIChatMessage, i: number): Message {
     return message;
   }
   if (m.content == null) throw new OpenAIFormatError(`${where}: a ${m.role} message needs content`, `${where}.content`, 'invalid_value');
-  if (m.role === 'tool') return { role: 'tool', content: text, ...(m.tool_call_id ? { tool_call_id: m.tool_call_id } : {}), ...(m.name ? { name: m.name } : {}) };
+  if (m.role === 'tool') {
+    const text = textOf(m.content, where);
+    return { role: 'tool', content: text, ...(m.tool_call_id ? { tool_call_id: m.tool_call_id } : {}), ...(m.name ? { name: m.name } : {}) };
+  }
   // OpenAI's `developer` role is its newer name for the system prompt.
-  return { role: m.role === 'developer' ? 'system' : m.role, content: text };
+  return { role: m.role === 'developer' ? 'system' : m.role, content: contentOf(m.content, where) };
 }
 
 function toolSpec(t: OpenAITool): ToolSpec {
@@ -92,6 +127,10 @@ function toolSpec(t: OpenAITool): ToolSpec {
 /** The conversation to render: the messages, with the tools declared when any are offered. */
 export function conversationFromOpenAI(renderer: Renderer, messages: OpenAIChatMessage[], tools?: OpenAITool[] | null, toolChoice?: unknown): Message[] {
   const converted = messages.map(toMessage);
+  const image = renderer.takesImages ? undefined : firstImagePart(converted);
+  if (image) {
+    throw new OpenAIFormatError(`${image}: renderer ${renderer.name} renders text only; send images to a vision model`, image, 'unsupported_parameter');
+  }
   if (toolChoice != null && toolChoice !== 'auto' && toolChoice !== 'none') {
     throw new OpenAIFormatError('tool_choice: only "auto" and "none" are supported (the model decides whether to call a tool)', 'tool_choice', 'unsupported_parameter');
   }

@@ -1,14 +1,14 @@
 // Qwen3-VL renderers (reference renderers/qwen3.py: Qwen3VLRenderer, Qwen3VLInstructRenderer):
 // `qwen3_vl` and `qwen3_vl_instruct`. Same chat format as Qwen3, but a message is assembled from
 // text/image parts with overridable hooks (header suffix, thinking format, tool-call chunks, …)
-// that the Qwen3.5 / Qwen3.8 / Nemotron-3 renderers build on. Images need an image processor,
-// which this project does not have: an image part is refused with a RendererError.
+// that the Qwen3.5 / Qwen3.8 / Nemotron-3 renderers build on. Each image part becomes an ImageChunk
+// between `<|vision_start|>` and `<|vision_end|>`, sized by the model's image processor.
 
-import type { EncodedTextChunk } from '../../backends/types.js';
-import { RendererError } from '../errors.js';
+import type { EncodedTextChunk, ModelInputChunk } from '../../backends/types.js';
 import { textChunk } from '../model-input.js';
 import type { Tokenizer } from '../tokenizer.js';
 import { toolCallPayloadJson } from './content.js';
+import { renderImagePart } from './image-parts.js';
 import { Qwen3Renderer } from './qwen3.js';
 import type { NamedRendererFactory } from './registry.js';
 import type { ImagePart, Message, RenderContext, RenderedMessage, TextPart } from './types.js';
@@ -37,6 +37,7 @@ function mergeConsecutiveTextParts(parts: VLPart[]): VLPart[] {
 }
 
 export class Qwen3VLRenderer extends Qwen3Renderer {
+  override readonly takesImages: boolean = true;
   /**
    * Qwen3.5-family templates keep one `<|im_start|>user` block open around a run of consecutive
    * tool responses; Qwen3/Qwen3-VL close each response in its own block.
@@ -137,15 +138,12 @@ export class Qwen3VLRenderer extends Qwen3Renderer {
 
     // Special tokens in the content are recognised (the reference encodes without splitting them).
     const encode = (s: string): EncodedTextChunk => textChunk(this.tokenizer.encode(s, { addSpecialTokens: false }));
-    const output = parts.map((p) => {
-      if (p.type === 'image') {
-        throw new RendererError(
-          `${this.name} cannot render image content: image parts need an image processor, which this ` +
-            'project does not have. Send text-only messages.',
-        );
-      }
-      return encode(p.text);
-    });
+    let images = 0;
+    const output: ModelInputChunk[] = parts.map((p) =>
+      p.type === 'image'
+        ? renderImagePart(p, this.imageProcessor, this.name, `message ${ctx.idx}, image ${++images}`)
+        : encode(p.text),
+    );
 
     // The part of the header the generation prompt supplies stays the header; the rest of it
     // (e.g. the close of a prefilled think block) is output, as the sampled turn produces it.

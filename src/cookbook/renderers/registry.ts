@@ -1,6 +1,7 @@
 // Renderer names (spec §6.2) and the renderers recommended per model (model-info.ts, spec §6.6).
 
 import { RendererError } from '../errors.js';
+import type { ImageProcessor } from '../images/types.js';
 import { getModelAttributes } from '../model-info.js';
 import type { Tokenizer } from '../tokenizer.js';
 import { Llama3Renderer } from './llama3.js';
@@ -22,6 +23,8 @@ import type { Renderer } from './types.js';
 export interface RenderOptions {
   /** `YYYY-MM-DD` for formats whose system prompt states today's date (gpt-oss); default: today. */
   currentDate?: string;
+  /** What a vision renderer counts image tokens with (ignored by text-only renderers). */
+  imageProcessor?: ImageProcessor;
 }
 
 /** Builds a built-in renderer; `name` is the registry name it was asked for. */
@@ -65,7 +68,9 @@ export function getRenderer(name: string, tokenizer: Tokenizer, opts: RenderOpti
       `Unknown renderer: ${name}. Available here: ${[...customRenderers.keys(), ...RENDERER_NAMES].join(', ')}`,
     );
   }
-  return builtin(name, tokenizer, opts);
+  const renderer = builtin(name, tokenizer, opts);
+  if (renderer.takesImages && opts.imageProcessor) renderer.imageProcessor = opts.imageProcessor;
+  return renderer;
 }
 
 /** Renderers known to suit a model, recommended first (the served-model table). */

@@ -1,6 +1,7 @@
 // Message and renderer types, mirroring `tinker_cookbook/renderers/base.py` (spec §6.1).
 
-import type { EncodedTextChunk, ModelInput } from '../../backends/types.js';
+import type { EncodedTextChunk, ModelInput, ModelInputChunk } from '../../backends/types.js';
+import type { DecodedImage, ImageProcessor } from '../images/types.js';
 
 export type Role = 'system' | 'user' | 'assistant' | 'tool' | (string & {});
 
@@ -12,9 +13,13 @@ export interface ThinkingPart {
   type: 'thinking';
   thinking: string;
 }
+/**
+ * An image in a message (reference `ImagePart`): a local path, a `file://` or `data:` URL, encoded
+ * bytes, or the image decoded by `loadMessageImages`, which is what a VL renderer renders.
+ */
 export interface ImagePart {
   type: 'image';
-  image: string;
+  image: string | Uint8Array | DecodedImage;
 }
 export type ContentPart = TextPart | ThinkingPart | ImagePart;
 export type Content = string | ContentPart[];
@@ -86,7 +91,8 @@ export interface RenderContext {
 }
 
 export interface RenderedMessage {
-  output: EncodedTextChunk[];
+  /** Text chunks, and an image chunk per image part (VL renderers). */
+  output: ModelInputChunk[];
   header?: EncodedTextChunk;
   stopOverlap?: EncodedTextChunk;
 }
@@ -101,6 +107,10 @@ export interface Renderer {
   readonly name: string;
   readonly hasExtensionProperty: boolean;
   readonly disablesThinking: boolean;
+  /** Whether image parts are rendered; a text-only renderer refuses them, naming the part. */
+  readonly takesImages: boolean;
+  /** What counts an image's tokens (vision renderers). */
+  imageProcessor?: ImageProcessor;
   getStopSequences(): string[] | number[];
   renderMessage(message: Message, ctx: RenderContext): RenderedMessage;
   buildGenerationPrompt(messages: Message[], role?: Role, prefill?: string): ModelInput;

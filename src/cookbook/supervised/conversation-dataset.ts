@@ -3,10 +3,15 @@
 
 import type { Datum } from '../../backends/types.js';
 import { BatchedDataset, EpochBatches } from '../epoch-batches.js';
+import { hasImages, loadMessageImages } from '../images/messages.js';
 import { DataValidationError } from '../errors.js';
 import { TrainOnWhat, type Message, type Renderer } from '../renderers/types.js';
 import { conversationToDatum } from './datum.js';
 import type { ConversationRow } from './jsonl.js';
+
+async function loadRowImages(row: ConversationRow): Promise<ConversationRow> {
+  return { ...row, messages: await loadMessageImages(row.messages, row.at ?? `line ${row.line}`) };
+}
 
 export interface SupervisedDataset {
   /** Number of full batches (a last partial batch is dropped). */
@@ -22,8 +27,10 @@ export interface SupervisedDataset {
 
 /** Rows with lazily built, cached datums; `setEpoch` permutes the order (or restarts the stream). */
 export class ConversationDataset extends BatchedDataset<ConversationRow, Datum, Datum[]> implements SupervisedDataset {
+  /** Rows with image parts have them decoded when their batch is loaded (`batchAt`, `loadBatch`). */
   static fromRows(rows: ConversationRow[], batchSize: number, toDatum: (row: ConversationRow) => Datum): ConversationDataset {
-    return new ConversationDataset(new EpochBatches(rows, batchSize, toDatum));
+    const prepare = rows.some((r) => hasImages(r.messages)) ? loadRowImages : undefined;
+    return new ConversationDataset(new EpochBatches(rows, batchSize, toDatum, prepare));
   }
 
   getBatch(index: number): Datum[] {

@@ -1,6 +1,7 @@
 // Loading chat conversations from JSONL (`{"messages": [...]}` per line), with errors that name
 // the file and the line.
 
+import path from 'node:path';
 import { DataFormatError } from '../errors.js';
 import { parseJsonlRows, readTextFile } from '../jsonl.js';
 import type { ContentPart, Message } from '../renderers/types.js';
@@ -29,8 +30,10 @@ function validateContent(content: unknown, where: string): void {
     if (part === null || typeof part !== 'object') throw new DataFormatError(`${where} content part ${k} is not an object`);
     if (part.type === 'text' && typeof (part as { text?: unknown }).text === 'string') return;
     if (part.type === 'thinking' && typeof (part as { thinking?: unknown }).thinking === 'string') return;
+    if (part.type === 'image' && typeof (part as { image?: unknown }).image === 'string' && (part as { image: string }).image) return;
     throw new DataFormatError(
-      `${where} content part ${k} must be {"type": "text", "text": …} or {"type": "thinking", "thinking": …}`,
+      `${where} content part ${k} must be {"type": "text", "text": …}, {"type": "thinking", "thinking": …} ` +
+        'or {"type": "image", "image": "<path relative to the file, file:// or data: URL>"}',
     );
   });
 }
@@ -71,6 +74,22 @@ export function parseConversationsJsonl(text: string, displayPath: string): Conv
   });
 }
 
+/** An image part's path is relative to the file that names it (URLs and absolute paths are kept). */
+function resolveImagePaths(rows: ConversationRow[], dir: string): ConversationRow[] {
+  for (const row of rows) {
+    for (const m of row.messages) {
+      if (typeof m.content === 'string') continue;
+      for (const p of m.content) {
+        if (p.type === 'image' && typeof p.image === 'string' && !/^[a-z][a-z0-9+.-]*:/i.test(p.image)) {
+          p.image = path.resolve(dir, p.image);
+        }
+      }
+    }
+  }
+  return rows;
+}
+
 export async function loadConversationsJsonl(filePath: string, displayPath = filePath): Promise<ConversationRow[]> {
-  return parseConversationsJsonl(await readTextFile(filePath, displayPath), displayPath);
+  const rows = parseConversationsJsonl(await readTextFile(filePath, displayPath), displayPath);
+  return resolveImagePaths(rows, path.dirname(path.resolve(filePath)));
 }
