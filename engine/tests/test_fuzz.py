@@ -9,8 +9,10 @@ connection; afterwards it is alive, logged no internal error, and a model create
 checkpoint files unchanged.
 """
 
+import base64
 import gzip
 import hashlib
+import io
 import http.client
 import json
 import random
@@ -210,6 +212,55 @@ def proto_mutations(rng: random.Random, valid: bytes):
     return out
 
 
+def png_image(seed: int) -> bytes:
+    from PIL import Image
+
+    pixels = np.random.default_rng(seed).integers(0, 256, (50, 70, 3), dtype=np.uint8)  # 4 tokens on tiny-qwen3-vl
+    out = io.BytesIO()
+    Image.fromarray(pixels).save(out, format="PNG")
+    return out.getvalue()
+
+
+def image_mutations(rng: random.Random, image: bytes, build):
+    """(label, body) of an otherwise valid image request whose image is damaged: `build(data, format,
+    expected_tokens)` makes the request's body."""
+    out = [(f"image truncated at byte {cut}", build(image[:cut], "png", 4)) for cut in sorted(rng.sample(range(1, len(image)), 4))]
+    for i in range(4):
+        flipped = bytearray(image)
+        for _ in range(1 + 2 * i):
+            flipped[rng.randrange(len(flipped))] ^= 1 << rng.randrange(8)
+        out.append((f"image with {1 + 2 * i} bit(s) flipped", build(bytes(flipped), "png", 4)))
+    out += [
+        ("image: random bytes", build(rng.randbytes(300), "png", 4)),
+        ("image: no bytes", build(b"", "png", 4)),
+        ("image: png declared jpeg", build(image, "jpeg", 4)),
+        ("image: format bmp", build(image, "bmp", 4)),
+        ("image: expected_tokens 5", build(image, "png", 5)),
+        ("image: expected_tokens missing", build(image, "png", None)),
+        ("image: expected_tokens 2**31 - 1", build(image, "png", 2**31 - 1)),
+        ("image: a header claiming 60000 x 60000", build(image[:16] + (60000).to_bytes(4, "big") * 2 + image[24:], "png", 4)),
+    ]
+    return out
+
+
+def image_proto(model_id: str, seq_id: int, data: bytes, fmt: str, expected) -> bytes:
+    msg = pb.ForwardBackwardRequest(model_id=model_id, seq_id=seq_id, loss_fn="cross_entropy")
+    d = msg.data.add()
+    d.model_input.add().encoded_text.tokens = np.asarray([5, 151652], dtype="<i4").tobytes()
+    image = d.model_input.add().image
+    image.data, image.format = data, fmt
+    if expected is not None:
+        image.expected_tokens = expected
+    d.model_input.add().encoded_text.tokens = np.asarray([151653], dtype="<i4").tobytes()
+    for name, dtype, values in (("target_tokens", pb.DTYPE_INT64, [151652, 0, 0, 0, 0, 151653, 6]),
+                                ("weights", pb.DTYPE_FLOAT32, [1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0])):
+        t = d.loss_fn_inputs[name]
+        t.dtype = dtype
+        t.dense = np.asarray(values, dtype="<i8" if dtype == pb.DTYPE_INT64 else "<f4").tobytes()
+        t.shape.append(7)
+    return msg.SerializeToString()
+
+
 def huge_shape_proto() -> bytes:
     msg = pb.ForwardBackwardRequest(model_id="x", seq_id=1, loss_fn="cross_entropy")
     d = msg.data.add()
@@ -357,6 +408,31 @@ def test_mutated_bodies_on_every_route(fuzz_engine):
         "/asample": {"model_path": sampler_ckpt, "seq_id": 2, "prompt": {"chunks": [{"tokens": [4, 5]}]},
                      "sampling_params": {"max_tokens": 2, "seed": 3}},
     }
+    # Images (tiny-qwen3-vl): a datum and a prompt with an image chunk, mutated as above, and the
+    # image's own bytes damaged in JSON and in protobuf.
+    vl_model = c.create_model(sid, 2, "tiny-qwen3-vl", seed=1, rank=2)
+    vl_sampler = c.ok("create_sampling_session", {"session_id": sid, "sampling_session_seq_id": 10,
+                                                  "base_model": "tiny-qwen3-vl"})["sampling_session_id"]
+    image = png_image(SEED)
+
+    def image_chunk(data, fmt="png", expected=4):
+        chunk = {"type": "image", "data": base64.b64encode(data).decode(), "format": fmt}
+        return chunk if expected is None else {**chunk, "expected_tokens": expected}
+
+    def image_fb(data, fmt="png", expected=4, seq_id=30):
+        return {"model_id": vl_model, "seq_id": seq_id, "forward_backward_input": {"loss_fn": "cross_entropy", "data": [{
+            "model_input": {"chunks": [{"type": "encoded_text", "tokens": [5, 151652]}, image_chunk(data, fmt, expected),
+                                       {"type": "encoded_text", "tokens": [151653]}]},
+            "loss_fn_inputs": {"target_tokens": {"data": [151652, 0, 0, 0, 0, 151653, 6], "dtype": "int64"},
+                               "weights": {"data": [1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0], "dtype": "float32"}}}]}}
+
+    def image_sample(data, fmt="png", expected=4):
+        return {"sampling_session_id": vl_sampler, "prompt_logprobs": True, "sampling_params": {"max_tokens": 2, "seed": 1},
+                "prompt": {"chunks": [{"type": "encoded_text", "tokens": [151652]}, image_chunk(data, fmt, expected)]}}
+
+    image_post = [("/forward_backward", image_fb(image)), ("/asample", image_sample(image)),
+                  ("/forward_backward", {**image_fb(image), "model_id": model})]  # (a text-only model)
+
     get = {
         "/healthz": None, "/get_server_capabilities": None, "/training_runs": None, "/checkpoints": None,
         "/sessions": None, "/training_runs/{run_id}": model, "/training_runs/{run_id}/checkpoints": model,
@@ -372,12 +448,21 @@ def test_mutated_bodies_on_every_route(fuzz_engine):
     assert not missing, f"routes without a fuzz template (add one): {sorted(missing)}"
 
     requests = []  # (method, url path, body, headers, label)
-    for route, template in list(post.items()) + list(extra_post.items()):
+    for route, template in list(post.items()) + list(extra_post.items()) + image_post:
         path = route.replace("{session_id}", spare_sid)
         for label, body, headers in body_mutations(rng, template):
             requests.append(("POST", API + path, body, headers, label))
-    for label, body, headers in proto_mutations(rng, proto_valid):
+    for label, body, headers in proto_mutations(rng, proto_valid) + proto_mutations(rng, image_proto(vl_model, 40, image, "png", 4)):
         requests.append(("POST", API + "/forward_backward", body, headers, label))
+    json_h, proto_h = {"Content-Type": "application/json"}, {"Content-Type": "application/x-protobuf"}
+    # (Each with a seq id of its own, so that the image is judged, not the reuse of a seq id.)
+    seq_ids = iter(range(100, 1000))
+    for label, body in image_mutations(rng, image, lambda *a: dumps(image_fb(*a, seq_id=next(seq_ids)))):
+        requests.append(("POST", API + "/forward_backward", body, json_h, f"json {label}"))
+    for label, body in image_mutations(rng, image, lambda *a: dumps(image_sample(*a))):
+        requests.append(("POST", API + "/asample", body, json_h, f"sample {label}"))
+    for label, body in image_mutations(rng, image, lambda *a: image_proto(vl_model, next(seq_ids), *a)):
+        requests.append(("POST", API + "/forward_backward", body, proto_h, f"protobuf {label}"))
     for route, param in get.items():
         if param is None:
             for q in QUERIES:

@@ -267,6 +267,56 @@ def test_vl_weights_save_load_and_sampler_checkpoints(vl):
     assert np.allclose(results[0]["prompt_logprobs"][-1], trained[0][n - 2], atol=1e-4)  # (target i is token i + 1)
 
 
+def test_a_vl_checkpoint_exports_merged_with_its_image_processor(vl, tmp_path):
+    """The merged export of a tiny-qwen3-vl adapter loads in transformers (vision tower included) with
+    the preprocessor_config.json the engine counted with, and scores an image prompt as the engine does."""
+    import urllib.request
+
+    from transformers import AutoModelForImageTextToText
+
+    from tinker_engine.export import export
+    from tinker_engine.images import TINY_QWEN3_VL_PREPROCESSOR
+
+    c, sid = vl
+    data = [image_datum(image_chunk(GOOD_PNG))]
+    model = c.create_model(sid, 25, VL, seed=4)
+    c.forward_backward(model, 1, data)
+    c.optim_step(model, 2, lr=5e-2)
+    path = c.done(c.ok("save_weights_for_sampler", {"model_id": model, "seq_id": 3, "path": "export"})["request_id"])["path"]
+    run, kind, name = path[len("tinker://"):].split("/")
+    url = c.get(f"training_runs/{run}/checkpoints/{kind}/{name}/archive").json()["url"]
+    tar = tmp_path / "ckpt.tar"
+    with urllib.request.urlopen(url) as r:
+        tar.write_bytes(r.read())
+    peft_config = tmp_path / "peft"
+    export(tar, from_archive=True, fmt="peft", out=peft_config)
+    targets = json.loads((peft_config / "adapter_config.json").read_text())["target_modules"]
+    assert targets == sorted(["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "lm_head"])
+    out = tmp_path / "merged"
+    files = export(tar, from_archive=True, fmt="merged", out=out)
+    assert "preprocessor_config.json" in files
+    assert json.loads((out / "preprocessor_config.json").read_text()) == TINY_QWEN3_VL_PREPROCESSOR
+    merged = AutoModelForImageTextToText.from_pretrained(str(out), local_files_only=True).eval()
+
+    from tinker_engine.base_models import BUILTIN_MODELS
+    from tinker_engine.images import ImageChunk, resolve_chunks
+
+    tokens, images = resolve_chunks([np.array(PRE), ImageChunk(GOOD_PNG, "png", 4, "x"), np.array(POST)],
+                                    BUILTIN_MODELS[VL](), "x")
+    ids = torch.from_numpy(tokens)[None]
+    with torch.no_grad():
+        logits = merged(input_ids=ids, pixel_values=torch.from_numpy(images[0].pixel_values()),
+                        image_grid_thw=torch.tensor([images[0].grid]), mm_token_type_ids=(ids == IMAGE_PAD).int()).logits[0]
+    theirs = torch.log_softmax(logits.float(), -1)[torch.arange(len(tokens) - 1), ids[0, 1:]].tolist()
+    sampler = c.ok("create_sampling_session", {"session_id": sid, "sampling_session_seq_id": 65, "model_path": path})[
+        "sampling_session_id"]
+    ours = c.done(c.ok("asample", {"sampling_session_id": sampler, "prompt_logprobs": True,
+                                   "prompt": {"chunks": [{"tokens": PRE}, image_chunk(GOOD_PNG), {"tokens": POST}]},
+                                   "sampling_params": {"max_tokens": 1, "seed": 0}})["request_id"])["prompt_logprobs"]
+    text = range(len(PRE) + 4, len(tokens))  # (null at image positions)
+    assert max(abs(ours[i] - theirs[i - 1]) for i in text) < 2e-4
+
+
 # --------------------------------------------------------------------------- refusals
 
 

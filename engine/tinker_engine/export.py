@@ -241,6 +241,9 @@ def write_merged(folder: Path, peft_folder: Path, spec, dtype) -> None:
             if value is not None:
                 gen[key] = value
         (folder / "generation_config.json").write_text(json.dumps(gen, indent=2) + "\n")
+    # A vision model's image processor (what its images are resized and counted with).
+    if spec.vision is not None and spec.vision.processor is not None:
+        (folder / "preprocessor_config.json").write_text(json.dumps(spec.vision.processor.config, indent=2) + "\n")
     # Tokenizer files: the base checkpoint's, or the built-in model's tokenizer.
     if spec.checkpoint_dir:
         for name in TOKENIZER_FILES:
