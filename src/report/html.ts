@@ -3,7 +3,7 @@
 import type { MetricGroup } from './charts.js';
 import { runColor } from './charts.js';
 import type { RunData } from './load.js';
-import { otherLogs, type GroupView, type RolloutBrowser, type ToolCallView, type TrajectoryView, type TransitionView } from './rollouts.js';
+import { otherLogs, type GroupView, type ImageView, type RolloutBrowser, type ToolCallView, type TrajectoryView, type TransitionView } from './rollouts.js';
 
 export interface ReportModel {
   runs: RunData[];
@@ -53,7 +53,7 @@ th,td{border:1px solid #e0e0e0;padding:3px 8px;text-align:left;vertical-align:to
 th{background:#f3f3f3;font-weight:600}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
 pre{background:#fff;border:1px solid #e4e4e4;padding:8px;white-space:pre-wrap;word-break:break-word;margin:4px 0;font-size:12.5px}
-pre.ob{background:#f6f8fb}pre.ac{background:#f4fbf4}
+pre.ob{background:#f6f8fb}.ob-images{display:flex;flex-wrap:wrap;gap:8px}.ob-image{margin:4px 0}.ob-image img{max-width:256px;max-height:256px;image-rendering:pixelated;border:1px solid #ddd}pre.ac{background:#f4fbf4}
 .tool-call{margin:4px 0 6px 18px;padding-left:8px;border-left:3px solid #b9a6e0}
 pre.tool-call-text{background:#fbf7ec}pre.tool-result{background:#f6f2fc}pre.tool-result.bad{background:#fdf0f0}
 details{margin:3px 0 3px 0}details details{margin-left:18px}
@@ -152,11 +152,20 @@ function toolCallHtml(c: ToolCallView): string {
   return `<div class="tool-call" data-index="${c.index}"><div class="muted">tool call ${c.index}</div><pre class="tool-call-text">${esc(c.call)}</pre>${result}</div>`;
 }
 
+function imagesHtml(images: ImageView[]): string {
+  if (!images.length) return '';
+  const one = (im: ImageView, i: number) =>
+    `<figure class="ob-image"><figcaption class="muted">image ${i + 1} · ${im.tokens} tokens</figcaption>${
+      im.src ? `<img src="${esc(im.src)}" alt="image ${i + 1} of the observation">` : '<div class="muted">(not embedded: the report\'s image budget is spent)</div>'
+    }</figure>`;
+  return `<div class="ob-images">${images.map(one).join('')}</div>`;
+}
+
 function transitionHtml(t: TransitionView, i: number, count: number): string {
   const turn = count > 1 ? `turn ${i} · ` : '';
   const calls = t.toolCalls.length ? ` · ${plural(t.toolCalls.length, 'tool call')}` : '';
   return `<div class="transition">
-<div class="muted">${turn}${t.obIsContinuation ? 'new observation tokens' : 'prompt'} (${t.obTokens} tokens in the observation)</div><pre class="ob">${esc(t.ob)}</pre>
+<div class="muted">${turn}${t.obIsContinuation ? 'new observation tokens' : 'prompt'} (${t.obTokens} tokens in the observation)</div>${imagesHtml(t.images)}<pre class="ob">${esc(t.ob)}</pre>
 <div class="muted">sampled (${t.acTokens} tokens, stop: ${esc(t.stopReason)}) · reward ${esc(fmt(t.reward))}${calls}${t.episodeDone ? ' · episode done' : ''}</div><pre class="ac">${esc(t.ac)}</pre>
 ${t.toolCalls.map(toolCallHtml).join('')}${kv(t.metrics)}${kv(otherLogs(t.logs))}</div>`;
 }

@@ -26,7 +26,18 @@ export interface TransitionView {
   logs: Logs;
   /** The turn's tool calls and their results, from the agent envs' `tool_call_<i>` / `tool_result_<i>` logs. */
   toolCalls: ToolCallView[];
+  /** The observation's images, in order (`[image N]` in `ob` marks where each sits). */
+  images: ImageView[];
 }
+
+export interface ImageView {
+  /** A `data:` URL of the chunk's bytes; null when the report's image budget was spent. */
+  src: string | null;
+  tokens: number;
+}
+
+/** Bytes of images a report embeds (base64 adds a third); past it images show as placeholders. */
+export const REPORT_IMAGE_BUDGET_BYTES = 8 << 20;
 
 export interface ToolCallView {
   index: number;
@@ -112,6 +123,21 @@ interface Decoder {
   decode(input: ModelInput | number[]): string;
 }
 
+/** Images a report embeds, until their budget is spent. */
+export class ImageBudget {
+  constructor(private left = REPORT_IMAGE_BUDGET_BYTES) {}
+
+  views(input: ModelInput): ImageView[] {
+    return input.chunks.flatMap((c): ImageView[] => {
+      if (c.type !== 'image') return [];
+      const bytes = Math.floor((c.data.length * 3) / 4);
+      const fits = bytes <= this.left;
+      if (fits) this.left -= bytes;
+      return [{ src: fits ? `data:image/${c.format};base64,${c.data}` : null, tokens: c.expected_tokens ?? 0 }];
+    });
+  }
+}
+
 async function decoderFor(run: RunData): Promise<{ decoder: Decoder; note?: string }> {
   const modelName = run.config?.model_name;
   const tokenizerPath = run.config?.tokenizer_path;
@@ -130,10 +156,11 @@ async function decoderFor(run: RunData): Promise<{ decoder: Decoder; note?: stri
   return {
     note,
     decoder: {
-      decode: (input) =>
-        Array.isArray(input)
-          ? text(input)
-          : input.chunks.map((c) => (c.type === 'encoded_text' ? text(c.tokens) : `[image: ${c.format}${c.expected_tokens ? `, ${c.expected_tokens} tokens` : ''}]`)).join(''),
+      decode: (input) => {
+        if (Array.isArray(input)) return text(input);
+        let images = 0;
+        return input.chunks.map((c) => (c.type === 'encoded_text' ? text(c.tokens) : `[image ${++images}]`)).join('');
+      },
     },
   };
 }
@@ -148,7 +175,7 @@ function startsWith(xs: readonly number[], prefix: readonly number[]): boolean {
   return true;
 }
 
-function groupView(g: TrajectoryGroup, meta: Omit<GroupView, 'meanReward' | 'trajectories' | 'errors'>, advantages: number[] | null, decoder: Decoder): GroupView {
+function groupView(g: TrajectoryGroup, meta: Omit<GroupView, 'meanReward' | 'trajectories' | 'errors'>, advantages: number[] | null, decoder: Decoder, budget: ImageBudget): GroupView {
   const totals = g.getTotalRewards();
   return {
     ...meta,
@@ -173,6 +200,8 @@ function groupView(g: TrajectoryGroup, meta: Omit<GroupView, 'meanReward' | 'tra
           metrics: t.metrics,
           logs: t.logs,
           toolCalls: toolCallsOf(t.logs),
+          // A continuation shows only new text tokens, so only a whole observation shows images.
+          images: skip ? [] : budget.views(t.ob),
         };
       });
       return { index: i, totalReward: totals[i], finalReward: g.finalRewardsG[i], advantage: advantages?.[i] ?? null, metrics: g.metricsG[i] ?? {}, transitions };
@@ -221,13 +250,14 @@ export async function loadRollouts(run: RunData, maxIterations = DEFAULT_MAX_ITE
   if (!records.length) records = recordsFromBlobs(run.logDir);
   if (!records.length) return null;
   const { decoder, note } = await decoderFor(run);
+  const budget = new ImageBudget();
   const iterations = spread(records, maxIterations).map((record): IterationView => {
     const groups = record.groups.map((g) => {
       const trajectories = deserializeTrajectoryGroup(store.readBlob(g.ref).toString('utf8'));
       // Without a record, recompute: centring within the group is all training does (advantages.ts).
       const advantages = source === 'records' ? g.advantages : computeAdvantages([trajectories])[0];
       const meta = { batch: g.batch, group: g.group, samplingStep: g.sampling_step, tags: g.tags, trained: source === 'blobs' || g.advantages !== null };
-      return groupView(trajectories, meta, advantages, decoder);
+      return groupView(trajectories, meta, advantages, decoder, budget);
     });
     return { step: record.step, groups, meanReward: mean(groups.flatMap((g) => g.trajectories.map((t) => t.totalReward))) };
   });

@@ -10,6 +10,8 @@ import { serializeTrajectoryGroup } from '../../src/cookbook/rl/serialize.js';
 import { TrajectoryGroup, type Trajectory } from '../../src/cookbook/rl/types.js';
 import { RunStore, type RunKind } from '../../src/cookbook/run-store.js';
 import { getTokenizer } from '../../src/cookbook/tokenizer.js';
+import { rendererForModel } from '../../src/cookbook/renderers/for-model.js';
+import { whichShapePictures, WhichShapeEnv } from '../../src/cookbook/rl/envs/which-shape.js';
 
 export const PROMPT_TEXT = 'What is 17 + 25?';
 export const ANSWERS = ['The answer is 42.', 'I think it is 41.'];
@@ -137,5 +139,40 @@ export async function toolRun(logDir: string, workflowId = 'rl-tools'): Promise<
   );
   const ref = store.writeBlob('rollouts/batch_000000/group_0000.json', serializeTrajectoryGroup(group));
   store.writeRolloutRecord(rolloutRecord(0, [{ ref, batch: 0, group: 0, samplingStep: 0, tags: ['single_hop'], trajectories: group }], [group], computeAdvantages([group])));
+  return logDir;
+}
+
+/**
+ * A vision RL run (one step, one group of one): the which_shape env's real observation, an image
+ * between the vision markers, and the policy's answer.
+ */
+export async function imageRun(logDir: string, workflowId = 'rl-images'): Promise<string> {
+  const store = initRun(logDir, workflowId, 'rl', { model_name: 'tiny-qwen3-vl', learning_rate: 0.001, max_tokens: 8 });
+  const { renderer, tokenizer } = await rendererForModel('tiny-qwen3-vl');
+  const [picture] = whichShapePictures(0, 1, 64);
+  const { ob } = await new WhichShapeEnv(picture, renderer).initialObservation();
+  store.writeMetrics({ step: 0, progress: 1, learning_rate: 0.001, 'env/all/reward/total': 1 });
+  const group = new TrajectoryGroup(
+    [
+      {
+        transitions: [
+          {
+            ob,
+            ac: { tokens: [...tokenizer.encode(picture.shape, { addSpecialTokens: false }), tokenizer.tokenToId('<|im_end|>')], maybeLogprobs: null, stopReason: 'stop' as const },
+            reward: 1,
+            episodeDone: true,
+            metrics: { correct: 1 },
+            logs: {},
+          },
+        ],
+        finalOb: { chunks: [] },
+        stopReason: 'stop',
+      },
+    ],
+    [0],
+    [{}],
+  );
+  const ref = store.writeBlob('rollouts/batch_000000/group_0000.json', serializeTrajectoryGroup(group));
+  store.writeRolloutRecord(rolloutRecord(0, [{ ref, batch: 0, group: 0, samplingStep: 0, tags: ['which_shape'], trajectories: group }], [group], computeAdvantages([group])));
   return logDir;
 }

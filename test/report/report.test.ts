@@ -8,9 +8,9 @@ import { RunStore } from '../../src/cookbook/run-store.js';
 import { metricGroups } from '../../src/report/charts.js';
 import { loadRuns, ReportError } from '../../src/report/load.js';
 import { buildReportHtml, writeReport } from '../../src/report/report.js';
-import { loadRollouts, spread, toolCallsOf } from '../../src/report/rollouts.js';
+import { ImageBudget, loadRollouts, spread, toolCallsOf } from '../../src/report/rollouts.js';
 import { serveReport } from '../../src/report/serve.js';
-import { ANSWERS, PROMPT_TEXT, RL_KEYS, rlRun, SL_KEYS, slRun, tempDir, TOOL_CALL, TOOL_ERROR, TOOL_RESULT, toolRun } from './fixture.js';
+import { ANSWERS, imageRun, PROMPT_TEXT, RL_KEYS, rlRun, SL_KEYS, slRun, tempDir, TOOL_CALL, TOOL_ERROR, TOOL_RESULT, toolRun } from './fixture.js';
 
 const bin = join(import.meta.dirname, '..', '..', 'bin', 'cookbook.mjs');
 const cookbook = (...args: string[]) => spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8' });
@@ -139,6 +139,21 @@ describe('cookbook report: rollouts', () => {
     // A run without tool calls gets no such column or counts.
     const plain = await buildReportHtml([await rlRun(tempDir())]);
     expect(plain).not.toContain('tool call');
+  });
+
+  it("a vision env's observation: its image shown where it sits, with its token count; past the budget, a placeholder", async () => {
+    const dir = await imageRun(tempDir());
+    const b = (await loadRollouts(loadRuns(dir)[0]))!;
+    const t = b.iterations[0].groups[0].trajectories[0].transitions[0];
+    expect(t.ob).toContain('<|vision_start|>[image 1]<|vision_end|>Which shape is this');
+    expect(t.images).toHaveLength(1);
+    expect(t.images[0].tokens).toBe(4);
+    expect(t.images[0].src).toMatch(/^data:image\/jpeg;base64,\/9j\//);
+    const html = await buildReportHtml([dir]);
+    expect(html).toContain(`<figcaption class="muted">image 1 · 4 tokens</figcaption><img src="${t.images[0].src}"`);
+    const chunk = { type: 'image' as const, data: 'A'.repeat(400), format: 'jpeg' as const, expected_tokens: 4 };
+    const budget = new ImageBudget(300);
+    expect(budget.views({ chunks: [chunk, chunk] }).map((v) => v.src !== null)).toEqual([true, false]);
   });
 
   it('shows token ids when the model has no tokenizer', async () => {

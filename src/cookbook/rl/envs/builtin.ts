@@ -13,6 +13,7 @@ import { buildSearchToolDatasets } from './search-tool.js';
 import { buildShorterDatasets } from './shorter.js';
 import { buildTicTacToeDatasets } from './tictactoe.js';
 import { buildTwentyQuestionsDatasets, TWENTY_QUESTIONS_WORDS_PATH } from './twenty-questions.js';
+import { buildWhichShapeDatasets } from './which-shape.js';
 
 /** Relative data paths: the working directory when the file is there, else the repository root. */
 function dataRoot(): string {
@@ -32,4 +33,5 @@ export const BUILTIN_RL_DATASETS: Record<string, CustomRLDatasetBuilder> = {
   code_rl: ({ args, renderer }) => buildCodeRLDatasets(args, renderer, dataRoot()),
   search_tool: ({ args, renderer }) => buildSearchToolDatasets(args, renderer, dataRoot()),
   rl_numerics_check: ({ args, renderer }) => buildNumericsCheckDatasets(args, renderer, dataRoot()),
+  which_shape: ({ args, renderer }) => buildWhichShapeDatasets(args, renderer),
 };
