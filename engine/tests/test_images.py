@@ -459,6 +459,14 @@ def test_a_vision_checkpoint_directory_takes_images_with_its_own_processor(vl, t
                                   "sampling_params": {"max_tokens": 3, "seed": 1, "stop": []}})["request_id"])
     assert [len(s["tokens"]) for s in out["sequences"]] == [3, 3]
     assert len(out["prompt_logprobs"]) == len(PRE) + n + len(POST) - 1
+    if model_type == "qwen3_vl":  # without its image processor: text as usual, images refused saying why
+        bare = tmp_path / "no-processor"
+        shutil.copytree(directory, bare)
+        (bare / "preprocessor_config.json").unlink()
+        model = c.create_model(sid, 42, str(bare), seed=1)
+        r = c.submit_fb(model, 1, data)
+        assert r.status == 400 and "has no preprocessor_config.json" in r.json()["detail"], r.raw
+        assert c.forward_backward(model, 2, data[1:])["metrics"]["loss:sum"] > 0
 
 
 # ----------------------------------------------------------------------- the official SDK

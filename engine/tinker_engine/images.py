@@ -119,7 +119,7 @@ class ImageProcessorSpec:
         if kind not in QWEN_VL_PROCESSORS:
             raise ValueError(f"image processor {kind!r} of {source} is not one this engine computes "
                              f"({', '.join(QWEN_VL_PROCESSORS)})")
-        size = config.get("size") or {}
+        size = config.get("size") if isinstance(config.get("size"), dict) else {}
         self.patch_size = int(config.get("patch_size", 14))
         self.merge_size = int(config.get("merge_size", 2))
         self.temporal_patch_size = int(config.get("temporal_patch_size", 2))
@@ -185,9 +185,17 @@ def vision_spec_for(config, processor_config: dict | None, source: str) -> Visio
     if processor_config is None:
         return VisionSpec(image_token_id, None, f"{source} has no preprocessor_config.json (its image processor)")
     try:
-        return VisionSpec(image_token_id, ImageProcessorSpec(processor_config, source))
+        processor = ImageProcessorSpec(processor_config, source)
     except (ValueError, TypeError) as e:
         return VisionSpec(image_token_id, None, str(e))
+    vision = config.vision_config
+    for name, mine, tower in (("patch_size", processor.patch_size, vision.patch_size),
+                              ("merge_size", processor.merge_size, vision.spatial_merge_size),
+                              ("temporal_patch_size", processor.temporal_patch_size, vision.temporal_patch_size)):
+        if mine != tower:
+            return VisionSpec(image_token_id, None, f"the image processor's {name} {mine} of {source} is not the "
+                                                    f"vision tower's {tower}")
+    return VisionSpec(image_token_id, processor)
 
 
 # ------------------------------------------------------------------------------------ decoding

@@ -186,15 +186,6 @@ def parse_chunks_json(model_input, where: str) -> list:
     return parts
 
 
-def parse_tokens_json(model_input, where: str) -> np.ndarray:
-    """The tokens of a JSON ModelInput that must be text only."""
-    chunks = parse_chunks_json(model_input, where)
-    tokens = join_text(chunks)
-    if tokens is None:
-        raise bad_request(f"{where}: image chunks are not accepted here")
-    return tokens
-
-
 def datum_input(chunks: list) -> dict:
     """Datum fields for parsed chunks: the tokens of text-only input, else the chunks to resolve."""
     tokens = join_text(chunks)
