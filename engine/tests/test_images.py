@@ -85,7 +85,8 @@ def test_the_token_count_is_the_contract_and_what_the_processor_makes():
         assert n == contract_tokens(width, height), (width, height)
         out = processor(images=[Image.new("RGB", (width, height))], return_tensors="np")
         assert tuple(out["image_grid_thw"][0]) == grid and out["pixel_values"].shape[0] == 4 * n
-    assert spec.count(64, 64)[0] == 4 and spec.count(640, 480)[0] == 12  # 640×480 → 128×96 (at most 16384 pixels)
+    assert spec.count(64, 64)[0] == 4 and spec.count(128, 128)[0] == 16
+    assert spec.count(640, 480)[0] == 12  # 640×480 → 128×96 (at most 16384 pixels)
 
 
 def test_the_engine_feeds_images_as_the_model_itself_does():
