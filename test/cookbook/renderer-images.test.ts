@@ -93,6 +93,18 @@ describe('refusals name the part', () => {
     expect(() => renderer.buildSupervisedExample(loaded)).toThrow(/needs an image processor to render the image at messages\[0\]\.content\[0\]/);
   });
 
+  it('the caller’s part, also where the format inserts a system message of its own (Qwen3.8, Nemotron)', async () => {
+    // 3000×10: Qwen's smart_resize refuses an aspect ratio over 200.
+    const strip = new Uint8Array(await sharp({ create: { width: 3000, height: 10, channels: 3, background: '#000' } }).png().toBuffer());
+    const convo = await loadMessageImages([{ role: 'user', content: [{ type: 'text', text: 'x' }, { type: 'image', image: strip }] }]);
+    for (const name of ['qwen3_vl_instruct', 'qwen3_8_xhigh_reasoning', 'nemotron3_ultra']) {
+      const renderer = getRenderer(name, tok, { imageProcessor: TINY_QWEN3_VL_IMAGE_PROCESSOR });
+      expect(() => renderer.buildGenerationPrompt(convo), name).toThrow(/^messages\[0\]\.content\[1\]: .*aspect ratio must be smaller than 200/);
+    }
+    const textOnly = getRenderer('nemotron3', tok, { imageProcessor: TINY_QWEN3_VL_IMAGE_PROCESSOR });
+    expect(() => textOnly.buildSupervisedExample(convo)).toThrow(/nemotron3 renders text only, but messages\[0\]\.content\[1\] is an image/);
+  });
+
   it('an undecodable image names the message and part', async () => {
     const bad: Message[] = [{ role: 'user', content: [{ type: 'text', text: 'hi' }, { type: 'image', image: new Uint8Array([0x89, 0x50, 0x4e, 0x47, 1, 2, 3]) }] }];
     await expect(loadMessageImages(bad, 'train.jsonl:3')).rejects.toThrow(/train\.jsonl:3 messages\[0\]\.content\[1\]/);

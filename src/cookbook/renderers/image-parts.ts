@@ -5,6 +5,7 @@
 import type { ImageChunk } from '../../backends/types.js';
 import { RendererError } from '../errors.js';
 import { imageChunkFor } from '../images/chunk.js';
+import { ImageError } from '../images/errors.js';
 import type { DecodedImage, ImageProcessor } from '../images/types.js';
 import type { ImagePart, Message } from './types.js';
 
@@ -34,7 +35,11 @@ export function renderImagePart(
   return imageChunkFor(part.image as DecodedImage, processor!);
 }
 
-/** A vision renderer's check, before rendering, that every image can be rendered. */
+/**
+ * A vision renderer's check, before rendering, that every image can be rendered: loaded, and
+ * countable by the processor (Qwen's refuses an aspect ratio over 200). Run on the caller's
+ * messages, before a format inserts any of its own, so an error names the caller's part.
+ */
 export function requireRenderableImages(
   messages: readonly Message[],
   processor: ImageProcessor | undefined,
@@ -43,7 +48,16 @@ export function requireRenderableImages(
   messages.forEach((m, i) => {
     if (typeof m.content === 'string') return;
     m.content.forEach((p, j) => {
-      if (p.type === 'image') checkImage(p, processor, rendererName, `messages[${i}].content[${j}]`);
+      if (p.type !== 'image') return;
+      const where = `messages[${i}].content[${j}]`;
+      checkImage(p, processor, rendererName, where);
+      const image = p.image as DecodedImage;
+      try {
+        processor!.numImageTokens(image.width, image.height);
+      } catch (e) {
+        if (e instanceof ImageError) throw new ImageError(where, e.detail);
+        throw e;
+      }
     });
   });
 }

@@ -7,9 +7,10 @@
 // `<think></think>` (history included), one newline (Ultra: none) after `</think>`, tool responses
 // and tool calls each end with a newline, a system block is always written (empty if none), the
 // disable-thinking prompt ends `<think></think>`, and tools are declared in XML after the system
-// prompt (see nemotron3-tools.ts).
+// prompt (see nemotron3-tools.ts). Only the Ultra format renders image parts (each `<img>…</img>`,
+// labelled `<image N>` when a message has several), as only it is given an image processor by the
+// reference; the 3 Nano/Super renderers refuse them.
 
-import type { ModelInput } from '../../backends/types.js';
 import { RendererError } from '../errors.js';
 import type { Tokenizer } from '../tokenizer.js';
 import { hasThinking } from './content.js';
@@ -18,15 +19,7 @@ import { Qwen3_5Renderer } from './qwen3-5.js';
 import { pyStripWs } from './py-whitespace.js';
 import type { VLPart } from './qwen3-vl.js';
 import type { NamedRendererFactory } from './registry.js';
-import type {
-  Content,
-  Message,
-  RenderContext,
-  RenderedMessage,
-  Role,
-  SupervisedExample,
-  TrainOnWhat,
-} from './types.js';
+import type { Content, Message, RenderContext, RenderedMessage, Role } from './types.js';
 
 const text = (t: string): VLPart => ({ type: 'text', text: t });
 
@@ -38,6 +31,12 @@ function disabledThinkingSuffix(tokenizer: Tokenizer, role: Role, ctx: RenderCon
 }
 
 export class Nemotron3Renderer extends Qwen3_5Renderer {
+  /**
+   * Nemotron-3 Nano/Super are text models: the reference's get_renderer gives these renderers no
+   * image processor, so an image part is refused (up front here, naming it). The Ultra format
+   * (Nemotron-3.5 Super VL among its models) renders images.
+   */
+  override readonly takesImages: boolean = false;
   /** Newlines the template writes between `</think>` and the text; parsing removes them. */
   protected readonly thinkSeparator: string = '\n';
 
@@ -46,18 +45,13 @@ export class Nemotron3Renderer extends Qwen3_5Renderer {
     return !this.stripThinkingFromHistory;
   }
 
-  /** The template always writes a system block (its `system_message` defaults to ""). */
-  protected normalizeMessages(messages: Message[]): Message[] {
+  /**
+   * The template always writes a system block (its `system_message` defaults to ""). Applied by
+   * both builders after the input is checked, so an error names the caller's message indices.
+   */
+  protected override prepareMessages(messages: Message[]): Message[] {
     if (messages.length && messages[0].role === 'system') return messages;
     return [{ role: 'system', content: '' }, ...messages];
-  }
-
-  override buildGenerationPrompt(messages: Message[], role?: Role, prefill?: string): ModelInput {
-    return super.buildGenerationPrompt(this.normalizeMessages(messages), role, prefill);
-  }
-
-  override buildSupervisedExample(messages: Message[], trainOnWhat?: TrainOnWhat): SupervisedExample {
-    return super.buildSupervisedExample(this.normalizeMessages(messages), trainOnWhat);
   }
 
   /** Whether this turn's thinking (if any) is dropped: history before the last user message. */
@@ -209,6 +203,8 @@ export class Nemotron3DisableThinkingRenderer extends Nemotron3Renderer {
  * one newline.
  */
 export class Nemotron3UltraRenderer extends Nemotron3Renderer {
+  /** Each image framed `<img>…</img>` (wrapImageParts), sized by Nemotron-3.5 Super VL's processor. */
+  override readonly takesImages: boolean = true;
   protected override readonly thinkSeparator: string = '';
 
   protected override assistantHeaderSuffix(message: Message, ctx: RenderContext): string {

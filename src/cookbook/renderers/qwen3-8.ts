@@ -4,7 +4,6 @@
 // the system message, thinking is preserved in history by default (every assistant turn keeps a
 // think block, empty if it did not reason), and an empty system message renders nothing.
 
-import type { ModelInput } from '../../backends/types.js';
 import { RendererError } from '../errors.js';
 import { pyJsonDumps } from '../pyjson.js';
 import type { Tokenizer } from '../tokenizer.js';
@@ -12,7 +11,7 @@ import { pyStripWs } from './py-whitespace.js';
 import { Qwen3_5Renderer } from './qwen3-5.js';
 import type { Qwen3VLOptions } from './qwen3-vl.js';
 import type { NamedRendererFactory } from './registry.js';
-import type { Message, RenderContext, Role, SupervisedExample, TrainOnWhat } from './types.js';
+import type { Message, RenderContext, Role } from './types.js';
 
 /** The sentence the template puts in the system message per reasoning effort (none for medium). */
 export const REASONING_EFFORT_INSTRUCTIONS = {
@@ -56,7 +55,7 @@ export class Qwen3_8Renderer extends Qwen3_5Renderer {
    * new one if there is none), and an empty system message is dropped. Idempotent, because
    * buildSupervisedExample rebuilds the generation prompt from already-normalized messages.
    */
-  protected normalizeMessages(messages: Message[]): Message[] {
+  protected override prepareMessages(messages: Message[]): Message[] {
     const instructions = this.reasoningInstructions;
     if (messages.length && messages[0].role === 'system') {
       const [first, ...rest] = messages;
@@ -90,13 +89,6 @@ export class Qwen3_8Renderer extends Qwen3_5Renderer {
     return [...messages];
   }
 
-  override buildGenerationPrompt(messages: Message[], role?: Role, prefill?: string): ModelInput {
-    return super.buildGenerationPrompt(this.normalizeMessages(messages), role, prefill);
-  }
-
-  override buildSupervisedExample(messages: Message[], trainOnWhat?: TrainOnWhat): SupervisedExample {
-    return super.buildSupervisedExample(this.normalizeMessages(messages), trainOnWhat);
-  }
 
   /** Qwen3.8's template writes every non-string value with `|tojson` (`true`, `null`). */
   protected override formatToolCallArgument(value: unknown): string {
