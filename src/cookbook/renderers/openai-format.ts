@@ -140,9 +140,19 @@ export function conversationFromOpenAI(renderer: Renderer, messages: OpenAIChatM
   }
   const [first, ...rest] = converted;
   const hasSystem = first?.role === 'system';
+  const systemPrompt = hasSystem ? first.content : '';
+  if (typeof systemPrompt !== 'string') {
+    // The formats' tool declarations take the system prompt as text (the reference's
+    // create_conversation_prefix_with_tools(tools, system_prompt: str)).
+    throw new OpenAIFormatError(
+      'messages[0]: a system message with images cannot be combined with tools (the tool declaration takes a text system prompt); put the images in a user message',
+      'messages[0].content',
+      'unsupported_parameter',
+    );
+  }
   let prefix: Message[];
   try {
-    prefix = renderer.createConversationPrefixWithTools(tools.map(toolSpec), hasSystem ? (first.content as string) : '');
+    prefix = renderer.createConversationPrefixWithTools(tools.map(toolSpec), systemPrompt);
   } catch (err) {
     if (err instanceof RendererError) throw new OpenAIFormatError(`tools: ${err.message}`, 'tools', 'unsupported_parameter');
     throw err;

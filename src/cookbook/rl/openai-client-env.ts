@@ -8,6 +8,7 @@
 // what an unfinished answer is worth. Sampling parameters in the call are the training config's to
 // choose, so they are ignored.
 import { ConfigurationError } from '../errors.js';
+import { loadMessageImages } from '../images/messages.js';
 import { conversationFromOpenAI, openAIAssistantMessage, type OpenAIAssistantMessage, type OpenAIChatMessage, type OpenAITool } from '../renderers/openai-format.js';
 import { modelInputFromInts } from '../model-input.js';
 import type { Message, Renderer } from '../renderers/types.js';
@@ -73,19 +74,16 @@ export class OpenAIClientMessageEnv implements MessageEnv {
   private readonly client: PolicyClient = {
     chat: {
       completions: {
-        create: (request) =>
-          new Promise((resolve, reject) => {
-            let messages: Message[];
-            try {
-              messages = conversationFromOpenAI(this.renderer, request.messages, request.tools, request.tool_choice);
-            } catch (err) {
-              reject(err);
-              return;
-            }
+        create: async (request) => {
+          // image_url parts decoded here, as `cookbook serve` decodes a request's, so that the
+          // (synchronous) renderer gets images it can render; a bad one fails this call, naming it.
+          const messages = await loadMessageImages(conversationFromOpenAI(this.renderer, request.messages, request.tools, request.tool_choice));
+          return new Promise((resolve) => {
             const answer = (message: OpenAIAssistantMessage, truncated: boolean) =>
               resolve({ object: 'chat.completion', choices: [{ index: 0, message, finish_reason: truncated ? 'length' : message.tool_calls ? 'tool_calls' : 'stop' }] });
             this.emit({ kind: 'ask', messages, answer });
-          }),
+          });
+        },
       },
     },
   };

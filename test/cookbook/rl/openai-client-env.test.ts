@@ -2,7 +2,10 @@
 // create() call's messages as the policy's observation, hands the parsed action back as the
 // OpenAI-shaped assistant message, and ends the episode with the episode's reward. The shipped
 // example (openai_client_arithmetic) runs on the real stack in test/workflows/rl-openai-client.test.ts.
+import sharp from 'sharp';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { loadMessageImages } from '../../../src/cookbook/images/messages.js';
+import { TINY_QWEN3_VL_IMAGE_PROCESSOR } from '../../../src/cookbook/images/processors.js';
 import { modelInputToInts } from '../../../src/cookbook/model-input.js';
 import { getRenderer } from '../../../src/cookbook/renderers/registry.js';
 import type { Renderer } from '../../../src/cookbook/renderers/types.js';
@@ -87,6 +90,32 @@ describe('OpenAIClientEnv', () => {
     const done = await env.step(action('<think>\n\n</think>\n\nwhole'));
     expect(done).toMatchObject({ episodeDone: true, reward: 0.25 });
     expect(finishes).toEqual(['length:half an ans', 'stop:whole']);
+  });
+
+  it('an image_url part is decoded and rendered by a vision renderer, as serve renders it; a system image with tools is refused', async () => {
+    const vision = getRenderer('qwen3_vl_instruct', tok, { imageProcessor: TINY_QWEN3_VL_IMAGE_PROCESSOR });
+    const png = await sharp({ create: { width: 96, height: 64, channels: 3, background: '#3366cc' } }).png().toBuffer();
+    const url = `data:image/png;base64,${png.toString('base64')}`;
+    const env = new OpenAIClientEnv(vision, async (client) => {
+      const r = await client.chat.completions.create({
+        messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url } }, { type: 'text', text: 'Colour?' }] }],
+      });
+      return { reward: r.choices[0].message.content === 'Blue.' ? 1 : 0 };
+    });
+    const ob = (await env.initialObservation()).ob;
+    const expected = vision.buildGenerationPrompt(await loadMessageImages([{ role: 'user', content: [{ type: 'image', image: png }, { type: 'text', text: 'Colour?' }] }]));
+    expect(ob).toEqual(expected);
+    expect(ob.chunks.filter((c) => c.type === 'image').map((c) => c.expected_tokens)).toEqual([6]);
+    expect(await env.step(action('Blue.'))).toMatchObject({ episodeDone: true, reward: 1 });
+
+    const systemImage = new OpenAIClientMessageEnv(vision, async (client) => {
+      await client.chat.completions.create({
+        messages: [{ role: 'system', content: [{ type: 'image_url', image_url: { url } }] }, { role: 'user', content: 'x' }],
+        tools: [{ type: 'function', function: { name: 'f' } }],
+      });
+      return { reward: 0 };
+    });
+    await expect(systemImage.initialObservation()).rejects.toThrow('a system message with images cannot be combined with tools');
   });
 
   it('the shipped arithmetic dialogue: the second question carries the first answer; reward is the share right', async () => {
