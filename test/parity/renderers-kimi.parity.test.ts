@@ -14,38 +14,10 @@ import type { Message, SupervisedExample, ToolSpec, TrainOnWhat } from '../../sr
 import { getTokenizer, type Tokenizer } from '../../src/cookbook/tokenizer.js';
 import { outcome, referenceCases, sameOutcome, type Outcome } from './reference.js';
 import { describeRendererParity } from './renderer-parity.js';
-import { augmentedTokenizerDir } from './tokenizers.js';
+import { standInTokenizer } from './tokenizers.js';
 
 
-const kimi = {
-  dir: augmentedTokenizerDir({
-    base: 'qwen3',
-    tokens: [
-      '[BOS]',
-      '[EOS]',
-      '<|im_end|>',
-      '<|im_user|>',
-      '<|im_assistant|>',
-      '<|im_system|>',
-      '<|im_middle|>',
-      '<|tool_calls_section_begin|>',
-      '<|tool_calls_section_end|>',
-      '<|tool_call_section_begin|>',
-      '<|tool_call_section_end|>',
-      '<|tool_call_begin|>',
-      '<|tool_call_argument_begin|>',
-      '<|tool_call_end|>',
-      '<|media_begin|>',
-      '<|media_content|>',
-      '<|media_end|>',
-      // Already in Qwen3's vocabulary (as non-special added tokens); listed for completeness.
-      '<think>',
-      '</think>',
-    ],
-    config: { eos_token: '[EOS]', bos_token: '[BOS]' },
-  }),
-  label: 'qwen3+kimi-specials',
-};
+const kimi = standInTokenizer('kimi');
 
 await describeRendererParity([
   { renderer: 'kimi_k2', tokenizer: kimi, make: (t) => new KimiK2Renderer('kimi_k2', t) },

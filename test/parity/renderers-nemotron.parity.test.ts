@@ -5,27 +5,9 @@
 import type { Tokenizer } from '../../src/cookbook/tokenizer.js';
 import { NEMOTRON3_RENDERERS } from '../../src/cookbook/renderers/nemotron3.js';
 import { describeRendererParity } from './renderer-parity.js';
-import { augmentedTokenizerDir } from './tokenizers.js';
+import { standInTokenizer } from './tokenizers.js';
 
-const nemotronTokenizer = {
-  dir: augmentedTokenizerDir({
-    base: 'qwen3',
-    tokens: [
-      '<|im_start|>',
-      '<|im_end|>',
-      { content: '<think>', special: false },
-      { content: '</think>', special: false },
-      { content: '<tool_call>', special: false },
-      { content: '</tool_call>', special: false },
-      { content: '<tool_response>', special: false },
-      { content: '</tool_response>', special: false },
-      '<img>',
-      '</img>',
-    ],
-    config: { eos_token: '<|im_end|>' },
-  }),
-  label: 'nemotron3 stand-in',
-};
+const nemotronTokenizer = standInTokenizer('nemotron3');
 
 await describeRendererParity(
   Object.entries(NEMOTRON3_RENDERERS).map(([renderer, factory]) => ({

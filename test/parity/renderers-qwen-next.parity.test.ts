@@ -8,27 +8,9 @@ import { QWEN3_8_RENDERERS } from '../../src/cookbook/renderers/qwen3-8.js';
 import { QWEN3_VL_RENDERERS } from '../../src/cookbook/renderers/qwen3-vl.js';
 import type { NamedRendererFactory } from '../../src/cookbook/renderers/registry.js';
 import { describeRendererParity, type RendererUnderTest } from './renderer-parity.js';
-import { augmentedTokenizerDir } from './tokenizers.js';
+import { standInTokenizer } from './tokenizers.js';
 
-const qwen35Tokenizer = {
-  dir: augmentedTokenizerDir({
-    base: 'qwen3',
-    tokens: [
-      '<|im_start|>',
-      '<|im_end|>',
-      '<|vision_start|>',
-      '<|vision_end|>',
-      { content: '<think>', special: false },
-      { content: '</think>', special: false },
-      { content: '<tool_call>', special: false },
-      { content: '</tool_call>', special: false },
-      { content: '<tool_response>', special: false },
-      { content: '</tool_response>', special: false },
-    ],
-    config: { eos_token: '<|im_end|>' },
-  }),
-  label: 'qwen3.5 stand-in',
-};
+const qwen35Tokenizer = standInTokenizer('qwen3.5');
 
 const entries = (table: Record<string, NamedRendererFactory>, tokenizer: RendererUnderTest['tokenizer']) =>
   Object.entries(table).map(([renderer, factory]) => ({

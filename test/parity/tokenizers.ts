@@ -60,3 +60,84 @@ export function augmentedTokenizerDir(spec: AugmentedTokenizerSpec): string {
   }
   return dir;
 }
+
+/**
+ * The stand-in tokenizers of the renderer parity files (text and images), for the families whose
+ * own tokenizer cannot be had offline: Qwen3's tokenizer plus every special token the family's
+ * renderers write or parse. Tokens Qwen3's vocabulary already has are kept, not duplicated.
+ */
+const STAND_INS = {
+  'qwen3.5': {
+    label: 'qwen3.5 stand-in',
+    spec: {
+      base: 'qwen3',
+      tokens: [
+        '<|im_start|>',
+        '<|im_end|>',
+        '<|vision_start|>',
+        '<|vision_end|>',
+        { content: '<think>', special: false },
+        { content: '</think>', special: false },
+        { content: '<tool_call>', special: false },
+        { content: '</tool_call>', special: false },
+        { content: '<tool_response>', special: false },
+        { content: '</tool_response>', special: false },
+      ],
+      config: { eos_token: '<|im_end|>' },
+    },
+  },
+  nemotron3: {
+    label: 'nemotron3 stand-in',
+    spec: {
+      base: 'qwen3',
+      tokens: [
+        '<|im_start|>',
+        '<|im_end|>',
+        { content: '<think>', special: false },
+        { content: '</think>', special: false },
+        { content: '<tool_call>', special: false },
+        { content: '</tool_call>', special: false },
+        { content: '<tool_response>', special: false },
+        { content: '</tool_response>', special: false },
+        '<img>',
+        '</img>',
+      ],
+      config: { eos_token: '<|im_end|>' },
+    },
+  },
+  kimi: {
+    label: 'qwen3+kimi-specials',
+    spec: {
+      base: 'qwen3',
+      tokens: [
+        '[BOS]',
+        '[EOS]',
+        '<|im_end|>',
+        '<|im_user|>',
+        '<|im_assistant|>',
+        '<|im_system|>',
+        '<|im_middle|>',
+        '<|tool_calls_section_begin|>',
+        '<|tool_calls_section_end|>',
+        '<|tool_call_section_begin|>',
+        '<|tool_call_section_end|>',
+        '<|tool_call_begin|>',
+        '<|tool_call_argument_begin|>',
+        '<|tool_call_end|>',
+        '<|media_begin|>',
+        '<|media_content|>',
+        '<|media_end|>',
+        // Already in Qwen3's vocabulary (as non-special added tokens); listed for completeness.
+        '<think>',
+        '</think>',
+      ],
+      config: { eos_token: '[EOS]', bos_token: '[BOS]' },
+    },
+  },
+} satisfies Record<string, { label: string; spec: AugmentedTokenizerSpec }>;
+
+/** A stand-in tokenizer's folder and label: Qwen3.5/3.8 (`qwen3.5`), Nemotron-3 or Kimi K2.x. */
+export function standInTokenizer(family: keyof typeof STAND_INS): { dir: string; label: string } {
+  const { label, spec } = STAND_INS[family];
+  return { dir: augmentedTokenizerDir(spec), label };
+}
