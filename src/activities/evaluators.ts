@@ -12,6 +12,8 @@ import type { SamplingSession } from '../backends/types.js';
 import type { Renderer } from '../cookbook/renderers/types.js';
 import { loadEvaluatorExamples, runCustomSamplingEvaluator } from '../cookbook/eval/custom-sampling.js';
 import { deriveSeed } from '../cookbook/rl/seeds.js';
+import type { VlmClassifierEvaluatorConfig } from '../cookbook/supervised/vlm-classifier/config.js';
+import { loadClassifierEvalSet, runClassifierEvaluator, type ClassifierEvalSet } from '../cookbook/supervised/vlm-classifier/evaluator.js';
 import type { RunRef } from '../cookbook/run-store.js';
 import { callBackend, heartbeating, samplingBackendOf, type ActivityDeps } from './context.js';
 import { asEvaluator } from './timing.js';
@@ -47,7 +49,11 @@ const evalData = runDataCache<EvaluatedConfig, Awaited<ReturnType<typeof buildEv
 
 async function buildEvalData(cfg: EvaluatedConfig) {
   const { renderer } = await rendererForModel(cfg);
-  const examples = await Promise.all(cfg.evaluators.map((e, i) => (e.kind === 'benchmark' ? loadBenchmarkEvaluator(e, i) : loadEvaluatorExamples(cfg.evaluators as Array<{ file_path: string }>, i))));
+  const examples = await Promise.all(
+    cfg.evaluators.map((e, i) =>
+      e.kind === 'benchmark' ? loadBenchmarkEvaluator(e, i) : e.kind === 'vlm_classifier' ? loadClassifierEvaluator(e, i) : loadEvaluatorExamples(cfg.evaluators as Array<{ file_path: string }>, i),
+    ),
+  );
   return { renderer, examples };
 }
 
@@ -60,14 +66,26 @@ export function evaluatorActivities(deps: ActivityDeps) {
       const { renderer, examples } = await heartbeating(data);
       const backend = samplingBackendOf(deps, cfg);
       const sampler = await callBackend('create sampling session', 'bad-path', () => backend.createSamplingSession({ modelPath: samplerPath }));
+      const seedFor = (example: number) => deriveSeed(cfg.seed, CUSTOM_EVAL_SEED_MARKER, step, index, example);
       const evaluate = () =>
         evaluator.kind === 'benchmark'
           ? runBenchmarkEvaluator(evaluator, examples[index] as BenchmarkData, sampler, renderer, cfg.seed)
-          : runCustomSamplingEvaluator(evaluator, examples[index] as Awaited<ReturnType<typeof loadEvaluatorExamples>>, sampler, renderer, (example) => deriveSeed(cfg.seed, CUSTOM_EVAL_SEED_MARKER, step, index, example));
+          : evaluator.kind === 'vlm_classifier'
+            ? runClassifierEvaluator(evaluator, examples[index] as ClassifierEvalSet, sampler, renderer, seedFor)
+            : runCustomSamplingEvaluator(evaluator, examples[index] as Awaited<ReturnType<typeof loadEvaluatorExamples>>, sampler, renderer, seedFor);
       const metrics = await callBackend(`evaluator ${index} before step ${step}`, 'session-lost', () => heartbeating(evaluate(), { step, evaluator: index }));
       return { metrics };
     }),
   };
+}
+
+/** A `vlm_classifier` entry's labels (its images are decoded when first sampled); errors are named `evaluators.<index>: …`. */
+async function loadClassifierEvaluator(e: VlmClassifierEvaluatorConfig, index: number): Promise<ClassifierEvalSet> {
+  try {
+    return await loadClassifierEvalSet(e, `evaluators.${index}`);
+  } catch (err) {
+    throw new Error(`evaluators.${index} (vlm_classifier): ${(err as Error).message}`);
+  }
 }
 
 /** A `benchmark` entry's examples; errors are named `evaluators.<index>: …`. */

@@ -11,6 +11,8 @@ import type { Renderer } from '../renderers/types.js';
 import { extractBoxed, safeGrade } from '../rl/grading.js';
 import { BenchmarkEvaluatorSchema, benchmarkMetricPrefix } from './benchmark-config.js';
 import { loadBenchmark } from './benchmark-data.js';
+import { VlmClassifierEvaluatorSchema } from '../supervised/vlm-classifier/config.js';
+import { classifierMetricKey, loadClassifierEvalSet } from '../supervised/vlm-classifier/evaluator.js';
 
 export const GRADERS = {
   /** The reference's example grader: the target appears in the response, ignoring case. */
@@ -48,12 +50,15 @@ export const CustomSamplingEvaluatorSchema = z.strictObject({
 
 export type CustomSamplingEvaluatorConfig = z.output<typeof CustomSamplingEvaluatorSchema>;
 
-/** An evaluator entry: a custom sampling evaluator, or a benchmark suite (benchmark-config.ts). */
-export const EvaluatorSchema = z.discriminatedUnion('kind', [CustomSamplingEvaluatorSchema, BenchmarkEvaluatorSchema]);
+/**
+ * An evaluator entry: a custom sampling evaluator, a benchmark suite (benchmark-config.ts), or the
+ * VLM classifier recipe's accuracy (supervised/vlm-classifier/evaluator.ts).
+ */
+export const EvaluatorSchema = z.discriminatedUnion('kind', [CustomSamplingEvaluatorSchema, BenchmarkEvaluatorSchema, VlmClassifierEvaluatorSchema]);
 export type EvaluatorConfig = z.output<typeof EvaluatorSchema>;
 
 /** The metric key an entry's accuracy is reported under (distinct entries must not share one). */
-const reportedKey = (e: EvaluatorConfig) => (e.kind === 'benchmark' ? `${benchmarkMetricPrefix(e)}/score` : metricKey(e));
+const reportedKey = (e: EvaluatorConfig) => (e.kind === 'benchmark' ? `${benchmarkMetricPrefix(e)}/score` : e.kind === 'vlm_classifier' ? classifierMetricKey(e) : metricKey(e));
 
 export const EvaluatorsSchema = z
   .array(EvaluatorSchema)
@@ -105,6 +110,14 @@ export async function loadEvaluatorExamples(evaluators: Array<{ file_path: strin
 /** Loads an entry's data as its first eval will (a custom file, or a benchmark suite's rows); errors name `evaluators.<index>`. */
 export async function checkEvaluatorData(evaluators: EvaluatorConfig[], index: number): Promise<void> {
   const e = evaluators[index];
+  if (e.kind === 'vlm_classifier') {
+    try {
+      await loadClassifierEvalSet(e, `evaluators.${index}`);
+    } catch (err) {
+      throw new DataFormatError(`evaluators.${index} (vlm_classifier): ${(err as Error).message}`);
+    }
+    return;
+  }
   if (e.kind !== 'benchmark') {
     await loadEvaluatorExamples(evaluators as CustomSamplingEvaluatorConfig[], index);
     return;

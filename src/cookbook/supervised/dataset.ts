@@ -20,6 +20,8 @@ import { checkHasTrainableMessage, conversationDatumBuilder, ConversationDataset
 import { loadConversationsJsonl, type ConversationRow } from './jsonl.js';
 import { buildRewardModelChatDatasets, checkComparisonsSource, ComparisonsSourceSchema } from './reward-model-source.js';
 import type { RewardModelDataSettings } from '../preference/reward-model-dataset.js';
+import { checkVlmClassifierSource, VlmClassifierSourceSchema } from './vlm-classifier/config.js';
+import { buildVlmClassifierDatasets, type VlmClassifierDatasetSettings } from './vlm-classifier/dataset.js';
 
 export { checkHasTrainableMessage, conversationDatumBuilder, ConversationDataset, type SupervisedDataset } from './conversation-dataset.js';
 
@@ -48,8 +50,11 @@ export const ChatDatasetConfigSchema = z
      * the reference's ChatDatasetBuilderFromComparisons: `swap` trains both orders of each.
      */
     comparisons: ComparisonsSourceSchema.optional(),
+    /** Image classification (recipes/vlm_classifier): images and class labels from a named dataset or `hf`. */
+    vlm_classifier: VlmClassifierSourceSchema.optional(),
   })
   .superRefine((cfg, ctx) => {
+    if (cfg.vlm_classifier !== undefined) return checkVlmClassifierSource(cfg, ctx);
     if (cfg.comparisons !== undefined) checkComparisonsSource(cfg, ctx);
     const set = (['file_path', 'builtin', 'hf'] as const).filter((k) => cfg[k] !== undefined);
     if (set.length !== 1) {
@@ -94,6 +99,7 @@ export async function buildChatDatasets(
   opts: { baseDir?: string } = {},
 ): Promise<ChatDatasets> {
   const cfg = ChatDatasetConfigSchema.parse(cfgInput);
+  if (cfg.vlm_classifier !== undefined) return buildVlmClassifierDatasets(cfg as VlmClassifierDatasetSettings, model, opts);
   if (cfg.comparisons !== undefined) return buildRewardModelChatDatasets(cfg as ChatDatasetConfig & RewardModelDataSettings, model, opts);
   if (cfg.hf !== undefined) {
     const { renderer, tokenizer } = await rendererForModel(model, cfg.renderer_name);
