@@ -2,7 +2,7 @@
 // parts, as a data: URL or a local file, through the official clients (npm and Python); the
 // prompt is what the model's renderer makes of the image; remote URLs, undecodable images and
 // images for a text-only model are 400s that say why and name the part.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,11 +13,11 @@ import { modelInputLength } from '../../src/cookbook/model-input.js';
 import { rendererForModel } from '../../src/cookbook/renderers/for-model.js';
 import { drawShape, type ShapePicture } from '../../src/cookbook/rl/envs/shape-images.js';
 import { type EngineHandle, startEngine } from '../support/engine.js';
+import { startServe, stopServe } from '../support/serve.js';
 import { ensureOpenAIPythonEnv } from '../support/python-tools.js';
 
 const MODEL = 'tiny-qwen3-vl';
 const KEY = 'sk-serve-images';
-const BIN = join(import.meta.dirname, '..', '..', 'bin', 'cookbook.mjs');
 const PICTURE: ShapePicture = { shape: 'star', colour: 'blue', size: 64, scale: 0.8, dx: 0, dy: 0 };
 
 let engine: EngineHandle | undefined;
@@ -28,20 +28,6 @@ let baseURL: string;
 let png: Uint8Array;
 let pngPath: string;
 
-function startServe(args: string[]): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, [BIN, 'serve', ...args], { env: { ...process.env, TINKER_BASE_URL: engineUrl }, stdio: ['ignore', 'pipe', 'pipe'] });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    let err = '';
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /OpenAI base URL (\S+)/.exec(out);
-      if (m) resolve({ child, url: m[1] });
-    });
-    child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-    child.on('exit', (code) => reject(new Error(`cookbook serve exited (${code}) before serving:\n${out}\n${err}`)));
-  });
-}
 
 const imageMessage = (url: string): OpenAI.ChatCompletionMessageParam[] => [
   { role: 'user', content: [{ type: 'image_url', image_url: { url } }, { type: 'text', text: 'Which shape is this?' }] },
@@ -66,18 +52,14 @@ beforeAll(async () => {
   png = await drawShape(PICTURE);
   pngPath = join(mkdtempSync(join(tmpdir(), 'serve-images-')), 'star.png');
   writeFileSync(pngPath, png);
-  const started = await startServe([MODEL, '--api-key', KEY]);
+  const started = await startServe(engineUrl, [MODEL, '--api-key', KEY]);
   server = started.child;
   baseURL = started.url;
   client = new OpenAI({ baseURL, apiKey: KEY, maxRetries: 0 });
 }, 600_000);
 
 afterAll(async () => {
-  if (server && server.exitCode === null) {
-    const exited = new Promise((r) => server.once('exit', r));
-    server.kill('SIGTERM');
-    await exited;
-  }
+  await stopServe(server);
   await engine?.stop();
 });
 

@@ -3,7 +3,7 @@
 // clients: the npm package here and the Python package (test/serve/openai_client_check.py). Checks
 // are against what does not come from the server: Qwen3's own chat template for the prompt, the
 // engine's logprobs through the project's Tinker client, and the two clients' answers to each other.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -12,6 +12,7 @@ import { getTokenizer, type Tokenizer } from '../../src/cookbook/tokenizer.js';
 import { getRenderer } from '../../src/cookbook/renderers/registry.js';
 import { conversationToDatum } from '../../src/cookbook/supervised/datum.js';
 import { type EngineHandle, startEngine } from '../support/engine.js';
+import { startServe, stopServe } from '../support/serve.js';
 import { ensureOpenAIPythonEnv } from '../support/python-tools.js';
 
 const MODEL = 'tiny-qwen3';
@@ -26,21 +27,6 @@ let client: OpenAI;
 let backend: TinkerBackend;
 let tokenizer: Tokenizer;
 
-/** Starts `cookbook serve`, resolving to the base URL it prints. */
-function startServe(args: string[]): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, [BIN, 'serve', ...args], { env: { ...process.env, TINKER_BASE_URL: engineUrl }, stdio: ['ignore', 'pipe', 'pipe'] });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    let err = '';
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /OpenAI base URL (\S+)/.exec(out);
-      if (m) resolve({ child, url: m[1] });
-    });
-    child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-    child.on('exit', (code) => reject(new Error(`cookbook serve exited (${code}) before serving:\n${out}\n${err}`)));
-  });
-}
 
 const messages: OpenAI.ChatCompletionMessageParam[] = [
   { role: 'system', content: 'You are terse.' },
@@ -56,18 +42,14 @@ beforeAll(async () => {
   }
   tokenizer = await getTokenizer(MODEL);
   backend = createTinkerBackend({ baseUrl: engineUrl, apiKey: 'tml-serve-test', env: {} });
-  const started = await startServe([MODEL, '--api-key', KEY]);
+  const started = await startServe(engineUrl, [MODEL, '--api-key', KEY]);
   server = started.child;
   baseURL = started.url;
   client = new OpenAI({ baseURL, apiKey: KEY, maxRetries: 0 });
 }, 600_000);
 
 afterAll(async () => {
-  if (server && server.exitCode === null) {
-    const exited = new Promise((r) => server.once('exit', r));
-    server.kill('SIGTERM');
-    await exited;
-  }
+  await stopServe(server);
   await backend?.close();
   await engine?.stop();
 });
@@ -273,7 +255,7 @@ describe('cookbook serve of a trained checkpoint', () => {
     await Promise.all([fb.result(), opt.result()]);
     const checkpoint = (await (await session.saveWeightsForSampler('serve-test', { seqId: 2 + fb.seqIds })).result()).path;
 
-    const served = await startServe([checkpoint]);
+    const served = await startServe(engineUrl, [checkpoint]);
     try {
       const trained = new OpenAI({ baseURL: served.url, apiKey: 'unused', maxRetries: 0 });
       expect((await trained.models.list()).data.map((m) => m.id)).toEqual([checkpoint]);
@@ -289,9 +271,7 @@ describe('cookbook serve of a trained checkpoint', () => {
       // …and not the base model's: the served weights are the checkpoint's.
       expect(lps).not.toEqual(base.choices[0].logprobs!.content!.map((t) => t.logprob));
     } finally {
-      const exited = new Promise((r) => served.child.once('exit', r));
-      served.child.kill('SIGTERM');
-      await exited;
+      await stopServe(served.child);
     }
   });
 });
