@@ -9,9 +9,7 @@ import { TrainOnWhat, type Message, type Renderer } from '../renderers/types.js'
 import { conversationToDatum } from './datum.js';
 import type { ConversationRow } from './jsonl.js';
 
-async function loadRowImages(row: ConversationRow): Promise<ConversationRow> {
-  return { ...row, messages: await loadMessageImages(row.messages, row.at ?? `line ${row.line}`) };
-}
+const rowWhere = (row: ConversationRow) => row.at ?? `line ${row.line}`;
 
 export interface SupervisedDataset {
   /** Number of full batches (a last partial batch is dropped). */
@@ -27,8 +25,17 @@ export interface SupervisedDataset {
 
 /** Rows with lazily built, cached datums; `setEpoch` permutes the order (or restarts the stream). */
 export class ConversationDataset extends BatchedDataset<ConversationRow, Datum, Datum[]> implements SupervisedDataset {
-  /** Rows with image parts have them decoded when their batch is loaded (`batchAt`, `loadBatch`). */
-  static fromRows(rows: ConversationRow[], batchSize: number, toDatum: (row: ConversationRow) => Datum): ConversationDataset {
+  /**
+   * Rows with image parts have them decoded when their batch is loaded (`batchAt`, `loadBatch`);
+   * `at` names a row in errors (e.g. `file:line`).
+   */
+  static fromRows(
+    rows: ConversationRow[],
+    batchSize: number,
+    toDatum: (row: ConversationRow) => Datum,
+    at: (row: ConversationRow) => string = rowWhere,
+  ): ConversationDataset {
+    const loadRowImages = async (row: ConversationRow) => ({ ...row, messages: await loadMessageImages(row.messages, at(row)) });
     const prepare = rows.some((r) => hasImages(r.messages)) ? loadRowImages : undefined;
     return new ConversationDataset(new EpochBatches(rows, batchSize, toDatum, prepare));
   }

@@ -127,10 +127,11 @@ export async function buildChatDatasets(
     );
   }
 
-  const toDatum = conversationDatumBuilder(renderer, cfg.max_length, trainOnWhat, (row) => `${displayPath}:${row.line}`);
+  const at = (row: ConversationRow) => `${displayPath}:${row.line}`;
+  const toDatum = conversationDatumBuilder(renderer, cfg.max_length, trainOnWhat, at);
   return {
-    train: ConversationDataset.fromRows(trainRows, cfg.batch_size, toDatum),
-    test: testRows ? ConversationDataset.fromRows(testRows, testRows.length, toDatum) : undefined,
+    train: ConversationDataset.fromRows(trainRows, cfg.batch_size, toDatum, at),
+    test: testRows ? ConversationDataset.fromRows(testRows, testRows.length, toDatum, at) : undefined,
     renderer,
     tokenizer,
   };
