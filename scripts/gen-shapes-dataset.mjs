@@ -2,9 +2,10 @@
 // Generates data/shapes/: a small image-classification set for the vlm_classifier recipe
 // (configs/vlm_classifier.json) in the image-folder layout `datasets` reads
 // (`<split>/<class name>/<n>.png`): 3 colours × 3 shapes = 9 classes named `<colour>_<shape>`
-// ("red_circle", which the recipe cleans to "red circle"), 16 training and 6 test images each, 64×64
-// PNG (4 image tokens for tiny-qwen3-vl). Each image is one filled shape, its size, position and
-// shade jittered, on a light background. Deterministic: a fixed-seed PRNG; the pixels are what is
+// ("red_circle", which the recipe cleans to "red circle"), 16 training and 6 test images each, 128×128
+// PNG (16 image tokens for tiny-qwen3-vl: at 64×64, 4 tokens, its frozen random vision tower gave the
+// language model too little to learn the colour from in a few hundred steps). Each image is one
+// filled shape, its size, position and shade jittered, on a light background. Deterministic: a fixed-seed PRNG; the pixels are what is
 // reproducible (test/cookbook/vlm-classifier.test.ts regenerates and compares them), the PNG bytes
 // depend on the encoder's version.
 //
@@ -19,7 +20,7 @@ import { rng } from './lib/rng.mjs';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const outDir = path.resolve(process.argv[2] ?? path.join(root, 'data', 'shapes'));
 
-const SIZE = 64;
+const SIZE = 128;
 const COLOURS = { red: [215, 45, 40], green: [45, 165, 60], blue: [40, 80, 215] };
 const SHAPES = ['circle', 'square', 'triangle'];
 const SPLITS = { train: 16, test: 6 };
@@ -42,9 +43,9 @@ function inside(shape, x, y, cx, cy, r) {
 function draw(colour, shape) {
   const bg = int(232, 250);
   const [cr, cg, cb] = COLOURS[colour].map((c) => clamp(c + int(-18, 18)));
-  const r = int(17, 25);
-  const cx = SIZE / 2 + int(-6, 6);
-  const cy = SIZE / 2 + int(-6, 6);
+  const r = int(34, 50);
+  const cx = SIZE / 2 + int(-12, 12);
+  const cy = SIZE / 2 + int(-12, 12);
   const px = Buffer.alloc(SIZE * SIZE * 3);
   for (let y = 0; y < SIZE; y++) {
     for (let x = 0; x < SIZE; x++) {

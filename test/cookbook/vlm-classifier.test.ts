@@ -127,7 +127,7 @@ describe('the training dataset', () => {
     const d = batch[0];
     const images = d.model_input.chunks.filter((c) => c.type === 'image');
     expect(images).toHaveLength(1);
-    expect(images[0]).toMatchObject({ format: 'jpeg', expected_tokens: 4 });
+    expect(images[0]).toMatchObject({ format: 'jpeg', expected_tokens: 16 }); // 128×128 for tiny-qwen3-vl
     const trained = d.loss_fn_inputs.target_tokens.data.filter((_, i) => d.loss_fn_inputs.weights.data[i] > 0);
     expect(tokenizer.decode(trained)).toBe(`The subject in this photo is: ${firstClass}\n<|im_end|>`);
     // Token-sum weights (the reference's datum_from_model_input_weights default), not a mean.
@@ -317,12 +317,12 @@ describe('the shipped configs', () => {
   it('configs/vlm_classifier.json trains tiny-qwen3-vl on shapes with the accuracy evaluator; its data checks as the CLI checks it', async () => {
     const run = resolveRun('sl', path.join(root, 'configs/vlm_classifier.json'), [], { runsDir: dir });
     expect(run.config).toMatchObject({ model_name: MODEL, dataset: { vlm_classifier: { dataset: 'shapes' } }, evaluators: [{ kind: 'vlm_classifier', dataset: 'shapes' }] });
-    expect(await TRAINABLE_KINDS.sl.checkData!(run.config)).toEqual({ steps: 54, batches: 9, epochs: 6 });
+    expect(await TRAINABLE_KINDS.sl.checkData!(run.config)).toEqual({ steps: 306, batches: 18, epochs: 17 });
   });
 
   it("configs/sweep_vlm_classifier.json sweeps the reference's shots per class at equal step counts", () => {
     const sweep = resolveRun('sweep', path.join(root, 'configs/sweep_vlm_classifier.json'), [], { runsDir: dir });
     expect(expandPoints(sweep.config as never).map((p) => p.params['dataset.vlm_classifier.examples_per_class'])).toEqual([1, 2, 4, 8, 16]);
-    expect(sweep.config).toMatchObject({ metric: 'accuracy', mode: 'max', base: { max_steps: 37, eval_every: 12, evaluators: [{ kind: 'vlm_classifier' }] } });
+    expect(sweep.config).toMatchObject({ metric: 'accuracy', mode: 'max', base: { max_steps: 201, eval_every: 50, evaluators: [{ kind: 'vlm_classifier' }] } });
   });
 });
