@@ -8,6 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { Binary, Field, Int64, Struct, Table, tableToIPC, Utf8, vectorFromArray } from 'apache-arrow';
 import { parquetWriteBuffer } from 'hyparquet-writer';
 import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
@@ -209,6 +210,29 @@ describe('parquet and JSONL sources', () => {
       const red = (await pixel(Buffer.from((chunk as { data: string }).data, 'base64'), 4, 16))[0];
       expect(Math.abs(red - order[k] * 30)).toBeLessThanOrEqual(8);
     }
+  });
+
+  it("reads a save_to_disk folder (Arrow stream shards) with the ClassLabel names of the Arrow schema's metadata", async () => {
+    const root = path.join(dir, 'saved');
+    const names = ['Abyssinian', 'american_bulldog'];
+    const pngs = await Promise.all([0, 1, 2].map((i) => halves(16, 16, [i * 100, 0, 0], [0, 0, 0])));
+    const imageType = new Struct([new Field('bytes', new Binary(), true), new Field('path', new Utf8(), true)]);
+    const table = new Table({
+      image: vectorFromArray(pngs.map((b, i) => ({ bytes: new Uint8Array(b), path: `${i}.png` })), imageType),
+      label: vectorFromArray([1n, 0n, 1n], new Int64()),
+    });
+    table.schema.metadata.set('huggingface', JSON.stringify({ info: { features: { image: { _type: 'Image' }, label: { names, _type: 'ClassLabel' } } } }));
+    mkdirSync(path.join(root, 'train'), { recursive: true });
+    writeFileSync(path.join(root, 'dataset_dict.json'), JSON.stringify({ splits: ['train'] }));
+    writeFileSync(path.join(root, 'train', 'data-00000-of-00001.arrow'), tableToIPC(table, 'stream'));
+    writeFileSync(path.join(root, 'train', 'state.json'), JSON.stringify({ _data_files: [{ filename: 'data-00000-of-00001.arrow' }], _split: 'train' }));
+    const split = await loadClassifierSplit(HfSourceSchema.parse({ path: root }), 'train', columns);
+    expect(split.classNames).toEqual(names);
+    expect(split.rows.map((r) => [r.label, r.at])).toEqual([1, 0, 1].map((l, i) => [l, `${root}/train/data-00000-of-00001.arrow row ${i + 1}`]));
+    const { train } = await buildChatDatasets({ hf: { path: root }, vlm_classifier: {}, batch_size: 3 }, MODEL);
+    const tokenizer = await getTokenizer(MODEL);
+    const texts = (await train.batchAt(0, 0)).map((x) => tokenizer.decode(x.loss_fn_inputs.target_tokens.data.filter((_, i) => x.loss_fn_inputs.weights.data[i] > 0)));
+    expect(texts.sort()).toEqual(['abyssinian', 'american bulldog', 'american bulldog'].map((c) => `The subject in this photo is: ${c}\n<|im_end|>`));
   });
 
   it('reads ClassLabel names from a README card when the files carry none', () => {

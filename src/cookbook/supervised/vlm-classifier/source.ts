@@ -7,6 +7,7 @@
 // Arrow files, a dataset_info.json, or the README's `dataset_info` card.
 
 import { existsSync, readFileSync, statSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { RecordBatchReader } from 'apache-arrow';
@@ -255,7 +256,6 @@ async function inlineRows(file: DataFile, columns: ClassifierColumns): Promise<{
 }
 
 async function arrowClassNames(file: DataFile, label: string): Promise<string[] | null> {
-  const { open } = await import('node:fs/promises');
   const handle = await open(file.absPath, 'r');
   try {
     const reader = await RecordBatchReader.from(handle);
