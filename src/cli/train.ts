@@ -141,7 +141,8 @@ const epochPlan = (batches: number, cfg: { num_epochs: number; max_steps?: numbe
 });
 
 /** What a dataset config reads, for the run's description. */
-function datasetLabel(dataset: { file_path?: string; builtin?: string; hf?: { path: string; name: string | null; split: string } }): string {
+function datasetLabel(dataset: { file_path?: string; builtin?: string; hf?: { path: string; name: string | null; split: string }; vlm_classifier?: { dataset: string | null } }): string {
+  if (dataset.vlm_classifier?.dataset) return `${dataset.vlm_classifier.dataset} (vlm_classifier)`;
   if (dataset.hf) return `${dataset.hf.path}${dataset.hf.name ? `/${dataset.hf.name}` : ''} (${dataset.hf.split})`;
   return dataset.file_path ?? dataset.builtin ?? 'no dataset';
 }

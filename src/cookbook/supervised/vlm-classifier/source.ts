@@ -98,7 +98,7 @@ function checkLabels(rows: ClassifierRow[], classNames: string[] | null, columns
   for (const row of rows) {
     if (typeof row.label === 'string') continue;
     if (typeof row.label !== 'number' || !Number.isInteger(row.label)) {
-      throw new DataFormatError(`${row.at}: column "${columns.label}" (${columns.labelKey}) must hold a class label (an integer or a string), got ${JSON.stringify(row.label)}`);
+      throw new DataFormatError(`${row.at}: column "${columns.label}" (${columns.labelKey}) must hold a class label (an integer or a string), got ${typeof row.label === 'bigint' ? `${row.label}n` : JSON.stringify(row.label) ?? String(row.label)}`);
     }
     if (classNames === null) {
       throw new DataFormatError(
