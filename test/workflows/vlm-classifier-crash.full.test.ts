@@ -11,7 +11,7 @@ import { checkpointsOf, metricsOf, weightsFingerprint } from '../support/runs.js
 import { runToEnd, startTestStack, testRun, waitUntil, workerProcess, type TestStack } from '../support/stack.js';
 
 const config = join(import.meta.dirname, '..', '..', 'configs', 'vlm_classifier.json');
-// Two epochs of the shipped shapes (9 steps each), no sampling evaluator: the kill is the point.
+// Two epochs of the shipped shapes (18 steps each), no sampling evaluator: the kill is the point.
 const overrides = ['num_epochs=2', 'eval_every=0', 'save_every=6', 'evaluators=[]'];
 
 let stack: TestStack;
@@ -31,7 +31,7 @@ describe('vlm_classifier under a worker crash', () => {
 
     const crashed = testRun(stack, config, overrides);
     const handle = await startRun(stack.client, crashed, stack.taskQueue);
-    for (const [killAt, name] of [[3, 'worker-2'], [12, 'worker-3']] as const) {
+    for (const [killAt, name] of [[5, 'worker-2'], [24, 'worker-3']] as const) {
       await waitUntil(`step ${killAt}`, async () => (await handle.query(progressQuery)).step >= killAt, 300_000, 50);
       await worker.kill();
       worker = await workerProcess(stack, name);
