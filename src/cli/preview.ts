@@ -9,24 +9,41 @@ import type { Tokenizer } from '../cookbook/tokenizer.js';
 const OPEN = '⟦';
 const CLOSE = '⟧';
 
-/** The datum's full token sequence (input plus the last target) with the loss weight of each token. */
-function tokensAndWeights(d: Datum): { tokens: number[]; weights: number[] } {
-  const input = d.model_input.chunks.flatMap((c) => (c.type === 'encoded_text' ? c.tokens : []));
+/** A position of the datum: a text token, or one of an image chunk's positions (`image` counts from 1). */
+type Position = { token: number } | { image: number; tokens: number };
+
+/**
+ * The datum's full sequence (input plus the last target) with the loss weight of each position.
+ * Images come from the input's chunks: their targets are 0s, which would decode as text.
+ */
+function positionsAndWeights(d: Datum): { positions: Position[]; weights: number[] } {
+  let images = 0;
+  const input = d.model_input.chunks.flatMap((c): Position[] => {
+    if (c.type === 'encoded_text') return c.tokens.map((token) => ({ token }));
+    const n = c.expected_tokens ?? 0;
+    const image = ++images;
+    return Array.from({ length: n }, () => ({ image, tokens: n }));
+  });
   const targets = d.loss_fn_inputs.target_tokens.data;
-  const w = d.loss_fn_inputs.weights.data;
-  // Token t+1 is the target of position t, so it carries weight w[t]; the first token carries none.
-  return { tokens: [...input.slice(0, 1), ...targets], weights: [0, ...w] };
+  // Token t+1 is the target of position t, so it carries weight w[t]; the first position carries none.
+  const positions = targets.length ? [...input, { token: targets[targets.length - 1] }] : input;
+  return { positions, weights: [0, ...d.loss_fn_inputs.weights.data] };
 }
 
-/** Decoded text with each run of trained tokens wrapped in ⟦…⟧. */
+/** Decoded text with each run of trained tokens wrapped in ⟦…⟧ and each image shown once, as `[image N: k tokens]`. */
 export function markTrained(d: Datum, tokenizer: Tokenizer): string {
-  const { tokens, weights } = tokensAndWeights(d);
+  const { positions, weights } = positionsAndWeights(d);
+  const trained = (i: number) => (weights[i] ?? 0) > 0;
+  const imageOf = (i: number) => { const p = positions[i]; return 'image' in p ? p.image : 0; };
   let out = '';
   let start = 0;
-  for (let i = 1; i <= tokens.length; i++) {
-    if (i < tokens.length && weights[i] > 0 === weights[start] > 0) continue;
-    const text = tokenizer.decode(tokens.slice(start, i));
-    out += weights[start] > 0 ? `${OPEN}${text}${CLOSE}` : text;
+  for (let i = 1; i <= positions.length; i++) {
+    if (i < positions.length && trained(i) === trained(start) && imageOf(i) === imageOf(start)) continue;
+    const first = positions[start];
+    const text = 'image' in first
+      ? `[image ${first.image}: ${first.tokens} tokens]`
+      : tokenizer.decode(positions.slice(start, i).map((p) => ('token' in p ? p.token : 0)));
+    out += trained(start) ? `${OPEN}${text}${CLOSE}` : text;
     start = i;
   }
   return out;

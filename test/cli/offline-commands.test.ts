@@ -76,6 +76,15 @@ describe('cookbook train --dry-run', () => {
     expect(all.stderr).toMatch(/\[cookbook\] train_on_what=all_assistant_messages with renderer "qwen3", which lacks the extension property/);
   });
 
+  it('shows an image once where it sits, with its token count, not as the zero targets under it', async () => {
+    const vlm = await cookbook('train', 'sl', path.join(path.dirname(config), 'vlm_classifier.json'), '--dry-run');
+    expect(vlm.status, vlm.stderr).toBe(0);
+    expect(vlm.stdout).toContain('renderer qwen3_vl_instruct, tokenizer qwen3');
+    expect(vlm.stdout).toMatch(/<\|im_start\|>user\n<\|vision_start\|>\[image 1: 16 tokens\]<\|vision_end\|>What is the name of the subject in this photo\?/);
+    expect(vlm.stdout).toMatch(/⟦The subject in this photo is: (red|green|blue) (circle|square|triangle)\n<\|im_end\|>⟧/);
+    expect(vlm.stdout).not.toContain('!!!!');
+  });
+
   it('fixes the date that gpt-oss system prompts print for the whole run', async () => {
     const pinned = await cookbook('train', 'sl', config, 'model_name=openai/gpt-oss-20b', 'renderer_name=gpt_oss_medium_reasoning', 'render_date=2026-01-02', '--dry-run');
     expect(pinned.status, pinned.stderr).toBe(0);
