@@ -7,20 +7,19 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadMessageImages } from '../../src/cookbook/images/messages.js';
 import { modelInputLength } from '../../src/cookbook/model-input.js';
 import { rendererForModel } from '../../src/cookbook/renderers/for-model.js';
 import { drawShape, type ShapePicture } from '../../src/cookbook/rl/envs/shape-images.js';
-import { type EngineHandle, startEngine } from '../support/engine.js';
-import { startServe, stopServe } from '../support/serve.js';
+import { serveBackend, startServe, stopServe } from '../support/serve.js';
 import { ensureOpenAIPythonEnv } from '../support/python-tools.js';
 
 const MODEL = 'tiny-qwen3-vl';
 const KEY = 'sk-serve-images';
 const PICTURE: ShapePicture = { shape: 'star', colour: 'blue', size: 64, scale: 0.8, dx: 0, dy: 0 };
 
-let engine: EngineHandle | undefined;
+let backendHandle: Awaited<ReturnType<typeof serveBackend>> | undefined;
 let engineUrl: string;
 let server: ChildProcess;
 let client: OpenAI;
@@ -43,12 +42,8 @@ async function fails(p: Promise<unknown>): Promise<InstanceType<typeof OpenAI.AP
 }
 
 beforeAll(async () => {
-  const shared = inject('sharedStack');
-  if (shared) engineUrl = shared.engineUrl;
-  else {
-    engine = await startEngine();
-    engineUrl = engine.baseUrl;
-  }
+  backendHandle = await serveBackend();
+  engineUrl = backendHandle.engineUrl;
   png = await drawShape(PICTURE);
   pngPath = join(mkdtempSync(join(tmpdir(), 'serve-images-')), 'star.png');
   writeFileSync(pngPath, png);
@@ -60,7 +55,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await stopServe(server);
-  await engine?.stop();
+  await backendHandle?.stop();
 });
 
 describe('cookbook serve: image_url parts', () => {

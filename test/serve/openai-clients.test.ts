@@ -6,20 +6,19 @@
 import { spawnSync, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTinkerBackend, type TinkerBackend } from '../../src/backends/tinker-backend.js';
 import { getTokenizer, type Tokenizer } from '../../src/cookbook/tokenizer.js';
 import { getRenderer } from '../../src/cookbook/renderers/registry.js';
 import { conversationToDatum } from '../../src/cookbook/supervised/datum.js';
-import { type EngineHandle, startEngine } from '../support/engine.js';
-import { startServe, stopServe } from '../support/serve.js';
+import { serveBackend, startServe, stopServe } from '../support/serve.js';
 import { ensureOpenAIPythonEnv } from '../support/python-tools.js';
 
 const MODEL = 'tiny-qwen3';
 const KEY = 'sk-serve-test';
 const BIN = join(import.meta.dirname, '..', '..', 'bin', 'cookbook.mjs');
 
-let engine: EngineHandle | undefined;
+let backendHandle: Awaited<ReturnType<typeof serveBackend>> | undefined;
 let engineUrl: string;
 let server: ChildProcess;
 let baseURL: string;
@@ -34,12 +33,8 @@ const messages: OpenAI.ChatCompletionMessageParam[] = [
 ];
 
 beforeAll(async () => {
-  const shared = inject('sharedStack');
-  if (shared) engineUrl = shared.engineUrl;
-  else {
-    engine = await startEngine();
-    engineUrl = engine.baseUrl;
-  }
+  backendHandle = await serveBackend();
+  engineUrl = backendHandle.engineUrl;
   tokenizer = await getTokenizer(MODEL);
   backend = createTinkerBackend({ baseUrl: engineUrl, apiKey: 'tml-serve-test', env: {} });
   const started = await startServe(engineUrl, [MODEL, '--api-key', KEY]);
@@ -51,7 +46,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await stopServe(server);
   await backend?.close();
-  await engine?.stop();
+  await backendHandle?.stop();
 });
 
 describe('cookbook serve with the npm openai client', () => {

@@ -1,6 +1,8 @@
 // `cookbook serve` as a user runs it: the CLI in its own process, against a given backend.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
+import { inject } from 'vitest';
+import { startEngine } from './engine.js';
 
 const BIN = join(import.meta.dirname, '..', '..', 'bin', 'cookbook.mjs');
 
@@ -26,4 +28,12 @@ export async function stopServe(child: ChildProcess | undefined): Promise<void> 
   const exited = new Promise((r) => child.once('exit', r));
   child.kill('SIGTERM');
   await exited;
+}
+
+/** The shared stack's engine when the run has one, else an engine of this file's own (stop it after). */
+export async function serveBackend(): Promise<{ engineUrl: string; stop: () => Promise<void> }> {
+  const shared = inject('sharedStack');
+  if (shared) return { engineUrl: shared.engineUrl, stop: async () => {} };
+  const engine = await startEngine();
+  return { engineUrl: engine.baseUrl, stop: () => engine.stop() };
 }

@@ -3,7 +3,7 @@
 
 import type { ContentPart, Message } from '../renderers/types.js';
 import { loadImage } from './load.js';
-import type { DecodedImage } from './types.js';
+import { isDecodedImage } from './types.js';
 
 /**
  * The conversation with every image part's source (a path, a `file://`/`data:` URL or bytes)
@@ -16,7 +16,7 @@ export async function loadMessageImages(messages: readonly Message[], where = ''
       if (typeof m.content === 'string' || !m.content.some((p) => p.type === 'image')) return m;
       const content = await Promise.all(
         m.content.map(async (p, j): Promise<ContentPart> => {
-          if (p.type !== 'image' || isDecoded(p.image)) return p;
+          if (p.type !== 'image' || isDecodedImage(p.image)) return p;
           const at = `${where ? `${where} ` : ''}messages[${i}].content[${j}]`;
           return { type: 'image', image: await loadImage(p.image, at) };
         }),
@@ -26,8 +26,6 @@ export async function loadMessageImages(messages: readonly Message[], where = ''
   );
 }
 
-const isDecoded = (image: unknown): image is DecodedImage =>
-  typeof image === 'object' && image !== null && (image as { type?: unknown }).type === 'decoded_image';
 
 /** Whether any message has an image part. */
 export function hasImages(messages: readonly Message[]): boolean {

@@ -15,6 +15,10 @@ export interface DecodedImage {
   height: number;
 }
 
+/** Whether an image part's `image` is already decoded (not a path, URL or bytes). */
+export const isDecodedImage = (image: unknown): image is DecodedImage =>
+  typeof image === 'object' && image !== null && (image as { type?: unknown }).type === 'decoded_image';
+
 /**
  * How many tokens a model's vision tower turns an image of a given size into (the reference's
  * `image_to_chunk`: `get_number_of_image_patches // merge_size**2`, or the processor's own count).

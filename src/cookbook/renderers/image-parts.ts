@@ -6,7 +6,7 @@ import type { ImageChunk } from '../../backends/types.js';
 import { RendererError } from '../errors.js';
 import { imageChunkFor } from '../images/chunk.js';
 import { ImageError } from '../images/errors.js';
-import type { DecodedImage, ImageProcessor } from '../images/types.js';
+import { isDecodedImage, type DecodedImage, type ImageProcessor } from '../images/types.js';
 import type { ImagePart, Message } from './types.js';
 
 function checkImage(part: ImagePart, processor: ImageProcessor | undefined, rendererName: string, where: string) {
@@ -16,7 +16,7 @@ function checkImage(part: ImagePart, processor: ImageProcessor | undefined, rend
         "rendererForModel (which loads the model's) or getRenderer(name, tokenizer, { imageProcessor })",
     );
   }
-  if (typeof part.image === 'string' || part.image instanceof Uint8Array) {
+  if (!isDecodedImage(part.image)) {
     throw new RendererError(
       `the image at ${where} is not loaded: decode a conversation's images with ` +
         'await loadMessageImages(messages) before rendering it',
