@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { EvaluatorsSchema } from '../eval/custom-sampling.js';
 import { PromptDatasetConfigSchema } from '../distillation/prompts.js';
 import { CommonTrainingFields } from './common.js';
-import { KlReferenceSchema } from './rl.js';
+import { KlReferenceSchema, RLLossSchema } from './rl.js';
 
 /** The reference's TeacherConfig(base_model, load_checkpoint_path): a base model or sampler weights. */
 export const TeacherConfigSchema = KlReferenceSchema;
@@ -46,7 +46,8 @@ export const DistillConfigSchema = z.strictObject({
   compute_post_kl: z.boolean().default(false),
   kl_penalty_coef: z.number().nonnegative().default(1.0),
   kl_discount_factor: z.number().min(0).max(1).default(0.0),
-  loss_fn: z.enum(['importance_sampling', 'ppo', 'cispo', 'dro']).default('importance_sampling'),
+  /** Any loss the RL loop takes (the reference's LossFnType). */
+  loss_fn: RLLossSchema.default('importance_sampling'),
   loss_fn_config: z.record(z.string(), z.number()).nullable().default(null),
   num_substeps: z.int().positive().default(1),
   eval_every: z.int().nonnegative().default(20),

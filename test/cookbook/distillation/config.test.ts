@@ -46,6 +46,15 @@ describe('distill config', () => {
     }
   });
 
+  it('takes any loss the RL loop takes (the reference types loss_fn as LossFnType)', () => {
+    for (const loss of ['importance_sampling', 'ppo', 'cispo', 'dro', 'gspo', 'stable_reinforce']) {
+      expect(DistillConfigSchema.parse({ ...minimal, loss_fn: loss }).loss_fn).toBe(loss);
+    }
+    const bad = DistillConfigSchema.safeParse({ ...minimal, loss_fn: 'nll' });
+    expect(bad.success).toBe(false);
+    expect(bad.error?.issues[0].path).toEqual(['loss_fn']);
+  });
+
   it('names the offending path in errors', () => {
     const bad = join(runsDir, 'bad.json');
     writeFileSync(bad, JSON.stringify({ ...minimal, max_tokens: undefined, dataset_configs: [{ ...minimal.dataset_configs[0], dataset: { file_path: 'nope.jsonl' } }] }));
