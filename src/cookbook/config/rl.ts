@@ -8,10 +8,23 @@ import { RolloutHooksConfigSchema, rolloutHookArgsIssue, rolloutHookNames } from
 import { ParseErrorPolicySchema, RolloutLimitsSchema, TerminationRewardPolicySchema } from '../rl/rollout-limits.js';
 import { CommonTrainingFields, SamplerPoolSchema } from './common.js';
 
+// `per_rollout_timeout` (seconds) is the reference's RetryOnFailure / MinViableGroup field: a
+// rollout past it is abandoned and counts as a failed rollout (`rollout_errors/TimeoutError`),
+// retried on a fresh env while the strategy's budget allows. RetryOnFailure's 0 and
+// MinViableGroup's null mean no deadline, as there.
 const StrategySchema = z.union([
   z.strictObject({ kind: z.literal('fail_fast') }),
-  z.strictObject({ kind: z.literal('retry_on_failure'), max_retries: z.int().nonnegative().default(3) }),
-  z.strictObject({ kind: z.literal('min_viable_group'), min_successful: z.int().positive().nullable().default(null), max_retries: z.int().nonnegative().default(3) }),
+  z.strictObject({
+    kind: z.literal('retry_on_failure'),
+    max_retries: z.int().nonnegative().default(3),
+    per_rollout_timeout: z.number().nonnegative().default(0),
+  }),
+  z.strictObject({
+    kind: z.literal('min_viable_group'),
+    min_successful: z.int().positive().nullable().default(null),
+    max_retries: z.int().nonnegative().default(3),
+    per_rollout_timeout: z.number().positive().nullable().default(null),
+  }),
 ]);
 
 export const KlReferenceSchema = z.strictObject({

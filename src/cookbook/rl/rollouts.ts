@@ -73,6 +73,9 @@ export function passesThrough(e: unknown): boolean {
 }
 
 function toRolloutError(e: unknown): RolloutError {
+  // The reference's deadline is asyncio.wait_for, whose TimeoutError names the metric
+  // (rollout_errors/TimeoutError).
+  if (e instanceof RolloutTimeoutError) return { errorType: 'TimeoutError', errorMessage: e.message };
   // Python records type(e).__name__; the constructor name is the closest JS equivalent.
   if (e instanceof Error) return { errorType: e.constructor?.name || e.name, errorMessage: e.message };
   return { errorType: typeof e, errorMessage: String(e) };
@@ -132,7 +135,12 @@ async function runInRounds(
         withinSeconds(
           doSingleRollout(policyFor(policy, { sampleIndex: i, attempt: slots[i].attempt }), slots[i].env),
           timeoutSeconds && timeoutSeconds > 0 ? timeoutSeconds : null, // 0 = no per-rollout timeout
-          () => new RolloutTimeoutError(`rollout exceeded ${timeoutSeconds}s`),
+          () => {
+            // The reference cancels the task; a promise cannot be, so the env is abandoned (its
+            // co-players stop waiting) and what it still returns is ignored.
+            slots[i].env.abandon?.();
+            return new RolloutTimeoutError(`rollout exceeded per_rollout_timeout=${timeoutSeconds}s`);
+          },
         ),
       ),
     );

@@ -14,8 +14,10 @@ import {
   resolveRolloutStrategyConfig,
   retryOnFailure,
   RolloutErrorCounter,
+  strategyFromConfig,
   type RolloutSlot,
 } from '../../../src/cookbook/rl/rollouts.js';
+import { RLConfigSchema } from '../../../src/cookbook/config/rl.js';
 import { AllTrajectoriesFailedError, InitialObservationOverflow, TrajectoryGroup, type Env } from '../../../src/cookbook/rl/types.js';
 import { FakeBuilder } from './helpers.js';
 
@@ -200,5 +202,51 @@ describe('doGroupRolloutAndFilterConstantReward and the error counter', () => {
     expect(resolveRolloutStrategyConfig(null, 'thinkingmachines/Inkling-1')).toEqual({ kind: 'min_viable_group' });
     expect(resolveRolloutStrategyConfig(false, 'x')).toEqual({ kind: 'fail_fast' });
     expect(resolveRolloutStrategyConfig(true, 'x')).toEqual({ kind: 'retry_on_failure', max_retries: 3 });
+  });
+});
+
+describe('per_rollout_timeout (the reference RetryOnFailure / MinViableGroup field)', () => {
+  const base = { model_name: 'tiny-qwen3', max_tokens: 4, dataset: { kind: 'arithmetic', batch_size: 1, group_size: 4 } };
+  const strategyOf = (tolerance: unknown) => strategyFromConfig(resolveRolloutStrategyConfig(RLConfigSchema.parse({ ...base, rollout_error_tolerance: tolerance }).rollout_error_tolerance, 'tiny-qwen3'));
+  /** Env ids in `hang` never answer; the others answer with their id. */
+  const hangingOn =
+    (hang: Set<number>): TokenCompleter =>
+    async (ob, stop) =>
+      hang.has((ob.chunks[0] as { tokens: number[] }).tokens[1]) ? new Promise(() => {}) : echoPolicy(ob, stop);
+
+  it('has the reference defaults: 0 (off) for retry_on_failure, null (off) for min_viable_group', () => {
+    expect(RLConfigSchema.parse({ ...base, rollout_error_tolerance: { kind: 'retry_on_failure' } }).rollout_error_tolerance).toEqual({ kind: 'retry_on_failure', max_retries: 3, per_rollout_timeout: 0 });
+    expect(RLConfigSchema.parse({ ...base, rollout_error_tolerance: { kind: 'min_viable_group' } }).rollout_error_tolerance).toEqual({
+      kind: 'min_viable_group',
+      min_successful: null,
+      max_retries: 3,
+      per_rollout_timeout: null,
+    });
+    const bad = RLConfigSchema.safeParse({ ...base, rollout_error_tolerance: { kind: 'retry_on_failure', per_rollout_timeout: -1 } });
+    expect(bad.success).toBe(false);
+  });
+
+  it('retry_on_failure: a rollout past the deadline is retried on a fresh env and counted as TimeoutError', async () => {
+    const b = new FakeBuilder(4);
+    const g = await doGroupRollout(b, hangingOn(new Set([1])), strategyOf({ kind: 'retry_on_failure', max_retries: 1, per_rollout_timeout: 0.05 }));
+    // Slot 1 ran again in env 4 (the first of a fresh makeEnvs()).
+    expect(g.getTotalRewards()).toEqual([0, 4, 2, 3]);
+    expect(g.rolloutErrors.map((e) => e.errorType)).toEqual(['TimeoutError']);
+    const counter = new RolloutErrorCounter();
+    counter.ingest(g);
+    expect(counter.getMetrics()).toEqual({ 'rollout_errors/TimeoutError': 1, 'rollout_errors/total': 1, 'rollout_errors/groups_skipped': 0 });
+  });
+
+  it('retry_on_failure: past the retry budget the group is dropped (groups_skipped), not trained partially', async () => {
+    const g = await doGroupRolloutAndFilterConstantReward(new FakeBuilder(4), hangingOn(new Set([1, 4])), {
+      strategy: strategyOf({ kind: 'retry_on_failure', max_retries: 1, per_rollout_timeout: 0.05 }),
+    });
+    expect(g).toBeNull();
+  });
+
+  it('min_viable_group: timed-out rollouts leave a partial group when the floor is met', async () => {
+    const g = await doGroupRollout(new FakeBuilder(4), hangingOn(new Set([3])), strategyOf({ kind: 'min_viable_group', max_retries: 0, per_rollout_timeout: 0.05 }));
+    expect(g.getTotalRewards()).toEqual([0, 1, 2]);
+    expect(g.rolloutErrors.map((e) => e.errorType)).toEqual(['TimeoutError']);
   });
 });
