@@ -9,6 +9,7 @@ import { parseJsonlRows, readTextFile } from '../jsonl.js';
 import { getTextContent } from '../renderers/content.js';
 import type { Renderer } from '../renderers/types.js';
 import { extractBoxed, safeGrade } from '../rl/grading.js';
+import { scienceCorrect, tooluseCorrectFromTarget } from '../distillation/sdft-eval.js';
 import { BenchmarkEvaluatorSchema, benchmarkMetricPrefix } from './benchmark-config.js';
 import { loadBenchmark } from './benchmark-data.js';
 import { VlmClassifierEvaluatorSchema } from '../supervised/vlm-classifier/config.js';
@@ -20,6 +21,10 @@ export const GRADERS = {
   exact: (response: string, target: string) => response.trim() === target.trim(),
   /** Math equivalence (§3.3) of the last `\boxed{…}` answer, or of the whole response without one. */
   math: (response: string, target: string) => safeGrade(boxedOrWhole(response), target),
+  /** SDFT's science eval (recipes/sdft/eval.py): the extracted answer letter equals the target. */
+  sdft_science: scienceCorrect,
+  /** SDFT's tool-use eval: Actions and merged Action Inputs equal the target's JSON list of {Action, Action_Input}. */
+  sdft_tooluse: tooluseCorrectFromTarget,
 } as const satisfies Record<string, (response: string, target: string) => boolean>;
 
 export type GraderName = keyof typeof GRADERS;
@@ -98,34 +103,34 @@ export async function loadEvalExamples(filePath: string, displayPath = filePath)
   );
 }
 
-/** The examples of a config's evaluator `index`; errors are named `evaluators.<index>.file_path: …`. */
-export async function loadEvaluatorExamples(evaluators: Array<{ file_path: string }>, index: number): Promise<EvalExample[]> {
+/** The examples of a config's evaluator `index`; errors are named `<key>.<index>.file_path: …` (key: `evaluators`, or SL's `infrequent_evaluators`). */
+export async function loadEvaluatorExamples(evaluators: Array<{ file_path: string }>, index: number, key = 'evaluators'): Promise<EvalExample[]> {
   try {
     return await loadEvalExamples(evaluators[index].file_path);
   } catch (err) {
-    throw new DataFormatError(`evaluators.${index}.file_path: ${(err as Error).message}`);
+    throw new DataFormatError(`${key}.${index}.file_path: ${(err as Error).message}`);
   }
 }
 
-/** Loads an entry's data as its first eval will (a custom file, or a benchmark suite's rows); errors name `evaluators.<index>`. */
-export async function checkEvaluatorData(evaluators: EvaluatorConfig[], index: number): Promise<void> {
+/** Loads an entry's data as its first eval will (a custom file, or a benchmark suite's rows); errors name `<key>.<index>`. */
+export async function checkEvaluatorData(evaluators: EvaluatorConfig[], index: number, key = 'evaluators'): Promise<void> {
   const e = evaluators[index];
   if (e.kind === 'vlm_classifier') {
     try {
-      await loadClassifierEvalSet(e, `evaluators.${index}`);
+      await loadClassifierEvalSet(e, `${key}.${index}`);
     } catch (err) {
-      throw new DataFormatError(`evaluators.${index} (vlm_classifier): ${(err as Error).message}`);
+      throw new DataFormatError(`${key}.${index} (vlm_classifier): ${(err as Error).message}`);
     }
     return;
   }
   if (e.kind !== 'benchmark') {
-    await loadEvaluatorExamples(evaluators as CustomSamplingEvaluatorConfig[], index);
+    await loadEvaluatorExamples(evaluators as CustomSamplingEvaluatorConfig[], index, key);
     return;
   }
   try {
     await loadBenchmark(e);
   } catch (err) {
-    throw new DataFormatError(`evaluators.${index} (benchmark ${e.suite}): ${(err as Error).message}`);
+    throw new DataFormatError(`${key}.${index} (benchmark ${e.suite}): ${(err as Error).message}`);
   }
 }
 
