@@ -13,6 +13,7 @@ import type { DistillConfig } from '../cookbook/config/distill.js';
 import { compositeBatchDatasets, compositeLength } from '../cookbook/distillation/plan.js';
 import { incorporateTeacherKl } from '../cookbook/distillation/kl.js';
 import { CompositeDataset, loadPromptsJsonl, PromptOnlyDataset, resolvePromptFile, truncatePrompt } from '../cookbook/distillation/prompts.js';
+import { teacherSource, teacherTokenizerProblem } from '../cookbook/distillation/teachers.js';
 import { planShards, shardFileName, teacherConversationLine, teacherSampleSeed } from '../cookbook/distillation/teacher-samples.js';
 import type { Message, Renderer } from '../cookbook/renderers/types.js';
 import { getRecommendedRendererName, getRenderer } from '../cookbook/renderers/registry.js';
@@ -27,7 +28,7 @@ import { sequentialSeeds } from '../cookbook/rl/seeds.js';
 import { deserializeTrajectoryGroup, serializeTrajectoryGroup } from '../cookbook/rl/serialize.js';
 import type { TrajectoryGroup } from '../cookbook/rl/types.js';
 import { RunStore, writeFileAtomic, type RunRef } from '../cookbook/run-store.js';
-import { getTokenizer, tokenizerFamilyForModel, type Tokenizer } from '../cookbook/tokenizer.js';
+import { getTokenizer, type Tokenizer } from '../cookbook/tokenizer.js';
 import { nowMs, recordSpan, scopeSpan } from '../cookbook/timing.js';
 import { callBackend, heartbeating, rolloutFailure, type ActivityDeps } from './context.js';
 import { trainPolicyStep } from './policy-train.js';
@@ -119,8 +120,6 @@ export interface TeacherMergeResult {
   conversations: number;
 }
 
-const teacherSource = (t: DistillConfig['dataset_configs'][number]['teacher_config']) =>
-  t.load_checkpoint_path ? { modelPath: t.load_checkpoint_path } : { baseModel: t.base_model };
 
 export function distillActivities(deps: ActivityDeps) {
   const backendOf = (cfg: DistillConfig): TrainingBackend => deps.backendFor(cfg.base_url);
@@ -212,15 +211,9 @@ export function distillActivities(deps: ActivityDeps) {
   return {
     async distillPrepare({ run }: { run: RunRef }): Promise<DistillPlan> {
       const { cfg, data } = distillData(run);
-      const student = tokenizerFamilyForModel(cfg.model_name);
       cfg.dataset_configs.forEach((dc, d) => {
-        const teacher = tokenizerFamilyForModel(dc.teacher_config.base_model);
-        if (student && teacher && student !== teacher) {
-          throw ApplicationFailure.nonRetryable(
-            `dataset_configs.${d}.teacher_config.base_model: ${dc.teacher_config.base_model} does not share ${cfg.model_name}'s tokenizer, so it cannot score the student's tokens`,
-            ErrorTypes.config,
-          );
-        }
+        const problem = teacherTokenizerProblem(cfg.model_name, dc.teacher_config.base_model);
+        if (problem) throw ApplicationFailure.nonRetryable(`dataset_configs.${d}.teacher_config.base_model: ${problem}`, ErrorTypes.config);
       });
       const { prompts } = await heartbeating(data);
       const promptCounts = prompts.map((p) => p.length);

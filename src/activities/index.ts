@@ -5,6 +5,7 @@ import { evaluatorActivities } from './evaluators.js';
 import { evalActivities } from './eval.js';
 import { rlActivities } from './rl.js';
 import { distillActivities } from './distill.js';
+import { offPolicyDistillActivities } from './distill-off-policy.js';
 import { promptDistillationActivities } from './prompt-distillation.js';
 import { supervisedActivities } from './sl.js';
 import { sweepActivities } from './sweep.js';
@@ -20,5 +21,5 @@ export type { ActivityDeps } from './context.js';
 export function createActivities(deps: ActivityDeps): Activities {
   // Tracking (W&B) mirrors the run store after the activities that write to it (tracking.ts), once
   // their timing (timing.ts) is stored.
-  return withFailover(withTracking(withTiming({ ...trainingActivities(deps), ...supervisedActivities(deps), ...rlActivities(deps), ...dpoActivities(deps), ...distillActivities(deps), ...promptDistillationActivities(deps), ...evaluatorActivities(deps), ...evalActivities(deps), ...sweepActivities(), ...hotForwardActivities() })));
+  return withFailover(withTracking(withTiming({ ...trainingActivities(deps), ...supervisedActivities(deps), ...rlActivities(deps), ...dpoActivities(deps), ...distillActivities(deps), ...offPolicyDistillActivities(deps), ...promptDistillationActivities(deps), ...evaluatorActivities(deps), ...evalActivities(deps), ...sweepActivities(), ...hotForwardActivities() })));
 }

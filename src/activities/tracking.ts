@@ -12,7 +12,7 @@ import { heartbeating } from './context.js';
 import type { Activities } from './types.js';
 
 /** Activities after which the run store may hold new metrics rows, config or a final checkpoint. */
-const WRITES_TRACKED_FILES = new Set<string>(['initRun', 'saveCheckpoint', 'logMetrics', 'slStep', 'slFinish', 'rlTrain', 'rlStreamFinish', 'dpoStep', 'dpoFinish', 'distillTrain']);
+const WRITES_TRACKED_FILES = new Set<string>(['initRun', 'saveCheckpoint', 'logMetrics', 'slStep', 'slFinish', 'rlTrain', 'rlStreamFinish', 'dpoStep', 'dpoFinish', 'distillTrain', 'offPolicyDistillTrain']);
 
 const runOf = (input: unknown): RunRef | undefined => {
   const run = (input as { run?: RunRef } | undefined)?.run;

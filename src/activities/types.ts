@@ -1,6 +1,7 @@
 // The contract between workflows and activities. Everything here crosses Temporal as a payload, so
 // it holds references and small summaries only: no token arrays, logprobs or weights (DESIGN §3.3).
 import type { CheckpointRow, FailoverRow, RunRef } from '../cookbook/run-store.js';
+import type { OffPolicyDistillActivities } from './distill-off-policy.js';
 import type { RLPlan, RLStreamFinishInput, RLStreamSubstepInput, RLStreamSubstepResult, RLTrainInput, RLTrainResult, RolloutGroupInput, RolloutGroupResult } from './rl.js';
 import type { CustomEvalInput } from './evaluators.js';
 import type { DPOFinishInput, DPOPlan, DPOStepInput, DPOStepResult, DPOSubmitResult, DPOSubmitted, ReferenceSource } from './dpo.js';
@@ -108,7 +109,7 @@ export interface LogMetricsInput {
   metrics: Record<string, number>;
 }
 
-export interface Activities {
+export interface Activities extends OffPolicyDistillActivities {
   initRun(input: { run: RunRef; config: unknown }): Promise<void>;
   createModel(input: CreateModelInput): Promise<ModelRef>;
   restoreModel(input: RestoreModelInput): Promise<ModelRef>;

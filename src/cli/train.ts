@@ -7,6 +7,7 @@ import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/c
 import type { z } from 'zod';
 import { ConfigError, parseWithOverrides } from '../cookbook/config/overrides.js';
 import { DistillConfigSchema } from '../cookbook/config/distill.js';
+import { OffPolicyDistillConfigSchema } from '../cookbook/config/distill-off-policy.js';
 import { DPOConfigSchema } from '../cookbook/config/dpo.js';
 import { PromptDistillConfigSchema } from '../cookbook/config/prompt-distill.js';
 import { queriesFile, readQueries } from '../cookbook/distillation/prompt-distillation-queries.js';
@@ -71,6 +72,24 @@ export const TRAINABLE_KINDS: Record<string, TrainableKind> = {
     checkData: (cfg) => checkEvaluators(cfg),
     describe: (cfg) =>
       `${cfg.mode === 'off_policy_sample' ? 'teacher sampling for off-policy distillation' : `on-policy distillation of ${cfg.model_name}`} from ${cfg.dataset_configs.map((d: any) => d.teacher_config.load_checkpoint_path ?? d.teacher_config.base_model).join(', ')}`,
+  },
+  distill_off_policy: {
+    schema: OffPolicyDistillConfigSchema,
+    workflowType: 'offPolicyDistillWorkflow',
+    checkData: async (cfg) => {
+      const lengths: number[] = [];
+      for (const dc of cfg.dataset_configs) {
+        const { train } = await buildChatDatasets(dc.dataset, cfg);
+        await train.loadBatch(0);
+        train.getBatch(0);
+        lengths.push(train.length);
+      }
+      await checkEvaluators(cfg);
+      const batches = Math.min(...lengths);
+      return { steps: Math.min(batches, cfg.max_steps ?? Infinity), batches, epochs: 1 };
+    },
+    describe: (cfg) =>
+      `off-policy distillation of ${cfg.model_name} on the top-${cfg.n_teacher_targets} tokens of ${cfg.dataset_configs.map((d: any) => d.teacher_config.load_checkpoint_path ?? d.teacher_config.base_model).join(', ')}`,
   },
   prompt_distill: {
     schema: PromptDistillConfigSchema,

@@ -66,3 +66,12 @@ export function safezip<A, B>(a: readonly A[], b: readonly B[]): Array<[A, B]> {
   if (a.length !== b.length) throw new RangeError(`safezip: lengths differ (${a.length} vs ${b.length})`);
   return a.map((x, i) => [x, b[i]]);
 }
+
+/** Python's round() on a float: to the nearest integer, halves to the even one. */
+export function pyRound(x: number): number {
+  const f = Math.floor(x);
+  const d = x - f;
+  if (d > 0.5) return f + 1;
+  if (d < 0.5) return f;
+  return f % 2 === 0 ? f : f + 1;
+}

@@ -3,6 +3,7 @@ export { supervisedWorkflow } from './sl.js';
 export { rlWorkflow } from './rl.js';
 export { dpoWorkflow } from './dpo.js';
 export { distillWorkflow, teacherSamplingWorkflow } from './distill.js';
+export { offPolicyDistillWorkflow } from './distill-off-policy.js';
 export { pipelineWorkflow } from './pipeline.js';
 export { sweepWorkflow } from './sweep.js';
 export { evalWorkflow } from './eval.js';

@@ -8,7 +8,7 @@ import { checkRunData, resolveRun } from '../../src/cli/train.js';
 
 const root = join(import.meta.dirname, '..', '..');
 const dir = mkdtempSync(join(tmpdir(), 'cookbook-pipeline-link-'));
-const sampling = { kind: 'distill', config_file: join(root, 'configs', 'distill_off_policy.json') };
+const sampling = { kind: 'distill', config_file: join(root, 'configs', 'distill_teacher_samples.json') };
 const sft = (file_path: string) => ({ kind: 'sl', config: { model_name: 'tiny-qwen3', dataset: { file_path, batch_size: 4, max_length: 64 } } });
 const pipeline = (name: string, stages: unknown[]) => {
   const path = join(dir, `${name}.json`);

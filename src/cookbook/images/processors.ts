@@ -22,17 +22,11 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { ConfigurationError } from '../errors.js';
 import { hfHubCacheRoot } from '../hf/hub.js';
+import { pyRound } from '../misc-utils.js';
 import { ImageError } from './errors.js';
 import type { ImageProcessor } from './types.js';
 
-/** Python's round() on a float: to the nearest integer, halves to the even one. */
-export function pyRound(x: number): number {
-  const f = Math.floor(x);
-  const d = x - f;
-  if (d > 0.5) return f + 1;
-  if (d < 0.5) return f;
-  return f % 2 === 0 ? f : f + 1;
-}
+export { pyRound };
 
 /** Python's a // b for integers. */
 const floorDiv = (a: number, b: number) => Math.floor(a / b);

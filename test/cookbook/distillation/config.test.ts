@@ -38,7 +38,7 @@ describe('distill config', () => {
 
   it('resolves the shipped configs through the CLI, prompt paths made absolute', () => {
     expect(TRAINABLE_KINDS.distill.workflowType).toBe('distillWorkflow');
-    for (const [file, mode] of [['distill_on_policy.json', 'on_policy'], ['distill_off_policy.json', 'off_policy_sample']]) {
+    for (const [file, mode] of [['distill_on_policy.json', 'on_policy'], ['distill_teacher_samples.json', 'off_policy_sample']]) {
       const r = resolveRun('distill', join(repo, 'configs', file), [], { runsDir });
       expect(r.config.mode).toBe(mode);
       expect(r.config.dataset_configs[0].dataset.file_path).toBe(join(repo, 'data', 'distill_prompts.jsonl'));
