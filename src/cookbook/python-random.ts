@@ -1,14 +1,19 @@
-// Python's `random.Random(seed).random()` for integer seeds: MT19937 seeded by init_by_array with
+// Python's `random.Random(seed).random()` for integer and str seeds: MT19937 seeded by init_by_array with
 // the seed's 32-bit words (CPython's random_seed), and random() = genrand_res53. The reward-model
 // dataset's 50% swap and the multiplayer envs' word and number splits draw from it as the reference
 // does. Goldens from real Python: test/fixtures/python_random_goldens.json.
 
+import { createHash } from 'node:crypto';
 import { MersenneTwister } from './mersenne-twister.js';
 
 export class PythonRandom {
   private readonly mt: MersenneTwister;
 
-  constructor(seed: number) {
+  constructor(seed: number | string) {
+    if (typeof seed === 'string') {
+      this.mt = MersenneTwister.fromKey(stringSeedWords(seed));
+      return;
+    }
     if (!Number.isSafeInteger(seed)) throw new RangeError(`PythonRandom seed must be a safe integer, got ${seed}`);
     this.mt = MersenneTwister.fromKey(seedWords(Math.abs(seed)));
   }
@@ -34,6 +39,23 @@ function seedWords(n: number): number[] {
     words.push(rest % 0x100000000);
     rest = Math.floor(rest / 0x100000000);
   } while (rest > 0);
+  return words;
+}
+
+/**
+ * A str seed (random.seed version 2): the int of `utf8 + sha512(utf8)` read big-endian, as its
+ * little-endian 32-bit words without high zero words.
+ */
+function stringSeedWords(seed: string): number[] {
+  const utf8 = Buffer.from(seed, 'utf8');
+  const bytes = Buffer.concat([utf8, createHash('sha512').update(utf8).digest()]);
+  const words: number[] = [];
+  for (let end = bytes.length; end > 0; end -= 4) {
+    let w = 0;
+    for (let i = Math.max(0, end - 4); i < end; i++) w = w * 256 + bytes[i];
+    words.push(w);
+  }
+  while (words.length > 1 && words[words.length - 1] === 0) words.pop();
   return words;
 }
 
@@ -67,7 +89,7 @@ export function randbelow(rng: PythonRandom, n: number): number {
 }
 
 /** `random.Random(seed).shuffle(items)` on a copy. */
-export function pyShuffled<T>(items: readonly T[], seed: number): T[] {
+export function pyShuffled<T>(items: readonly T[], seed: number | string): T[] {
   const rng = new PythonRandom(seed);
   const x = [...items];
   for (let i = x.length - 1; i >= 1; i--) {

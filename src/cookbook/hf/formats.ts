@@ -200,6 +200,23 @@ const PREFERENCE_FORMATS = {
 
 type Problem = Omit<Gsm8kProblem, 'line'>;
 
+/**
+ * The reference reads these rows with `x.get(field, "")` and drops a falsy one when its batch is
+ * made, so a missing value becomes "" (dropped later, keeping the batch boundaries) instead of an error.
+ */
+function loosePromptAnswer(questionField: string, answerField: string): Format<Problem> {
+  const value = (v: unknown, name: string, at: string): string => {
+    if (v === null || v === undefined) return '';
+    if (typeof v === 'number') return String(v);
+    return text(v, name, at);
+  };
+  return {
+    kind: 'problem',
+    fields: [questionField, answerField],
+    map: (field, _row, at) => ({ question: value(field(questionField), questionField, at), solution: '', answer: value(field(answerField), answerField, at) }),
+  };
+}
+
 const PROBLEM_FORMATS = {
   /** openai/gsm8k: `question` and `answer` ending in "#### <final answer>". */
   gsm8k: {
@@ -223,6 +240,10 @@ const PROBLEM_FORMATS = {
       return { question, solution, answer };
     },
   },
+  /** POLARIS-Project/Polaris-Dataset-53K: `problem`, `answer`; an empty one is kept here and dropped from its batch (math-hf.ts). */
+  polaris: loosePromptAnswer('problem', 'answer'),
+  /** zwhe99/DeepMath-103K: `question`, `final_answer`; an empty one is dropped from its batch, as for polaris. */
+  deepmath: loosePromptAnswer('question', 'final_answer'),
 } satisfies Record<string, Format<Problem>>;
 
 // ---------------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
-// RL dataset configs and builders (the reference's ArithmeticDatasetBuilder and
-// Gsm8kDatasetBuilder): small serialisable configs that activities turn into datasets.
+// RL dataset configs and builders (the reference's ArithmeticDatasetBuilder, Gsm8kDatasetBuilder,
+// math_rl's Polaris and DeepMath builders and InterleavedRLDatasetBuilder): small serialisable
+// configs that activities turn into datasets.
 
 import { asModelChoice, rendererForModel, type ModelChoice } from '../renderers/for-model.js';
 import { existsSync } from 'node:fs';
@@ -14,6 +15,8 @@ import type { Renderer } from '../renderers/types.js';
 import type { Tokenizer } from '../tokenizer.js';
 import { ArithmeticDataset } from './envs/arithmetic.js';
 import { Gsm8kDataset } from './envs/gsm8k.js';
+import { HF_MATH_DATASETS, HfMathDataset, type HfMathDatasetName } from './envs/math-hf.js';
+import { InterleavedRLDataset } from './interleaved.js';
 import { loadGsm8kJsonl, standardFewshotPrefix, type Gsm8kProblem } from './envs/math.js';
 import { PairwisePreferenceDatasetConfigSchema } from './preference-env.js';
 import { buildPairwisePreferenceDataset } from './preference-rl-dataset.js';
@@ -65,12 +68,54 @@ export const CustomDatasetConfigSchema = z.strictObject({
   args: z.record(z.string(), z.unknown()).default({}),
 });
 
-export const RLDatasetConfigSchema = z.discriminatedUnion('kind', [
+/** math_rl's PolarisDatasetBuilder / DeepMathDatasetBuilder: batch_size, group_size, seed; rows from `hf` (default: the reference's Hub dataset). */
+const hfMathDatasetSchema = <K extends HfMathDatasetName>(kind: K) =>
+  z
+    .strictObject({
+      kind: z.literal(kind),
+      /** Groups (problems) per batch. */
+      batch_size: z.int().positive(),
+      group_size: z.int().positive(),
+      seed: z.int().nonnegative().default(0),
+      /** Where the rows come from: the Hub id (read from the HF cache or downloaded) or a local copy; the format defaults to the dataset's. */
+      hf: HfSourceSchema.optional(),
+    })
+    .superRefine((cfg, ctx) => {
+      if (cfg.hf?.test_split) ctx.addIssue({ code: 'custom', path: ['hf', 'test_split'], message: `the reference's ${kind} builder has no test set` });
+      if (cfg.hf?.streaming) ctx.addIssue({ code: 'custom', path: ['hf', 'streaming'], message: 'RL problem datasets load whole: streaming is not supported' });
+    });
+export const PolarisDatasetConfigSchema = hfMathDatasetSchema('polaris');
+export const DeepMathDatasetConfigSchema = hfMathDatasetSchema('deepmath');
+
+const SourceDatasetConfigSchema = z.discriminatedUnion('kind', [
   ArithmeticDatasetConfigSchema,
   Gsm8kDatasetConfigSchema,
   CustomDatasetConfigSchema,
   PairwisePreferenceDatasetConfigSchema,
+  PolarisDatasetConfigSchema,
+  DeepMathDatasetConfigSchema,
 ]);
+
+/** The reference's InterleavedRLDatasetBuilder: sources blended by weight (interleaved.ts); their test sets are dropped. */
+export const InterleavedRLDatasetConfigSchema = z
+  .strictObject({
+    kind: z.literal('interleaved'),
+    sources: z.array(SourceDatasetConfigSchema).min(1),
+    /** Relative weight per source (normalised), all positive. */
+    weights: z.array(z.number().positive()).min(1),
+    /** Groups (problems) per interleaved batch, whatever each source's own batch size. */
+    groups_per_batch: z.int().positive(),
+    /** Batches to train; null: until the smallest source would run out (no cycling). */
+    total_batches: z.int().positive().nullable().default(null),
+    seed: z.int().nonnegative().default(0),
+  })
+  .superRefine((cfg, ctx) => {
+    if (cfg.weights.length !== cfg.sources.length) {
+      ctx.addIssue({ code: 'custom', path: ['weights'], message: `${cfg.weights.length} weights for ${cfg.sources.length} sources; give one weight per source` });
+    }
+  });
+
+export const RLDatasetConfigSchema = z.discriminatedUnion('kind', [...SourceDatasetConfigSchema.options, InterleavedRLDatasetConfigSchema]);
 export type RLDatasetConfig = z.output<typeof RLDatasetConfigSchema>;
 export type RLDatasetConfigInput = z.input<typeof RLDatasetConfigSchema>;
 
@@ -113,6 +158,22 @@ export async function buildRLDatasets(
       nBatches: cfg.n_batches,
       includeFewshot: cfg.include_fewshot,
     });
+    return { train, renderer, tokenizer };
+  }
+  if (cfg.kind === 'interleaved') {
+    const built = await Promise.all(cfg.sources.map((source) => buildRLDatasets(source, model, opts)));
+    const train = new InterleavedRLDataset(
+      built.map((b) => b.train),
+      { weights: cfg.weights, groupsPerBatch: cfg.groups_per_batch, totalBatches: cfg.total_batches, seed: cfg.seed },
+    );
+    return { train, renderer, tokenizer };
+  }
+  if (cfg.kind === 'polaris' || cfg.kind === 'deepmath') {
+    const known = HF_MATH_DATASETS[cfg.kind];
+    const hf = HfSourceSchema.parse(cfg.hf ?? { path: known.path });
+    const loaded = await loadSplit(hf, hf.split, bindFormat('problem', hf.format ?? known.format, hf.columns), { baseDir: opts.baseDir });
+    const rows = loaded.rows.map((r) => ({ question: r.value.question, answer: r.value.answer }));
+    const train = new HfMathDataset(cfg.kind, rows, renderer, { batchSize: cfg.batch_size, groupSize: cfg.group_size, seed: cfg.seed });
     return { train, renderer, tokenizer };
   }
   const resolve = (p: string) => path.resolve(opts.baseDir ?? process.cwd(), p);
