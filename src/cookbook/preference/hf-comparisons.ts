@@ -1,5 +1,6 @@
 // DPO datasets from an `hf` source (docs/hf-datasets.md): rows mapped by a preference format
-// (hf/formats.ts: comparison, hhh, helpsteer3, ultrafeedback, tulu3_preference, arena) into labeled
+// (hf/formats.ts: comparison, hhh, helpsteer3, ultrafeedback, tulu3_preference, arena; helpsteer2.ts pairs
+// HelpSteer2's rated responses per prompt) into labeled
 // comparisons, split as the reference's recipes split them (hf/splits.ts), then batched like the
 // JSONL datasets — or streamed with `hf.streaming`, where rows a format skips show up in the
 // batch's `filtered` list instead of being dropped up front.
@@ -9,10 +10,11 @@ import type { HfSource } from '../hf/config.js';
 import { bindFormat, isSkipped } from '../hf/formats.js';
 import type { HubOptions } from '../hf/hub.js';
 import type { HfRow } from '../hf/source.js';
-import { loadHfSplits } from '../hf/splits.js';
+import { loadHfSplits, type HfSplits } from '../hf/splits.js';
 import { StreamingBatches } from '../hf/streaming.js';
 import type { Renderer } from '../renderers/types.js';
 import type { ComparisonRow, LabeledComparison } from './comparisons.js';
+import { HELPSTEER2_FORMAT, loadHelpSteer2Splits } from './helpsteer2.js';
 import { checkCompletionsEndWithAssistant, comparisonDatumsBuilder, PreferenceDataset, type PreferenceRow } from './preference-dataset.js';
 
 interface PreferenceSettings {
@@ -28,8 +30,20 @@ export async function buildHfPreferenceDatasets(
   renderer: Renderer,
   opts: { baseDir?: string; hub?: HubOptions } = {},
 ): Promise<{ train: PreferenceDataset; test?: PreferenceDataset; skipped: string[] }> {
+  const splitOpts = { ...opts, testSize: cfg.test_size, seed: cfg.shuffle_seed };
+  // HelpSteer2 pairs rated responses across the split, so it is not a per-row format.
+  if (hf.format === HELPSTEER2_FORMAT) return finish(cfg, hf, { streaming: false, ...(await loadHelpSteer2Splits(hf, splitOpts)) }, renderer, HELPSTEER2_FORMAT);
   const format = bindFormat('preference', hf.format, hf.columns);
-  const splits = await loadHfSplits(hf, format, { ...opts, testSize: cfg.test_size, seed: cfg.shuffle_seed });
+  return finish(cfg, hf, await loadHfSplits(hf, format, splitOpts), renderer, format.name);
+}
+
+function finish(
+  cfg: PreferenceSettings,
+  hf: HfSource,
+  splits: HfSplits<LabeledComparison>,
+  renderer: Renderer,
+  formatName: string,
+): { train: PreferenceDataset; test?: PreferenceDataset; skipped: string[] } {
   const toRow = (r: HfRow<LabeledComparison>): ComparisonRow => {
     checkCompletionsEndWithAssistant(r.value, r.at);
     return { ...r.value, line: r.line, at: r.at };
@@ -51,7 +65,7 @@ export async function buildHfPreferenceDatasets(
   const trainRows = splits.train.map(toRow);
   if (trainRows.length < cfg.batch_size) {
     throw new DataValidationError(
-      `${hf.path}: ${trainRows.length} training comparisons in split "${hf.split}" (${splits.skipped.length} rows skipped by format "${format.name}") ` +
+      `${hf.path}: ${trainRows.length} training comparisons in split "${hf.split}" (${splits.skipped.length} rows skipped by format "${formatName}") ` +
         `is fewer than batch_size ${cfg.batch_size}, so there is not one full batch`,
     );
   }
