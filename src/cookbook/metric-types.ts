@@ -10,6 +10,8 @@ export const TRAJECTORY_METRIC_INT_SUFFIXES = ['/total_episodes', '/total_turns'
 const INT_METRIC_KEYS = new Set([
   'step', 'epoch', 'batch', 'num_sequences', 'num_tokens', // every loop; SL
   'num_pairs', // DPO
+  'num_examples', // decisions
+  'batch_size', // off-policy distillation
   'progress/batch', 'training_client/step', 'sampling_client/step_max', 'sampling_client/step_min', // RL, distillation
 ]);
 

@@ -1,4 +1,4 @@
-// The loop-parity suite: the reference's own SL, DPO, RL and on-policy distillation loops
+// The loop-parity suite: the reference's own SL, DPO, RL, on-policy and off-policy (top-K) distillation loops
 // (tinker-cookbook 0.6.1 + SDK 0.38.0, unmodified; loops/reference_loops.py) and this project's
 // workflows, run side by side on one engine with the same model, data and hyperparameters
 // (loops/<loop>.json, the one config both sides are built from).
@@ -43,6 +43,9 @@ const onlyOurs = (key: string) => ONLY_OURS_SPANS.has(spanOf(key) ?? '');
 const ONLY_OURS_CHECKPOINT = new Set(['next_step', 'resume_state', 'renderer_name', 'base_model', 'tokenizer', 'lora_rank']);
 /** Keys whose values are wall-clock readings. */
 const TIMING = /^time\/|^batch_time$/;
+
+/** Loops whose reference logs no timings (train_off_policy.py traces nothing into its rows). */
+const UNTIMED = new Set<Loop>(['off_policy', 'off_policy_multi']);
 
 const onlyReference = (key: string) => ONLY_REFERENCE.some(([re]) => re.test(key));
 
@@ -177,6 +180,8 @@ describe("the reference's own loops beside ours, on one engine", () => {
     expect(reference.rl!.metrics).toHaveLength(4);
     expect(ours.rl!.metrics).toHaveLength(4);
     expect(reference.distill!.metrics).toHaveLength(2);
+    expect([ours.off_policy!.metrics.length, reference.off_policy!.metrics.length]).toEqual([3, 3]);
+    expect([ours.off_policy_multi!.metrics.length, reference.off_policy_multi!.metrics.length]).toEqual([2, 2]);
   });
 
   it.each(LOOPS)('%s: the same metric keys with the same JSON types, apart from the documented ones', (loop) => {
@@ -186,8 +191,9 @@ describe("the reference's own loops beside ours, on one engine", () => {
   it.each(LOOPS)("%s: the reference's span names in every row's timings (time/*), ours' waits aside", (loop) => {
     const rows = timeKeys(loop);
     expect(rows.map((r) => r.ours)).toEqual(rows.map((r) => r.reference));
-    // Every step row is timed on both sides (RL's closing totals row on neither).
-    expect(rows.filter((r) => r.reference.length > 0).length).toBeGreaterThan(0);
+    // Every step row is timed on both sides (RL's closing totals row on neither); the off-policy
+    // distillation loop times nothing, and neither do we there.
+    if (!UNTIMED.has(loop)) expect(rows.filter((r) => r.reference.length > 0).length).toBeGreaterThan(0);
   });
 
   it('SL: every metric of every step, integers exactly and floats to float32 rounding', () => {
@@ -240,5 +246,13 @@ describe("the reference's own loops beside ours, on one engine", () => {
     expect(sameValues('distill', new RegExp(`^(?!.*(${sampled.source}))(progress|optim/lr|env/all/(ob_tokens_per_turn|turns_per_episode|total_(episodes|turns|ob_tokens|cached_ob_tokens))|tokens/)`))).toEqual([]);
     expect(checkpointDifferences('distill', (k) => k === 'batch')).toEqual([]);
     for (const row of ours.distill!.metrics) expect(Number.isFinite(row.teacher_kl)).toBe(true);
+  });
+
+  // The teacher's top-K soft targets decide the loss: had either side trained on the data's own
+  // (sampled) tokens, or on another teacher's, `train/loss:sum` would differ beyond rounding.
+  it.each(['off_policy', 'off_policy_multi'] as const)("%s distillation: every metric of every step (the loss on the teachers' top-K), the checkpoints", (loop) => {
+    expect(valueDifferences(loop)).toEqual([]);
+    expect(checkpointDifferences(loop, (k) => !k.endsWith('_path'))).toEqual([]);
+    expect(ours[loop]!.metrics.every((r) => Number.isFinite(r['train/loss:sum']))).toBe(true);
   });
 });

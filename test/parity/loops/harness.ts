@@ -14,8 +14,10 @@ import { cacheRoot } from '../../../src/stack/cache.mjs';
 import { ensureReferenceEnv } from '../../../scripts/lib/reference-env.mjs';
 import { testRun, withWorker, type TestStack } from '../../support/stack.js';
 
-export type Loop = 'sl' | 'dpo' | 'rl' | 'distill';
-export const LOOPS: readonly Loop[] = ['sl', 'dpo', 'rl', 'distill'];
+export type Loop = 'sl' | 'dpo' | 'rl' | 'distill' | 'off_policy' | 'off_policy_multi';
+export const LOOPS: readonly Loop[] = ['sl', 'dpo', 'rl', 'distill', 'off_policy', 'off_policy_multi'];
+/** The run kind of a loop's config (`cookbook train <kind>`): the loop's name where not listed. */
+const KIND: Partial<Record<Loop, string>> = { off_policy: 'distill_off_policy', off_policy_multi: 'distill_off_policy' };
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const REPO_ROOT = path.resolve(here, '..', '..', '..');
@@ -103,8 +105,10 @@ export async function referenceModels(): Promise<ReferenceModels> {
 /** Our run of `loop`: its config file with the model folders and any overrides. */
 export function ourRun(stack: TestStack, loop: Loop, models: ReferenceModels, overrides: string[] = []): ResolvedRun {
   const modelOverrides = [`model_name=${models.student}`];
-  if (loop === 'distill') modelOverrides.push(`dataset_configs.0.teacher_config.base_model=${models.teacher}`);
-  return testRun(stack, configPath(loop), [...modelOverrides, ...overrides], loop);
+  if (loop === 'distill' || loop === 'off_policy' || loop === 'off_policy_multi') modelOverrides.push(`dataset_configs.0.teacher_config.base_model=${models.teacher}`);
+  // MOPD: the second domain's teacher is another model (the student's base), so routing shows.
+  if (loop === 'off_policy_multi') modelOverrides.push(`dataset_configs.1.teacher_config.base_model=${models.student}`);
+  return testRun(stack, configPath(loop), [...modelOverrides, ...overrides], KIND[loop] ?? loop);
 }
 
 /**
@@ -146,6 +150,21 @@ export function referenceConfig(loop: Loop, run: ResolvedRun, models: ReferenceM
         sampling_seed: cfg.seed ?? 0,
       };
     }
+    case 'off_policy':
+    case 'off_policy_multi':
+      return {
+        ...common,
+        datasets: cfg.dataset_configs.map((dc: any) => ({
+          data: dc.dataset.file_path,
+          teacher_model: dc.teacher_config.base_model,
+          weight: dc.weight,
+          batch_size: dc.dataset.batch_size,
+          max_length: dc.dataset.max_length,
+        })),
+        batch_size: cfg.batch_size,
+        n_teacher_targets: cfg.n_teacher_targets,
+        teacher_concurrency: cfg.teacher_concurrency,
+      };
   }
 }
 
@@ -214,6 +233,8 @@ const STEP_DONE_ACTIVITIES: Record<Loop, string[]> = {
   dpo: ['dpoStep', 'dpoFinish'],
   rl: ['rlTrain', 'rlStreamFinish'],
   distill: ['distillTrain'],
+  off_policy: ['offPolicyDistillTrain'],
+  off_policy_multi: ['offPolicyDistillTrain'],
 };
 
 const tsMs = (ts: { seconds?: unknown; nanos?: number | null } | null | undefined) => Number(ts?.seconds ?? 0) * 1000 + (ts?.nanos ?? 0) / 1e6;

@@ -48,6 +48,10 @@ CONFIG.json (flat; unknown keys are refused; floats/ints coerced as chz would pa
            (groups per batch), group_size, max_tokens, [kl_penalty_coef=1.0], [temperature=1.0],
            [loss_fn=importance_sampling], [sampling_seed]; as recipes/distillation/
            on_policy_distillation.py builds it
+  off_policy, off_policy_multi: datasets ([{data (conversations JSONL), teacher_model (checkpoint
+           dir), weight, batch_size, max_length}], one per domain), batch_size, n_teacher_targets,
+           [teacher_concurrency=64]; distillation/train_off_policy.py with FromConversationFileBuilder
+           (test_size=0, shuffle_seed=0) per domain and its renderer cached as with sl
   Every loop: no evaluators, eval_every = save_every = 0 (and infrequent_eval_every = 0 for sl,
   dpo), no W&B; each still saves its final state + sampler weights (checkpoints.jsonl).
 
@@ -100,7 +104,7 @@ from pathlib import Path
 
 STARTED = time.time()
 REPO_ROOT = Path(__file__).resolve().parents[3]
-LOOPS = ("sl", "dpo", "rl", "distill")
+LOOPS = ("sl", "dpo", "rl", "distill", "off_policy", "off_policy_multi")
 
 COMMON_KEYS = ("model", "renderer_name", "learning_rate", "lora_rank", "steps")
 LOOP_KEYS = {
@@ -117,8 +121,10 @@ LOOP_KEYS = {
     ),
 }
 
+OFF_POLICY_KEYS = (("datasets", "batch_size", "n_teacher_targets"), {"teacher_concurrency": 64})
+LOOP_KEYS["off_policy"] = LOOP_KEYS["off_policy_multi"] = OFF_POLICY_KEYS
 FLOAT_KEYS = {"learning_rate", "dpo_beta", "temperature", "kl_penalty_coef"}
-INT_KEYS = {"lora_rank", "steps", "batch_size", "max_length", "group_size", "max_tokens", "sampling_seed", "seed"}
+INT_KEYS = {"n_teacher_targets", "teacher_concurrency", "lora_rank", "steps", "batch_size", "max_length", "group_size", "max_tokens", "sampling_seed", "seed"}
 
 for _name, _value in (
     ("TINKER_TELEMETRY", "0"),
@@ -501,7 +507,56 @@ def setup_distill(cfg: dict, base_url: str, log_path: str, stack, obs):
     return lambda: asyncio.run(train_on_policy.main(config))
 
 
-SETUP = {"sl": setup_sl, "dpo": setup_dpo, "rl": setup_rl, "distill": setup_distill}
+def setup_off_policy(cfg: dict, base_url: str, log_path: str, stack, obs):
+    """Off-policy distillation (distillation/train_off_policy.py) on conversation files: one
+    DatasetWithTeacher per entry of cfg["datasets"] ({data, teacher_model, weight, batch_size,
+    max_length}), each a FromConversationFileBuilder(test_size=0, shuffle_seed=0)."""
+    from tinker_cookbook.distillation import train_off_policy
+    from tinker_cookbook.distillation.datasets import TeacherConfig
+    from tinker_cookbook.supervised.data import FromConversationFileBuilder
+
+    ready_on_first_call(stack, obs, train_off_policy._CompositeSupervisedDataset, "get_batch")
+    cache_chat_renderer(stack)
+    dataset_configs = [
+        train_off_policy.DatasetWithTeacher(
+            dataset_builder=FromConversationFileBuilder(
+                common_config=chat_common_config({**cfg, "batch_size": int(d["batch_size"]), "max_length": int(d["max_length"])}),
+                file_path=d["data"],
+                test_size=0,
+                shuffle_seed=0,
+            ),
+            teacher_config=TeacherConfig(base_model=d["teacher_model"], load_checkpoint_path=None),
+            weight=float(d["weight"]),
+        )
+        for d in cfg["datasets"]
+    ]
+    config = train_off_policy.Config(
+        learning_rate=cfg["learning_rate"],
+        dataset_configs=dataset_configs,
+        model_name=cfg["model"],
+        recipe_name="parity_reference_off_policy",
+        renderer_name=cfg["renderer_name"],
+        lora_rank=cfg["lora_rank"],
+        n_teacher_targets=cfg["n_teacher_targets"],
+        teacher_concurrency=cfg["teacher_concurrency"],
+        batch_size=cfg["batch_size"],
+        save_every=0,
+        eval_every=0,
+        max_steps=cfg["steps"],
+        log_path=log_path,
+        base_url=base_url,
+    )
+    return lambda: asyncio.run(train_off_policy.main(config))
+
+
+SETUP = {
+    "sl": setup_sl,
+    "dpo": setup_dpo,
+    "rl": setup_rl,
+    "distill": setup_distill,
+    "off_policy": setup_off_policy,
+    "off_policy_multi": setup_off_policy,
+}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -578,6 +633,7 @@ def run_loop(loop: str, cfg: dict, base_url: str, log_path: Path, out: Path, imp
 def import_reference() -> float:
     """Imports torch and every loop module up front, so the loops' own times exclude imports."""
     import torch  # noqa: F401
+    import tinker_cookbook.distillation.train_off_policy  # noqa: F401
     import tinker_cookbook.distillation.train_on_policy  # noqa: F401
     import tinker_cookbook.preference.train_dpo  # noqa: F401
     import tinker_cookbook.recipes.math_rl.arithmetic_env  # noqa: F401
