@@ -160,9 +160,16 @@ const epochPlan = (batches: number, cfg: { num_epochs: number; max_steps?: numbe
 });
 
 /** What a dataset config reads, for the run's description. */
-function datasetLabel(dataset: { file_path?: string; builtin?: string; hf?: { path: string; name: string | null; split: string }; vlm_classifier?: { dataset: string | null } }): string {
+function datasetLabel(dataset: {
+  file_path?: string;
+  builtin?: string;
+  hf?: { path: string; name: string | null; split: string };
+  vlm_classifier?: { dataset: string | null };
+  sources?: Array<{ path: string }>;
+}): string {
   if (dataset.vlm_classifier?.dataset) return `${dataset.vlm_classifier.dataset} (vlm_classifier)`;
   if (dataset.hf) return `${dataset.hf.path}${dataset.hf.name ? `/${dataset.hf.name}` : ''} (${dataset.hf.split})`;
+  if (dataset.sources) return `a mixture of ${dataset.sources.map((s) => s.path).join(', ')}`;
   return dataset.file_path ?? dataset.builtin ?? 'no dataset';
 }
 
@@ -205,6 +212,17 @@ function resolvePaths(cfg: Record<string, any>, baseDir: string): void {
   if (cfg.dataset?.kind === 'custom' && typeof cfg.dataset.module === 'string') {
     cfg.dataset.module = abs(cfg.dataset.module);
     mustExist(cfg.dataset.module, 'dataset.module');
+  }
+  // A mixture's sources likewise: an SL source's local `path`, an RL source's files, hf folder and module.
+  for (const [i, src] of (Array.isArray(cfg.dataset?.sources) ? cfg.dataset.sources : []).entries()) {
+    const local = (holder: Record<string, any>, key: string, where: string, onlyIfLocal: boolean) => {
+      if (typeof holder?.[key] !== 'string' || (onlyIfLocal && !isLocalPath(holder[key], baseDir))) return;
+      holder[key] = abs(holder[key].replace(/^~(?=$|\/)/, homedir()));
+      mustExist(holder[key], `dataset.sources.${i}.${where}`);
+    };
+    local(src, 'path', 'path', true);
+    for (const key of ['file_path', 'test_file_path', 'module']) local(src, key, key, false);
+    local(src?.hf, 'path', 'hf.path', true);
   }
   for (const [i, dc] of (Array.isArray(cfg.dataset_configs) ? cfg.dataset_configs : []).entries()) {
     if (!dc.dataset?.file_path) continue;

@@ -2,7 +2,8 @@
 // SupervisedDatasetFromHFDataset (spec §1.4). Rows are shuffled once with `shuffle_seed`, the
 // first `test_size` become the test set (one batch), and each epoch's `setEpoch(seed)`
 // reshuffles the train rows' original order with numpy's permutation, as HF `shuffle` does.
-// An `hf` source (docs/hf-datasets.md) reads a Hugging Face dataset instead of this project's JSONL.
+// An `hf` source (docs/hf-datasets.md) reads a Hugging Face dataset instead of this project's JSONL;
+// `sources` mixes several (interleaved.ts).
 
 import { rendererForModel, type ModelChoice } from '../renderers/for-model.js';
 import { existsSync } from 'node:fs';
@@ -13,7 +14,8 @@ import type { Datum } from '../../backends/types.js';
 import { DataValidationError } from '../errors.js';
 import { TRAIN_ON_WHAT_VALUES, TrainOnWhat, type Message, type Renderer } from '../renderers/types.js';
 import { HfSourceSchema } from '../hf/config.js';
-import { buildHfChatDatasets } from './hf-chat.js';
+import { buildHfChatDatasets, buildInterleavedChatDatasets } from './hf-chat.js';
+import { InterleavedSourcesSchema, StoppingStrategySchema } from './interleaved.js';
 import { numpyPermutation } from '../shuffle.js';
 import type { Tokenizer } from '../tokenizer.js';
 import { checkHasTrainableMessage, conversationDatumBuilder, ConversationDataset, type SupervisedDataset } from './conversation-dataset.js';
@@ -52,13 +54,23 @@ export const ChatDatasetConfigSchema = z
     comparisons: ComparisonsSourceSchema.optional(),
     /** Image classification (recipes/vlm_classifier): images and class labels from a named dataset or `hf`. */
     vlm_classifier: VlmClassifierSourceSchema.optional(),
+    /**
+     * A mixture of Hugging Face chat datasets (the reference's InterleavedChatDatasetBuilder: its
+     * HFDatasetSource fields; test_size and shuffle_seed as there); see supervised/interleaved.ts.
+     */
+    sources: InterleavedSourcesSchema.optional(),
+    /** With `sources`: when the mixture ends (HF interleave_datasets; default all_exhausted). */
+    stopping_strategy: StoppingStrategySchema.optional(),
   })
   .superRefine((cfg, ctx) => {
     if (cfg.vlm_classifier !== undefined) return checkVlmClassifierSource(cfg, ctx);
     if (cfg.comparisons !== undefined) checkComparisonsSource(cfg, ctx);
-    const set = (['file_path', 'builtin', 'hf'] as const).filter((k) => cfg[k] !== undefined);
+    const set = (['file_path', 'builtin', 'hf', 'sources'] as const).filter((k) => cfg[k] !== undefined);
     if (set.length !== 1) {
-      ctx.addIssue({ code: 'custom', path: [set[1] ?? 'file_path'], message: 'set exactly one of file_path, builtin and hf' });
+      ctx.addIssue({ code: 'custom', path: [set[1] ?? 'file_path'], message: 'set exactly one of file_path, builtin, hf and sources' });
+    }
+    if (cfg.stopping_strategy !== undefined && cfg.sources === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['stopping_strategy'], message: 'applies to a mixture: set it with sources' });
     }
   });
 export type ChatDatasetConfig = z.output<typeof ChatDatasetConfigSchema>;
@@ -104,6 +116,10 @@ export async function buildChatDatasets(
   if (cfg.hf !== undefined) {
     const { renderer, tokenizer } = await rendererForModel(model, cfg.renderer_name);
     return { ...(await buildHfChatDatasets(cfg, cfg.hf, renderer, opts)), renderer, tokenizer };
+  }
+  if (cfg.sources !== undefined) {
+    const { renderer, tokenizer } = await rendererForModel(model, cfg.renderer_name);
+    return { ...(await buildInterleavedChatDatasets({ ...cfg, sources: cfg.sources }, renderer, opts)), renderer, tokenizer };
   }
   const { absPath, displayPath } = resolveDatasetFile(cfg, opts.baseDir);
   const [rows, { renderer, tokenizer }] = await Promise.all([

@@ -1,6 +1,7 @@
 // Chat datasets from an `hf` source (docs/hf-datasets.md): rows mapped by a chat format
 // (hf/formats.ts) into conversations, split as the reference's recipes split them (hf/splits.ts),
-// then batched like the JSONL datasets — or streamed, batch by batch, with `hf.streaming`.
+// then batched like the JSONL datasets — or streamed, batch by batch, with `hf.streaming`. A mixture
+// of sources (`sources`) is interleaved first (interleaved.ts).
 
 import type { Datum } from '../../backends/types.js';
 import { DataFormatError, DataValidationError } from '../errors.js';
@@ -13,6 +14,8 @@ import { StreamingBatches } from '../hf/streaming.js';
 import { TrainOnWhat, type Message, type Renderer } from '../renderers/types.js';
 import { checkHasTrainableMessage, conversationDatumBuilder, ConversationDataset, type SupervisedDataset } from './conversation-dataset.js';
 import type { ConversationRow } from './jsonl.js';
+import type { StoppingStrategy } from '../hf/interleave.js';
+import { interleaveChatRows, loadInterleavedSources, type HFDatasetSource } from './interleaved.js';
 
 interface ChatSettings {
   batch_size: number;
@@ -62,5 +65,27 @@ export async function buildHfChatDatasets(
         `is fewer than batch_size ${cfg.batch_size}, so there is not one full batch`,
     );
   }
+  return { train: ConversationDataset.fromRows(trainRows, cfg.batch_size, toDatum), test };
+}
+
+/** The reference's InterleavedChatDatasetBuilder: its train rows batched (reshuffled per epoch), its held-out rows one test batch. */
+export async function buildInterleavedChatDatasets(
+  cfg: ChatSettings & { sources: HFDatasetSource[]; stopping_strategy?: StoppingStrategy },
+  renderer: Renderer,
+  opts: { baseDir?: string; hub?: HubOptions } = {},
+): Promise<{ train: SupervisedDataset; test?: SupervisedDataset }> {
+  const trainOnWhat = cfg.train_on_what ?? TrainOnWhat.ALL_ASSISTANT_MESSAGES;
+  const rows = await loadInterleavedSources(cfg.sources, opts);
+  const mixed = interleaveChatRows(rows, cfg.sources, { test_size: cfg.test_size, shuffle_seed: cfg.shuffle_seed, stopping_strategy: cfg.stopping_strategy ?? 'all_exhausted' });
+  const toRow = (r: HfRow<Message[]>): ConversationRow => {
+    checkHasTrainableMessage(r.value, trainOnWhat, r.at);
+    return { messages: r.value, line: r.line, at: r.at };
+  };
+  const toDatum = conversationDatumBuilder(renderer, cfg.max_length, trainOnWhat, (row) => row.at ?? `line ${row.line}`);
+  const trainRows = mixed.train.map(toRow);
+  if (trainRows.length < cfg.batch_size) {
+    throw new DataValidationError(`dataset.sources: the mixture has ${trainRows.length} training rows, fewer than batch_size ${cfg.batch_size}, so there is not one full batch`);
+  }
+  const test = mixed.test?.length ? ConversationDataset.fromRows(mixed.test.map(toRow), mixed.test.length, toDatum) : undefined;
   return { train: ConversationDataset.fromRows(trainRows, cfg.batch_size, toDatum), test };
 }

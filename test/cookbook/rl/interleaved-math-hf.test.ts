@@ -132,3 +132,14 @@ describe("math_rl's Polaris and DeepMath datasets", () => {
     expect(nested.error?.issues[0].path).toEqual(['sources', 0]);
   });
 });
+
+describe('configs/rl_interleaved.json', () => {
+  it('resolves through the CLI and builds the mixture it names', async () => {
+    const { resolveRun } = await import('../../../src/cli/train.js');
+    const runsDir = mkdtempSync(path.join(tmpdir(), 'rl-interleaved-runs-'));
+    const r = resolveRun('rl', path.join(import.meta.dirname, '..', '..', '..', 'configs', 'rl_interleaved.json'), [], { runsDir });
+    const { train } = await buildRLDatasets(r.config.dataset, 'tiny-qwen3');
+    expect(train.length).toBe(10);
+    expect(train.getBatch(9)).toHaveLength(4);
+  });
+});
