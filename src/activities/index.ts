@@ -7,6 +7,7 @@ import { rlActivities } from './rl.js';
 import { distillActivities } from './distill.js';
 import { offPolicyDistillActivities } from './distill-off-policy.js';
 import { promptDistillationActivities } from './prompt-distillation.js';
+import { sdftActivities } from './sdft.js';
 import { supervisedActivities } from './sl.js';
 import { sweepActivities } from './sweep.js';
 import { hotForwardActivities } from './hot-forward.js';
@@ -21,5 +22,5 @@ export type { ActivityDeps } from './context.js';
 export function createActivities(deps: ActivityDeps): Activities {
   // Tracking (W&B) mirrors the run store after the activities that write to it (tracking.ts), once
   // their timing (timing.ts) is stored.
-  return withFailover(withTracking(withTiming({ ...trainingActivities(deps), ...supervisedActivities(deps), ...rlActivities(deps), ...dpoActivities(deps), ...distillActivities(deps), ...offPolicyDistillActivities(deps), ...promptDistillationActivities(deps), ...evaluatorActivities(deps), ...evalActivities(deps), ...sweepActivities(), ...hotForwardActivities() })));
+  return withFailover(withTracking(withTiming({ ...trainingActivities(deps), ...supervisedActivities(deps), ...rlActivities(deps), ...dpoActivities(deps), ...distillActivities(deps), ...offPolicyDistillActivities(deps), ...promptDistillationActivities(deps), ...sdftActivities(deps), ...evaluatorActivities(deps), ...evalActivities(deps), ...sweepActivities(), ...hotForwardActivities() })));
 }

@@ -9,6 +9,8 @@ import type { DPOFinishInput, DPOPlan, DPOStepInput, DPOStepResult, DPOSubmitRes
 export type { RLPlan, RLStreamFinishInput, RLStreamSubstepInput, RLStreamSubstepResult, RLTrainInput, RLTrainResult, RolloutGroupInput, RolloutGroupResult };
 import type { DistillPlan, DistillRolloutInput, DistillRolloutResult, DistillTrainInput, DistillTrainResult, TeacherMergeResult, TeacherSamplePlan, TeacherShardResult } from './distill.js';
 export type { DistillPlan, DistillRolloutInput, DistillRolloutResult, DistillTrainInput, DistillTrainResult, TeacherMergeResult, TeacherSamplePlan, TeacherShardResult };
+import type { SDFTPlan, SDFTRolloutInput, SDFTRolloutResult, SDFTTeacherInput, SDFTTeacherResult, SDFTTrainInput, SDFTTrainResult } from './sdft.js';
+export type { SDFTPlan, SDFTRolloutInput, SDFTRolloutResult, SDFTTeacherInput, SDFTTeacherResult, SDFTTrainInput, SDFTTrainResult };
 export type { DPOFinishInput, DPOPlan, DPOStepInput, DPOStepResult, DPOSubmitResult, DPOSubmitted, ReferenceSource };
 export type { CustomEvalInput };
 
@@ -142,6 +144,10 @@ export interface Activities extends OffPolicyDistillActivities {
   teacherSamplePlan(input: { run: RunRef }): Promise<TeacherSamplePlan>;
   teacherSampleShard(input: { run: RunRef; shard: number }): Promise<TeacherShardResult>;
   teacherSampleMerge(input: { run: RunRef; nShards: number }): Promise<TeacherMergeResult>;
+  sdftPrepare(input: { run: RunRef }): Promise<SDFTPlan>;
+  sdftRolloutGroup(input: SDFTRolloutInput): Promise<SDFTRolloutResult>;
+  sdftTeacherGroup(input: SDFTTeacherInput): Promise<SDFTTeacherResult>;
+  sdftTrain(input: SDFTTrainInput): Promise<SDFTTrainResult>;
   dpoPrepare(input: { run: RunRef }): Promise<DPOPlan>;
   dpoStep(input: DPOStepInput): Promise<DPOStepResult>;
   dpoSubmit(input: DPOStepInput): Promise<DPOSubmitResult>;

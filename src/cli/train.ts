@@ -10,6 +10,8 @@ import { DistillConfigSchema } from '../cookbook/config/distill.js';
 import { OffPolicyDistillConfigSchema } from '../cookbook/config/distill-off-policy.js';
 import { DPOConfigSchema } from '../cookbook/config/dpo.js';
 import { PromptDistillConfigSchema } from '../cookbook/config/prompt-distill.js';
+import { SDFTConfigSchema } from '../cookbook/config/sdft.js';
+import { loadSDFTData } from '../cookbook/distillation/sdft-data.js';
 import { queriesFile, readQueries } from '../cookbook/distillation/prompt-distillation-queries.js';
 import { FROM_PREVIOUS_STAGE, PipelineConfigSchema, resolvePipelineStages } from '../cookbook/config/pipeline.js';
 import { PIPELINE_STAGE_KINDS } from '../cookbook/config/pipeline-kinds.js';
@@ -90,6 +92,19 @@ export const TRAINABLE_KINDS: Record<string, TrainableKind> = {
     },
     describe: (cfg) =>
       `off-policy distillation of ${cfg.model_name} on the top-${cfg.n_teacher_targets} tokens of ${cfg.dataset_configs.map((d: any) => d.teacher_config.load_checkpoint_path ?? d.teacher_config.base_model).join(', ')}`,
+  },
+  sdft: {
+    schema: SDFTConfigSchema,
+    workflowType: 'sdftWorkflow',
+    checkData: async (cfg) => {
+      const { train } = await loadSDFTData(cfg.dataset);
+      if (train.questions.length === 0) throw new Error(`dataset.file_path: ${cfg.dataset.file_path} leaves no training questions`);
+      await checkEvaluators(cfg);
+      const batches = Math.ceil(train.questions.length / cfg.dataset.groups_per_batch);
+      return { steps: Math.min(batches, cfg.max_steps ?? Infinity), batches, epochs: 1 };
+    },
+    describe: (cfg) =>
+      `SDFT of ${cfg.model_name} on ${cfg.dataset.kind} (${cfg.topk > 0 ? `top-${cfg.topk} ${cfg.reverse ? 'reverse' : 'forward'} KL` : `importance sampling, ${cfg.loss_fn}`})`,
   },
   prompt_distill: {
     schema: PromptDistillConfigSchema,

@@ -8,3 +8,4 @@ export { pipelineWorkflow } from './pipeline.js';
 export { sweepWorkflow } from './sweep.js';
 export { evalWorkflow } from './eval.js';
 export { promptDistillWorkflow } from './prompt-distillation.js';
+export { sdftWorkflow } from './sdft.js';
