@@ -1,4 +1,4 @@
-// bench/reference --loop rl|dpo|distill — the reference's own loop (tinker-cookbook 0.6.1 + SDK
+// bench/reference --loop rl|dpo|distill|off_policy|off_policy_multi — the reference's own loop (tinker-cookbook 0.6.1 + SDK
 // 0.38.0, unmodified, run by test/parity/loops/reference_loops.py) against this project's
 // workflow, on one engine, same model, data and hyperparameters (test/parity/loops/<loop>.json with
 // the sizes below as overrides; both sides are built from that one config).
@@ -16,7 +16,7 @@
 //
 // Printed: per-step times side by side (median over repeats), Σ steps, steady state (steps 1..N−1),
 // ready→end (with the final save), and ours ÷ reference for each (< 1: ours is faster). For RL and
-// distillation also where our step's time goes: the sampling phase (first rollout scheduled → last
+// distillation also where our step's time goes (off-policy: the teacher passes, then training): the sampling phase (first rollout scheduled → last
 // rollout completed) and the training activity, beside the reference's own time/sampling (or
 // time/sample) and time/train_step metrics.
 import { mkdirSync } from 'node:fs';
@@ -48,11 +48,16 @@ const { values } = parseArgs({
   },
 });
 const loop = values.loop as Loop;
-if (!['rl', 'dpo', 'distill'].includes(loop)) throw new Error(`--loop ${loop}: one of rl, dpo, distill (sl: bench:reference without --loop)`);
+const BENCH_LOOPS = ['rl', 'dpo', 'distill', 'off_policy', 'off_policy_multi'];
+if (!BENCH_LOOPS.includes(loop)) throw new Error(`--loop ${loop}: one of ${BENCH_LOOPS.join(', ')} (sl: bench:reference without --loop)`);
+const offPolicy = loop === 'off_policy' || loop === 'off_policy_multi';
 const DEFAULTS: Record<string, { steps: number; batch: number; group?: number; maxTokens?: number }> = {
   rl: { steps: 8, batch: 4, group: 4, maxTokens: 16 },
   dpo: { steps: 8, batch: 4 },
   distill: { steps: 4, batch: 4, group: 4, maxTokens: 16 }, // the prompts file has 16 prompts
+  // The step's batch (each domain's dataset batch as large, so every domain can fill its share).
+  off_policy: { steps: 6, batch: 8 },
+  off_policy_multi: { steps: 6, batch: 8 },
 };
 const d = DEFAULTS[loop];
 const steps = Number(values.steps ?? d.steps);
@@ -68,6 +73,8 @@ function overrides(n: number): string[] {
   if (loop === 'rl') o.push(`dataset.batch_size=${batch}`, `dataset.group_size=${group}`, `max_tokens=${maxTokens}`);
   if (loop === 'rl' && values.async !== undefined) o.push(`async_config=${JSON.stringify({ max_steps_off_policy: Number(values.async), groups_per_batch: batch })}`);
   if (loop === 'dpo') o.push(`dataset.batch_size=${batch}`);
+  if (offPolicy) o.push(`batch_size=${batch}`, 'dataset_configs.0.dataset.batch_size=' + batch);
+  if (loop === 'off_policy_multi') o.push('dataset_configs.1.dataset.batch_size=' + batch);
   if (loop === 'distill') o.push(`dataset_configs.0.groups_per_batch=${batch}`, `dataset_configs.0.dataset.group_size=${group}`, `max_tokens=${maxTokens}`);
   return o;
 }
@@ -80,8 +87,9 @@ interface Measured {
   phases: Array<[number, number] | undefined>;
 }
 
-const ROLLOUT = /RolloutGroup$/;
-const TRAIN = /^(rlTrain|distillTrain|dpoStep|dpoFinish)$/;
+/** What samples before a step trains: rollouts, or off-policy distillation's teacher passes. */
+const ROLLOUT = /RolloutGroup$|^offPolicyTeacherTargets$/;
+const TRAIN = /^(rlTrain|distillTrain|offPolicyDistillTrain|dpoStep|dpoFinish)$/;
 
 /** Our step k's sampling phase and training activity, from the activities' history. */
 function ourPhases(r: LoopResult): Array<[number, number] | undefined> {
@@ -138,7 +146,7 @@ try {
 const of = (arm: 'ref' | 'ours') => results.filter((r) => r.arm === arm);
 const perStep = (arm: 'ref' | 'ours') => Array.from({ length: steps }, (_, k) => median(of(arm).map((r) => r.stepS[k])));
 const phase = (arm: 'ref' | 'ours', k: number, i: 0 | 1) => median(of(arm).map((r) => r.phases[k]?.[i] ?? NaN));
-console.log(`\n=== ${loop}${values.async !== undefined ? ` (async, ${values.async} steps off-policy)` : ''}: ${steps} steps, batch ${batch}${loop === 'dpo' ? '' : `, group ${group}, max_tokens ${maxTokens}`}; median of ${repeat} repeat(s); engine restarted per arm ===`);
+console.log(`\n=== ${loop}${values.async !== undefined ? ` (async, ${values.async} steps off-policy)` : ''}: ${steps} steps, batch ${batch}${loop === 'dpo' || offPolicy ? '' : `, group ${group}, max_tokens ${maxTokens}`}; median of ${repeat} repeat(s); engine restarted per arm ===`);
 console.log('per-step wall-clock (s) from the loop being ready; [sampling / training] phases');
 console.log(['step', ...arms.map((a) => (a === 'ref' ? 'reference' : 'ours (workflow)').padStart(30))].join(' '));
 const cols = Object.fromEntries(arms.map((a) => [a, perStep(a)]));

@@ -2,6 +2,7 @@
 // stages, sweep points). Add a kind to PIPELINE_STAGE_KINDS and one line here.
 import type { PipelineStageKind } from '../../cookbook/config/pipeline-kinds.js';
 import { distillWorkflow } from '../distill.js';
+import { offPolicyDistillWorkflow } from '../distill-off-policy.js';
 import { dpoWorkflow } from '../dpo.js';
 import { promptDistillWorkflow } from '../prompt-distillation.js';
 import { rlWorkflow } from '../rl.js';
@@ -15,5 +16,6 @@ export const RUN_WORKFLOWS: Record<PipelineStageKind, RunWorkflow> = {
   rl: rlWorkflow,
   dpo: dpoWorkflow,
   distill: distillWorkflow,
+  distill_off_policy: offPolicyDistillWorkflow,
   prompt_distill: promptDistillWorkflow,
 };
