@@ -103,6 +103,24 @@ describe('continuing DPO and distillation runs', () => {
     expect(await fingerprint(childResult)).toBe(await fingerprint(cleanResult));
   }, 600_000);
 
+  it('off-policy (top-K) distillation: 3 steps continued to 6 equal an uninterrupted 6-step run', async () => {
+    const config = join(fixtures, 'distill_off_policy_small.json');
+    const data = ['dataset_configs.0.dataset.file_path=' + join(import.meta.dirname, '..', '..', 'data', 'example_chat_small.jsonl')];
+    const clean = testRun(stack, config, data, 'distill_off_policy');
+    const parent = testRun(stack, config, [...data, 'max_steps=3'], 'distill_off_policy');
+    const [cleanResult, parentResult] = await runAll([clean, parent]);
+    expect([cleanResult.steps, parentResult.steps]).toEqual([6, 3]);
+    const child = childOf(parent.run.logPath, ['max_steps=null']);
+    expect(child.config.continue_from).toMatchObject({ name: 'final', next_step: 3 });
+    const [childResult] = await runAll([child]);
+    expect(childResult).toMatchObject({ status: 'completed', steps: 6 });
+
+    expect(metricsOf(child.run.logPath)).toEqual(metricsOf(clean.run.logPath).slice(3));
+    // The continued run saves no periodic checkpoint at the step it starts from, as a resumed reference loop.
+    expect(checkpointsOf(child.run.logPath)).toEqual(checkpointsOf(clean.run.logPath).filter((c) => c.name !== '000002'));
+    expect(await fingerprint(childResult)).toBe(await fingerprint(cleanResult));
+  }, 600_000);
+
   it('a teacher-sampling (off_policy_sample) run is refused naming mode', () => {
     const dir = join(stack.dir, 'runs', 'teacher-sampling-parent');
     const config = { ...JSON.parse(readFileSync(join(fixtures, 'distill_small.json'), 'utf8')), mode: 'off_policy_sample', log_path: dir };
