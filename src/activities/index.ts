@@ -1,5 +1,6 @@
 // All activities, built from their dependencies by the worker.
 import type { ActivityDeps } from './context.js';
+import { decisionsActivities } from './decisions.js';
 import { dpoActivities } from './dpo.js';
 import { evaluatorActivities } from './evaluators.js';
 import { evalActivities } from './eval.js';
@@ -22,5 +23,5 @@ export type { ActivityDeps } from './context.js';
 export function createActivities(deps: ActivityDeps): Activities {
   // Tracking (W&B) mirrors the run store after the activities that write to it (tracking.ts), once
   // their timing (timing.ts) is stored.
-  return withFailover(withTracking(withTiming({ ...trainingActivities(deps), ...supervisedActivities(deps), ...rlActivities(deps), ...dpoActivities(deps), ...distillActivities(deps), ...offPolicyDistillActivities(deps), ...promptDistillationActivities(deps), ...sdftActivities(deps), ...evaluatorActivities(deps), ...evalActivities(deps), ...sweepActivities(), ...hotForwardActivities() })));
+  return withFailover(withTracking(withTiming({ ...trainingActivities(deps), ...supervisedActivities(deps), ...rlActivities(deps), ...dpoActivities(deps), ...decisionsActivities(deps), ...distillActivities(deps), ...offPolicyDistillActivities(deps), ...promptDistillationActivities(deps), ...sdftActivities(deps), ...evaluatorActivities(deps), ...evalActivities(deps), ...sweepActivities(), ...hotForwardActivities() })));
 }

@@ -2,6 +2,7 @@
 // it holds references and small summaries only: no token arrays, logprobs or weights (DESIGN §3.3).
 import type { CheckpointRow, FailoverRow, RunRef } from '../cookbook/run-store.js';
 import type { OffPolicyDistillActivities } from './distill-off-policy.js';
+import type { DecisionsActivities } from './decisions.js';
 import type { RLPlan, RLStreamFinishInput, RLStreamSubstepInput, RLStreamSubstepResult, RLTrainInput, RLTrainResult, RolloutGroupInput, RolloutGroupResult } from './rl.js';
 import type { CustomEvalInput } from './evaluators.js';
 import type { DPOFinishInput, DPOPlan, DPOStepInput, DPOStepResult, DPOSubmitResult, DPOSubmitted, ReferenceSource } from './dpo.js';
@@ -111,7 +112,7 @@ export interface LogMetricsInput {
   metrics: Record<string, number>;
 }
 
-export interface Activities extends OffPolicyDistillActivities {
+export interface Activities extends OffPolicyDistillActivities, DecisionsActivities {
   initRun(input: { run: RunRef; config: unknown }): Promise<void>;
   createModel(input: CreateModelInput): Promise<ModelRef>;
   restoreModel(input: RestoreModelInput): Promise<ModelRef>;

@@ -11,13 +11,14 @@ import { DEFAULT_TASK_QUEUE } from '../workers/task-queue.js';
 import { flushTracing } from '../workers/tracing.js';
 
 async function usage(): Promise<string> {
-  const [{ TRAINABLE_KINDS }, { CONTINUE_USAGE, TRACK_USAGE }, { SWEEP_USAGE }, { EVAL_USAGE }, { EXPORT_USAGE }, { SERVE_USAGE }] = await Promise.all([
+  const [{ TRAINABLE_KINDS }, { CONTINUE_USAGE, TRACK_USAGE }, { SWEEP_USAGE }, { EVAL_USAGE }, { EXPORT_USAGE }, { SERVE_USAGE }, { DECIDE_USAGE }] = await Promise.all([
     import('./train.js'),
     import('./continue.js'),
     import('./sweep.js'),
     import('./eval.js'),
     import('./export.js'),
     import('./serve.js'),
+    import('./decide.js'),
   ]);
   return `usage: cookbook <command> [options]
 
@@ -52,6 +53,7 @@ ${SWEEP_USAGE}
 ${EVAL_USAGE}
 ${EXPORT_USAGE}
 ${SERVE_USAGE}
+${DECIDE_USAGE}
 ${WORKER_USAGE}
 
 ${CONNECTION_USAGE}`;
@@ -60,6 +62,7 @@ ${CONNECTION_USAGE}`;
 async function main(argv: string[]): Promise<number> {
   // serve and chat parse flags of their own (their --api-key is the served API's key, not Temporal's).
   if (argv[0] === 'serve' || argv[0] === 'chat') return (await import('./serve.js')).serveCommand(argv[0], argv.slice(1));
+  if (argv[0] === 'decide') return (await import('./decide.js')).decideCommand(argv.slice(1));
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,

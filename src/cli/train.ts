@@ -8,6 +8,7 @@ import type { z } from 'zod';
 import { ConfigError, parseWithOverrides } from '../cookbook/config/overrides.js';
 import { DistillConfigSchema } from '../cookbook/config/distill.js';
 import { OffPolicyDistillConfigSchema } from '../cookbook/config/distill-off-policy.js';
+import { DecisionsConfigSchema } from '../cookbook/config/decisions.js';
 import { DPOConfigSchema } from '../cookbook/config/dpo.js';
 import { PromptDistillConfigSchema } from '../cookbook/config/prompt-distill.js';
 import { SDFTConfigSchema } from '../cookbook/config/sdft.js';
@@ -23,6 +24,7 @@ import { buildPreferenceDatasets } from '../cookbook/preference/dataset.js';
 import { RLConfigSchema } from '../cookbook/config/rl.js';
 import { buildRLDatasets } from '../cookbook/rl/datasets.js';
 import { buildChatDatasets } from '../cookbook/supervised/dataset.js';
+import { batchesPerEpoch, loadDecisionsData } from '../cookbook/supervised/decisions/run-data.js';
 import { SupervisedConfigSchema } from '../cookbook/config/sl.js';
 import type { RunKind, RunRef } from '../cookbook/run-store.js';
 import { localIsoDate } from '../cookbook/renderers/gpt-oss.js';
@@ -127,6 +129,24 @@ export const TRAINABLE_KINDS: Record<string, TrainableKind> = {
       return epochPlan(train.length, cfg);
     },
     describe: (cfg) => `DPO of ${cfg.model_name} on ${datasetLabel(cfg.dataset)} (β=${cfg.dpo_beta}, reference: ${cfg.reference_model.kind})`,
+  },
+  decisions: {
+    schema: DecisionsConfigSchema,
+    workflowType: 'decisionsWorkflow',
+    resolve: (cfg, baseDir) => {
+      resolvePaths(cfg, baseDir);
+      for (const key of ['data_path', 'validation_data_path']) {
+        if (typeof cfg[key] !== 'string') continue;
+        cfg[key] = resolve(baseDir, cfg[key]);
+        if (!existsSync(cfg[key])) throw new ConfigError(`${key}: ${cfg[key]} does not exist`);
+      }
+    },
+    checkData: async (cfg) => {
+      const { train } = await loadDecisionsData(cfg);
+      const batches = batchesPerEpoch(train.length, cfg.batch_size);
+      return { steps: Math.min(batches * cfg.epochs, cfg.max_steps ?? Infinity), batches, epochs: cfg.epochs };
+    },
+    describe: (cfg) => `decision model ${cfg.model_name} on ${cfg.data_path}${cfg.loss_fn ? ` (${cfg.loss_fn})` : ''}`,
   },
   pipeline: {
     schema: PipelineConfigSchema,

@@ -2,6 +2,7 @@
 export { supervisedWorkflow } from './sl.js';
 export { rlWorkflow } from './rl.js';
 export { dpoWorkflow } from './dpo.js';
+export { decisionsWorkflow } from './decisions.js';
 export { distillWorkflow, teacherSamplingWorkflow } from './distill.js';
 export { offPolicyDistillWorkflow } from './distill-off-policy.js';
 export { pipelineWorkflow } from './pipeline.js';

@@ -71,3 +71,9 @@ export async function readDecisions(file: string, shownAs = file): Promise<Decis
 
 /** The target as probabilities: a label is probability 1 on it (as forecasting.py trains outcomes). */
 export const targetProbsOf = (e: DecisionExample): Record<string, number> => ('label' in e ? { [e.label]: 1 } : e.targetProbs);
+
+/** An example's target probabilities in choice order (omitted labels 0). */
+export const targetVector = (e: DecisionExample): number[] => {
+  const t = targetProbsOf(e);
+  return e.decision.labels.map((l) => (Object.hasOwn(t, l) ? t[l] : 0));
+};

@@ -5,3 +5,5 @@ export * from './datums.js';
 export * from './probability-loss.js';
 export * from './sample.js';
 export * from './data.js';
+export * from './run-data.js';
+export * from './score.js';
