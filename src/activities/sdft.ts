@@ -52,6 +52,8 @@ const sdftData = runDataCache<SDFTConfig, SDFTRunData>(
 );
 
 const pad = (n: number, w = 6) => String(n).padStart(w, '0');
+/** Completion tokens each top-K datum leaves out of the loss (the reference's build functions' default). */
+const SKIP_FIRST_N_TOKENS = 3;
 const rolloutBlob = (step: number, group: number) => `rollouts/iteration_${pad(step)}/group_${pad(group, 4)}.json`;
 const teacherBlob = (step: number, group: number) => `sdft_teacher/iteration_${pad(step)}/group_${pad(group, 4)}.json`;
 
@@ -185,7 +187,7 @@ export function sdftActivities(deps: ActivityDeps) {
       if (store.hasBlob(rel)) return { ref: rel, group, reused: true };
       const { cfg, data } = sdftData(run);
       const { data: d, renderer, dataset } = await heartbeating(data);
-      const [start] = [step * cfg.dataset.groups_per_batch];
+      const start = step * cfg.dataset.groups_per_batch;
       if (start + group >= d.train.questions.length || group >= dataset.getBatch(step).length) throw ApplicationFailure.nonRetryable(`batch ${step} has no group ${group}`, ErrorTypes.data);
       const q = d.train.questions[start + group];
       const a = d.train.goldenAnswers[start + group];
@@ -219,11 +221,11 @@ export function sdftActivities(deps: ActivityDeps) {
       const { cfg, data } = sdftData(run);
       const { data: d, renderer, tokenizer, dataset } = await heartbeating(data);
       const store = new RunStore(run.logPath);
-      const [first] = [step * cfg.dataset.groups_per_batch];
+      const first = step * cfg.dataset.groups_per_batch;
       const questions = d.train.questions.slice(first);
       const goldens = d.train.goldenAnswers.slice(first);
       const builders = dataset.getBatch(step);
-      const { data_D, forcings_D, topk_D, logprobs_D, trajectoryGroups } = stepData(run, input.groups, questions, goldens, renderer, cfg);
+      const { data_D, forcings_D, topk_D, logprobs_D, trajectoryGroups } = await scopeSpan('assemble_training_data', async () => stepData(run, input.groups, questions, goldens, renderer, cfg));
       const tags = input.groups.map((g) => builders[g.group].loggingTags());
       store.writeIterationFile(step, 'train_rollout_summaries.jsonl', rolloutSummariesJsonl(rolloutSummaryRows(trajectoryGroups, tags, { iteration: step, split: 'train', samplingClientStep: step })));
       const recorded = input.groups.map((g, i) => ({ ref: g.rolloutRef, batch: step, group: g.group, samplingStep: step, tags: tags[i], trajectories: trajectoryGroups[i] }));
@@ -233,14 +235,18 @@ export function sdftActivities(deps: ActivityDeps) {
       const backend = backendOf(cfg);
       const samplerName = `sampler_${pad(step + 1)}`;
       let trained: { seqIdsUsed: number; samplerPath: string; metrics: Record<string, number> };
+      // Each builder is a traced function inside a span of its own name in the reference: its time
+      // shows twice a step, here as the teacher passes (one span of their parts) and the build.
       if (cfg.topk > 0) {
-        const built = buildTopkDistillationDatums(data_D, forcings_D, topk_D, { topk: cfg.topk, vocabSize: tokenizer.vocabSize, skipFirstNTokens: 3, reverse: cfg.reverse });
+        const built = await scopeSpan(cfg.reverse ? 'build_reverse_kl_datums' : 'build_topk_distillation_datums', async () =>
+          buildTopkDistillationDatums(data_D, forcings_D, topk_D, { topk: cfg.topk, vocabSize: tokenizer.vocabSize, skipFirstNTokens: SKIP_FIRST_N_TOKENS, reverse: cfg.reverse }),
+        );
         Object.assign(metrics, built.metrics);
         trained = cfg.reverse
-          ? await scopeSpan('train', () => trainReverseKl(backend, model, built.datums, cfg, learningRate, samplerName, step))
+          ? await scopeSpan('train', () => scopeSpan('_train_step_reverse_kl', () => trainReverseKl(backend, model, built.datums, cfg, learningRate, samplerName, step)))
           : await scopeSpan('train', () => policyStep(backend, model, built.datums, cfg, 'cross_entropy', learningRate, samplerName, step));
       } else {
-        const built = computeSdftAdvantages(data_D, forcings_D, logprobs_D);
+        const built = await scopeSpan('compute_sdft_advantages', async () => computeSdftAdvantages(data_D, forcings_D, logprobs_D));
         Object.assign(metrics, built.metrics);
         trained = await scopeSpan('train', () => policyStep(backend, model, built.datums, cfg, cfg.loss_fn, learningRate, samplerName, step));
       }

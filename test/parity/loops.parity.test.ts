@@ -7,6 +7,7 @@
 //   RL and distillation: sampling is seeded differently on the two sides, so what follows from
 //     sampled tokens differs; everything else is compared: the prompts of each batch, their
 //     observation lengths, the step's counts, learning rates, the advantages given the rewards.
+//   SDFT: greedy sampling on both sides (temperature 0), so every value and the final weights.
 //   Every loop: the same metric keys with the same JSON types (4 is not 4.0), and the same
 //     checkpoint rows, apart from the documented keys only one side has. Timings (`time/*`) are
 //     wall-clock readings: their names per loop and row are compared, their values not.
@@ -16,6 +17,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { getTokenizer } from '../../src/cookbook/tokenizer.js';
 import { RunStore } from '../../src/cookbook/run-store.js';
 import { startTestStack, type TestStack } from '../support/stack.js';
+import { weightsFingerprint } from '../support/runs.js';
 import {
   LOOPS,
   ourRun,
@@ -182,6 +184,7 @@ describe("the reference's own loops beside ours, on one engine", () => {
     expect(reference.distill!.metrics).toHaveLength(2);
     expect([ours.off_policy!.metrics.length, reference.off_policy!.metrics.length]).toEqual([3, 3]);
     expect([ours.off_policy_multi!.metrics.length, reference.off_policy_multi!.metrics.length]).toEqual([2, 2]);
+    expect([ours.sdft!.metrics.length, reference.sdft!.metrics.length]).toEqual([2, 2]);
   });
 
   it.each(LOOPS)('%s: the same metric keys with the same JSON types, apart from the documented ones', (loop) => {
@@ -254,5 +257,20 @@ describe("the reference's own loops beside ours, on one engine", () => {
     expect(valueDifferences(loop)).toEqual([]);
     expect(checkpointDifferences(loop, (k) => !k.endsWith('_path'))).toEqual([]);
     expect(ours[loop]!.metrics.every((r) => Number.isFinite(r['train/loss:sum']))).toBe(true);
+  });
+
+  // SDFT samples greedily here (temperature 0, which the reference's Config allows), so both sides
+  // roll out the same completions and nothing follows from a seed: every value is compared, and
+  // the final weights, which the teacher's top-K targets decide (a datum trained on the sampled
+  // token, or one skip more or less, gives other weights).
+  it("SDFT: every metric of every step, the checkpoints, and the final weights (the update on the teacher's top-K)", async () => {
+    expect(valueDifferences('sdft')).toEqual([]);
+    expect(checkpointDifferences('sdft', (k) => !k.endsWith('_path'))).toEqual([]);
+    expect(ours.sdft!.metrics.every((r) => (r['sdft/total_completion_tokens'] as number) > 0 && (r['sdft/mean_teacher_entropy'] as number) > 0)).toBe(true);
+    const [a, b] = await Promise.all([
+      weightsFingerprint(stack.engine.baseUrl, reference.sdft!.checkpoints[0].sampler_path as string, 'tml-parity'),
+      weightsFingerprint(stack.engine.baseUrl, ours.sdft!.checkpoints[0].sampler_path as string),
+    ]);
+    expect(b).toBe(a);
   });
 });

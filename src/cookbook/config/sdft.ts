@@ -14,7 +14,7 @@ export const SDFTConfigSchema = z
     lora_rank: z.int().positive().default(128),
     learning_rate: z.number().positive().default(2e-5),
     max_tokens: z.int().positive().default(2048),
-    temperature: z.number().positive().default(1.0),
+    temperature: z.number().nonnegative().default(1.0),
     /** The loss of the importance-sampling mode (`topk = 0`); the top-K modes train with cross_entropy / the reverse-KL custom loss. */
     loss_fn: z.enum(['cross_entropy', 'importance_sampling', 'ppo', 'cispo', 'dro']).default('cross_entropy'),
     loss_fn_config: z.record(z.string(), z.number()).nullable().default(null),

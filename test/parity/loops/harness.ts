@@ -14,8 +14,8 @@ import { cacheRoot } from '../../../src/stack/cache.mjs';
 import { ensureReferenceEnv } from '../../../scripts/lib/reference-env.mjs';
 import { testRun, withWorker, type TestStack } from '../../support/stack.js';
 
-export type Loop = 'sl' | 'dpo' | 'rl' | 'distill' | 'off_policy' | 'off_policy_multi';
-export const LOOPS: readonly Loop[] = ['sl', 'dpo', 'rl', 'distill', 'off_policy', 'off_policy_multi'];
+export type Loop = 'sl' | 'dpo' | 'rl' | 'distill' | 'off_policy' | 'off_policy_multi' | 'sdft';
+export const LOOPS: readonly Loop[] = ['sl', 'dpo', 'rl', 'distill', 'off_policy', 'off_policy_multi', 'sdft'];
 /** The run kind of a loop's config (`cookbook train <kind>`): the loop's name where not listed. */
 const KIND: Partial<Record<Loop, string>> = { off_policy: 'distill_off_policy', off_policy_multi: 'distill_off_policy' };
 
@@ -165,6 +165,20 @@ export function referenceConfig(loop: Loop, run: ResolvedRun, models: ReferenceM
         n_teacher_targets: cfg.n_teacher_targets,
         teacher_concurrency: cfg.teacher_concurrency,
       };
+    // The teacher is the student's own base model (the reference's create_sampling_client(base_model)).
+    case 'sdft':
+      return {
+        ...common,
+        data: cfg.dataset.file_path,
+        domain: cfg.dataset.domain,
+        batch_size: cfg.dataset.groups_per_batch,
+        group_size: cfg.dataset.group_size,
+        max_tokens: cfg.max_tokens,
+        temperature: cfg.temperature,
+        topk: cfg.topk,
+        reverse: cfg.reverse,
+        max_context_length: cfg.max_context_length,
+      };
   }
 }
 
@@ -235,6 +249,7 @@ const STEP_DONE_ACTIVITIES: Record<Loop, string[]> = {
   distill: ['distillTrain'],
   off_policy: ['offPolicyDistillTrain'],
   off_policy_multi: ['offPolicyDistillTrain'],
+  sdft: ['sdftTrain'],
 };
 
 const tsMs = (ts: { seconds?: unknown; nanos?: number | null } | null | undefined) => Number(ts?.seconds ?? 0) * 1000 + (ts?.nanos ?? 0) / 1e6;

@@ -52,6 +52,9 @@ CONFIG.json (flat; unknown keys are refused; floats/ints coerced as chz would pa
            dir), weight, batch_size, max_length}], one per domain), batch_size, n_teacher_targets,
            [teacher_concurrency=64]; distillation/train_off_policy.py with FromConversationFileBuilder
            (test_size=0, shuffle_seed=0) per domain and its renderer cached as with sl
+  sdft:    data (SciKnowEval rows JSONL), domain, batch_size (groups per batch), group_size,
+           max_tokens, topk, [temperature=1.0], [reverse=false], [max_context_length=32768]; as
+           recipes/sdft/train.py builds it (dataset=sciknoweval); see setup_sdft
   Every loop: no evaluators, eval_every = save_every = 0 (and infrequent_eval_every = 0 for sl,
   dpo), no W&B; each still saves its final state + sampler weights (checkpoints.jsonl).
 
@@ -104,7 +107,7 @@ from pathlib import Path
 
 STARTED = time.time()
 REPO_ROOT = Path(__file__).resolve().parents[3]
-LOOPS = ("sl", "dpo", "rl", "distill", "off_policy", "off_policy_multi")
+LOOPS = ("sl", "dpo", "rl", "distill", "off_policy", "off_policy_multi", "sdft")
 
 COMMON_KEYS = ("model", "renderer_name", "learning_rate", "lora_rank", "steps")
 LOOP_KEYS = {
@@ -123,8 +126,12 @@ LOOP_KEYS = {
 
 OFF_POLICY_KEYS = (("datasets", "batch_size", "n_teacher_targets"), {"teacher_concurrency": 64})
 LOOP_KEYS["off_policy"] = LOOP_KEYS["off_policy_multi"] = OFF_POLICY_KEYS
+LOOP_KEYS["sdft"] = (
+    ("data", "domain", "batch_size", "group_size", "max_tokens", "topk"),
+    {"temperature": 1.0, "reverse": False, "max_context_length": 32768},
+)
 FLOAT_KEYS = {"learning_rate", "dpo_beta", "temperature", "kl_penalty_coef"}
-INT_KEYS = {"n_teacher_targets", "teacher_concurrency", "lora_rank", "steps", "batch_size", "max_length", "group_size", "max_tokens", "sampling_seed", "seed"}
+INT_KEYS = {"topk", "max_context_length", "n_teacher_targets", "teacher_concurrency", "lora_rank", "steps", "batch_size", "max_length", "group_size", "max_tokens", "sampling_seed", "seed"}
 
 for _name, _value in (
     ("TINKER_TELEMETRY", "0"),
@@ -549,6 +556,56 @@ def setup_off_policy(cfg: dict, base_url: str, log_path: str, stack, obs):
     return lambda: asyncio.run(train_off_policy.main(config))
 
 
+def setup_sdft(cfg: dict, base_url: str, log_path: str, stack, obs):
+    """SDFT (distillation/sdft.py main) as recipes/sdft/train.py cli_main builds it for
+    dataset=sciknoweval, its `load_dataset("hicai-zju/SciKnowEval")` served from a local JSONL of
+    the dataset's rows. The teacher is the student's base model, as the loop creates it."""
+    from tinker_cookbook.distillation import sdft
+    from tinker_cookbook.recipes.sdft import datasets as sdft_datasets
+
+    rows = [json.loads(line) for line in Path(cfg["data"]).read_text().splitlines() if line.strip()]
+
+    def load_dataset(name, *a, split=None, **k):
+        if name != "hicai-zju/SciKnowEval":
+            raise RuntimeError(f"reference_loops.py serves only SciKnowEval offline, not {name!r}")
+        return rows
+
+    stack.enter_context(patched(sdft_datasets, "load_dataset", load_dataset))
+    ready_on_first_call(stack, obs, sdft_datasets.SDFTDataset, "get_batch")
+    builder = sdft_datasets.SciKnowEvalSDFTBuilder(
+        groups_per_batch=cfg["batch_size"],
+        group_size=cfg["group_size"],
+        model_name_for_tokenizer=cfg["model"],
+        renderer_name=cfg["renderer_name"],
+        domain=cfg["domain"],
+    )
+    config = sdft.Config(
+        model_name=cfg["model"],
+        recipe_name="recipe_sdft",
+        renderer_name=cfg["renderer_name"],
+        lora_rank=cfg["lora_rank"],
+        base_url=base_url,
+        learning_rate=cfg["learning_rate"],
+        max_tokens=cfg["max_tokens"],
+        temperature=cfg["temperature"],
+        topk=cfg["topk"],
+        reverse=cfg["reverse"],
+        teacher_sync_every=None,
+        max_context_length=cfg["max_context_length"],
+        num_substeps=1,
+        eval_every=0,
+        save_every=0,
+        log_path=log_path,
+        max_steps=cfg["steps"],
+    )
+
+    async def run():
+        train_dataset, test_dataset = await builder()
+        await sdft.main(config, train_dataset, test_dataset)
+
+    return lambda: asyncio.run(run())
+
+
 SETUP = {
     "sl": setup_sl,
     "dpo": setup_dpo,
@@ -556,6 +613,7 @@ SETUP = {
     "distill": setup_distill,
     "off_policy": setup_off_policy,
     "off_policy_multi": setup_off_policy,
+    "sdft": setup_sdft,
 }
 
 
@@ -633,6 +691,7 @@ def run_loop(loop: str, cfg: dict, base_url: str, log_path: Path, out: Path, imp
 def import_reference() -> float:
     """Imports torch and every loop module up front, so the loops' own times exclude imports."""
     import torch  # noqa: F401
+    import tinker_cookbook.distillation.sdft  # noqa: F401
     import tinker_cookbook.distillation.train_off_policy  # noqa: F401
     import tinker_cookbook.distillation.train_on_policy  # noqa: F401
     import tinker_cookbook.preference.train_dpo  # noqa: F401
