@@ -44,7 +44,7 @@ const onlyOurs = (key: string) => ONLY_OURS_SPANS.has(spanOf(key) ?? '');
 /** Checkpoint-row keys only this project writes: what `cookbook continue` and `cookbook export` read. */
 const ONLY_OURS_CHECKPOINT = new Set(['next_step', 'resume_state', 'renderer_name', 'base_model', 'tokenizer', 'lora_rank']);
 /** Keys whose values are wall-clock readings. */
-const TIMING = /^time\/|^batch_time$/;
+const TIMING = /^time\/|^batch_time$|^time_total$/;
 
 /** Loops whose reference logs no timings (train_off_policy.py traces nothing into its rows). */
 const UNTIMED = new Set<Loop>(['off_policy', 'off_policy_multi']);
@@ -182,6 +182,9 @@ describe("the reference's own loops beside ours, on one engine", () => {
     expect(reference.rl!.metrics).toHaveLength(4);
     expect(ours.rl!.metrics).toHaveLength(4);
     expect(reference.distill!.metrics).toHaveLength(2);
+    // Decisions: 3 steps, then the end's scores at step 3.
+    expect(reference.decisions!.metrics.map((r) => r.step)).toEqual([0, 1, 2, 3]);
+    expect(ours.decisions!.metrics.map((r) => r.step)).toEqual([0, 1, 2, 3]);
     expect([ours.off_policy!.metrics.length, reference.off_policy!.metrics.length]).toEqual([3, 3]);
     expect([ours.off_policy_multi!.metrics.length, reference.off_policy_multi!.metrics.length]).toEqual([2, 2]);
     expect([ours.sdft!.metrics.length, reference.sdft!.metrics.length]).toEqual([2, 2]);
@@ -207,6 +210,14 @@ describe("the reference's own loops beside ours, on one engine", () => {
   it("DPO: the reference's batches (a comparisons file keeps its order), every metric of every step", () => {
     expect(valueDifferences('dpo')).toEqual([]);
     expect(checkpointDifferences('dpo', (k) => !k.endsWith('_path'))).toEqual([]);
+  });
+
+  it("decisions: the Brier loss through forward_backward_custom and the held-out scores, every metric of every step", () => {
+    expect(valueDifferences('decisions')).toEqual([]);
+    expect(checkpointDifferences('decisions', (k) => !k.endsWith('_path'))).toEqual([]);
+    // Evals on the weights before steps 0 and 2 (eval_every 2) and at the end; the loss is the probability loss's.
+    expect(ours.decisions!.metrics.filter((r) => 'test/brier' in r).map((r) => r.step)).toEqual([0, 2, 3]);
+    expect(ours.decisions!.metrics.slice(0, 3).every((r) => Number.isFinite(r['train/loss']) && 'train/target_prob:mean' in r)).toBe(true);
   });
 
   it('RL: the prompts of every batch, their observation lengths, counts and learning rates; advantages from the rewards', async () => {

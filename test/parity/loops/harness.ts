@@ -14,8 +14,8 @@ import { cacheRoot } from '../../../src/stack/cache.mjs';
 import { ensureReferenceEnv } from '../../../scripts/lib/reference-env.mjs';
 import { testRun, withWorker, type TestStack } from '../../support/stack.js';
 
-export type Loop = 'sl' | 'dpo' | 'rl' | 'distill' | 'off_policy' | 'off_policy_multi' | 'sdft';
-export const LOOPS: readonly Loop[] = ['sl', 'dpo', 'rl', 'distill', 'off_policy', 'off_policy_multi', 'sdft'];
+export type Loop = 'sl' | 'dpo' | 'rl' | 'distill' | 'off_policy' | 'off_policy_multi' | 'decisions' | 'sdft';
+export const LOOPS: readonly Loop[] = ['sl', 'dpo', 'rl', 'distill', 'off_policy', 'off_policy_multi', 'decisions', 'sdft'];
 /** The run kind of a loop's config (`cookbook train <kind>`): the loop's name where not listed. */
 const KIND: Partial<Record<Loop, string>> = { off_policy: 'distill_off_policy', off_policy_multi: 'distill_off_policy' };
 
@@ -135,6 +135,19 @@ export function referenceConfig(loop: Loop, run: ResolvedRun, models: ReferenceM
         sampling_seed: cfg.seed ?? 0,
         async_max_steps_off_policy: cfg.async_config?.max_steps_off_policy ?? null,
       };
+    case 'decisions':
+      return {
+        ...common,
+        data: cfg.data_path,
+        validation: cfg.validation_data_path,
+        max_train_questions: cfg.max_train_questions,
+        max_validation_questions: cfg.max_validation_questions,
+        batch_size: cfg.batch_size,
+        epochs: cfg.epochs,
+        eval_every: cfg.eval_every,
+        loss_fn: cfg.loss_fn,
+        seed: cfg.seed,
+      };
     case 'distill': {
       const dc = cfg.dataset_configs[0];
       return {
@@ -249,6 +262,7 @@ const STEP_DONE_ACTIVITIES: Record<Loop, string[]> = {
   distill: ['distillTrain'],
   off_policy: ['offPolicyDistillTrain'],
   off_policy_multi: ['offPolicyDistillTrain'],
+  decisions: ['decisionsStep'],
   sdft: ['sdftTrain'],
 };
 

@@ -55,6 +55,9 @@ CONFIG.json (flat; unknown keys are refused; floats/ints coerced as chz would pa
   sdft:    data (SciKnowEval rows JSONL), domain, batch_size (groups per batch), group_size,
            max_tokens, topk, [temperature=1.0], [reverse=false], [max_context_length=32768]; as
            recipes/sdft/train.py builds it (dataset=sciknoweval); see setup_sdft
+  decisions: data (decisions JSONL), batch_size, epochs, eval_every, loss_fn ("cross_entropy" |
+           "brier"), [validation (held-out decisions JSONL)], [max_train_questions],
+           [max_validation_questions], seed (the LoRA seed); see setup_decisions
   Every loop: no evaluators, eval_every = save_every = 0 (and infrequent_eval_every = 0 for sl,
   dpo), no W&B; each still saves its final state + sampler weights (checkpoints.jsonl).
 
@@ -107,7 +110,7 @@ from pathlib import Path
 
 STARTED = time.time()
 REPO_ROOT = Path(__file__).resolve().parents[3]
-LOOPS = ("sl", "dpo", "rl", "distill", "off_policy", "off_policy_multi", "sdft")
+LOOPS = ("sl", "dpo", "rl", "distill", "off_policy", "off_policy_multi", "decisions", "sdft")
 
 COMMON_KEYS = ("model", "renderer_name", "learning_rate", "lora_rank", "steps")
 LOOP_KEYS = {
@@ -126,12 +129,16 @@ LOOP_KEYS = {
 
 OFF_POLICY_KEYS = (("datasets", "batch_size", "n_teacher_targets"), {"teacher_concurrency": 64})
 LOOP_KEYS["off_policy"] = LOOP_KEYS["off_policy_multi"] = OFF_POLICY_KEYS
+LOOP_KEYS["decisions"] = (
+    ("data", "batch_size", "epochs", "eval_every", "loss_fn"),
+    {"validation": None, "max_train_questions": None, "max_validation_questions": None},
+)
 LOOP_KEYS["sdft"] = (
     ("data", "domain", "batch_size", "group_size", "max_tokens", "topk"),
     {"temperature": 1.0, "reverse": False, "max_context_length": 32768},
 )
 FLOAT_KEYS = {"learning_rate", "dpo_beta", "temperature", "kl_penalty_coef"}
-INT_KEYS = {"topk", "max_context_length", "n_teacher_targets", "teacher_concurrency", "lora_rank", "steps", "batch_size", "max_length", "group_size", "max_tokens", "sampling_seed", "seed"}
+INT_KEYS = {"topk", "max_context_length", "n_teacher_targets", "teacher_concurrency", "lora_rank", "steps", "batch_size", "max_length", "group_size", "max_tokens", "sampling_seed", "seed", "epochs", "eval_every", "max_train_questions", "max_validation_questions"}
 
 for _name, _value in (
     ("TINKER_TELEMETRY", "0"),
@@ -606,6 +613,143 @@ def setup_sdft(cfg: dict, base_url: str, log_path: str, stack, obs):
     return lambda: asyncio.run(run())
 
 
+def read_decisions(path: str, limit: int | None):
+    """A decisions JSONL's rows as the reference's Decision with the row's label / target_probs."""
+    from tinker_cookbook.recipes.decisions import Decision
+
+    rows = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+    rows = rows if limit is None else rows[:limit]
+    return [
+        (Decision(r["question"], [(c["label"], c.get("description", "")) for c in r["choices"]]), r.get("label"), r.get("target_probs"))
+        for r in rows
+    ]
+
+
+def setup_decisions(cfg: dict, base_url: str, log_path: str, stack, obs):
+    """The reference has no loop that trains decisions from a file: recipes/decisions/train.py
+    documents the step (decision_choice_datums + forward_backward(cross_entropy), or
+    decision_dist_datums + forward_backward_custom(probability_loss(...)), then
+    optim_step(AdamParams(learning_rate)), both submitted before either is awaited), and
+    forecasting.py's `train` is the loop around it (batches in order, constant learning rate, the
+    model scored from save_weights_and_get_sampling_client at the start, every eval_every steps
+    and at the end, a final "both" checkpoint with {"step": total, "final": true}). This is that
+    loop, minimal, on the reference's own DecisionRenderer, datum builders, probability_loss and
+    sample_decision. Unlike forecasting.py, which logs a step's training row at step + 1 and its
+    evals in rows of their own, it logs one row per step with the evals on the pre-step weights
+    merged in (the layout of the reference's supervised loop), and the end's scores at step =
+    total; the values are the same. Timings: trace_iteration per row, spans "run_evals" and "step".
+    Held-out scores (ours, the reference has none for generic decisions): accuracy (first argmax
+    of the probabilities is the targets'), target_prob:mean (Σ p·t) and brier (Σ (p − t)²)."""
+    import tinker
+
+    from tinker_cookbook import checkpoint_utils, renderers
+    from tinker_cookbook.recipes.decisions import (
+        DecisionRenderer,
+        decision_choice_datums,
+        decision_dist_datums,
+        probability_loss,
+        sample_decision,
+    )
+    from tinker_cookbook.tokenizer_utils import get_tokenizer
+    from tinker_cookbook.utils import ml_log, trace
+
+    def brier(choice_probs, target_probs):
+        return ((choice_probs - target_probs) ** 2).sum()
+
+    def scores(examples, probabilities) -> dict:
+        correct = target_prob = brier_sum = 0.0
+        for (decision, label, target_probs), probs in zip(examples, probabilities, strict=True):
+            targets = target_probs if target_probs is not None else {label: 1.0}
+            p = [probs[lb] for lb in decision.labels]
+            t = [targets.get(lb, 0.0) for lb in decision.labels]
+            argmax = lambda xs: max(range(len(xs)), key=xs.__getitem__)
+            correct += int(argmax(p) == argmax(t))
+            target_prob += sum(x * y for x, y in zip(p, t))
+            brier_sum += sum((x - y) ** 2 for x, y in zip(p, t))
+        n = len(examples)
+        return {"test/accuracy": correct / n, "test/target_prob:mean": target_prob / n, "test/brier": brier_sum / n}
+
+    async def main() -> None:
+        train = read_decisions(cfg["data"], cfg["max_train_questions"])
+        validation = read_decisions(cfg["validation"], cfg["max_validation_questions"]) if cfg["validation"] else []
+        ml_logger = ml_log.setup_logging(log_dir=log_path, config=cfg)
+        decision_renderer = DecisionRenderer(renderers.get_renderer(cfg["renderer_name"], get_tokenizer(cfg["model"])))
+        service_client = tinker.ServiceClient(base_url=base_url)
+        training_client = await service_client.create_lora_training_client_async(
+            base_model=cfg["model"], rank=cfg["lora_rank"], seed=cfg["seed"]
+        )
+        steps_per_epoch = math.ceil(len(train) / cfg["batch_size"])
+        total_steps = min(steps_per_epoch * cfg["epochs"], cfg["steps"] or math.inf)
+        custom_loss = probability_loss(brier)
+
+        async def evaluate() -> dict:
+            sampling_client = await training_client.save_weights_and_get_sampling_client()
+            probabilities = await asyncio.gather(
+                *(sample_decision(sampling_client, decision_renderer.render(d)) for d, _, _ in validation)
+            )
+            return scores(validation, probabilities)
+
+        obs.mark_ready()
+        for step in range(total_steps):
+            metrics: dict = {}
+            with trace.trace_iteration(step) as window:
+                if validation and (step == 0 or (cfg["eval_every"] > 0 and step % cfg["eval_every"] == 0)):
+                    async with trace.scope_span("run_evals"):
+                        metrics.update(await evaluate())
+                start_time = time.time()
+                offset = (step % steps_per_epoch) * cfg["batch_size"]
+                batch = train[offset : offset + cfg["batch_size"]]
+                async with trace.scope_span("step"):
+                    if cfg["loss_fn"] == "brier":
+                        datums = decision_dist_datums(
+                            decision_renderer, [(d, t if t is not None else {label: 1.0}) for d, label, t in batch]
+                        )
+                        fwd_bwd_future = training_client.forward_backward_custom(datums, custom_loss)
+                    else:
+                        datums = decision_choice_datums(decision_renderer, [(d, label) for d, label, _ in batch])
+                        fwd_bwd_future = training_client.forward_backward(datums, loss_fn="cross_entropy")
+                    optim_future = training_client.optim_step(tinker.AdamParams(learning_rate=cfg["learning_rate"]))
+                    fwd_bwd_result = await fwd_bwd_future
+                    await optim_future
+            if cfg["loss_fn"] == "brier":
+                metrics.update(
+                    {f"train/{k}": v for k, v in fwd_bwd_result.metrics.items() if k in ("loss", "target_prob:mean", "accuracy")}
+                )
+            else:
+                import torch
+
+                nll = [
+                    -(out["logprobs"].to_torch() * d.loss_fn_inputs["weights"].to_torch()).sum()
+                    for out, d in zip(fwd_bwd_result.loss_fn_outputs, datums, strict=True)
+                ]
+                metrics["train/loss"] = float(torch.stack(nll).mean().item())
+            metrics.update(
+                learning_rate=cfg["learning_rate"],
+                num_examples=len(batch),
+                progress=(step + 1) / total_steps,
+                time_total=time.time() - start_time,
+            )
+            metrics.update(window.get_timing_metrics())
+            ml_logger.log_metrics(metrics, step=step)
+        obs.loop_returned = True
+        if validation:
+            with trace.trace_iteration(total_steps) as window:
+                async with trace.scope_span("run_evals"):
+                    final = await evaluate()
+            final.update(window.get_timing_metrics())
+            ml_logger.log_metrics(final, step=total_steps)
+        await checkpoint_utils.save_checkpoint_async(
+            training_client,
+            name="final",
+            log_path=log_path,
+            loop_state={"step": total_steps, "final": True},
+            kind="both",
+        )
+        ml_logger.close()
+
+    return lambda: asyncio.run(main())
+
+
 SETUP = {
     "sl": setup_sl,
     "dpo": setup_dpo,
@@ -613,6 +757,7 @@ SETUP = {
     "distill": setup_distill,
     "off_policy": setup_off_policy,
     "off_policy_multi": setup_off_policy,
+    "decisions": setup_decisions,
     "sdft": setup_sdft,
 }
 
@@ -695,6 +840,7 @@ def import_reference() -> float:
     import tinker_cookbook.distillation.train_off_policy  # noqa: F401
     import tinker_cookbook.distillation.train_on_policy  # noqa: F401
     import tinker_cookbook.preference.train_dpo  # noqa: F401
+    import tinker_cookbook.recipes.decisions  # noqa: F401
     import tinker_cookbook.recipes.math_rl.arithmetic_env  # noqa: F401
     import tinker_cookbook.rl.train  # noqa: F401
     import tinker_cookbook.supervised.train  # noqa: F401
