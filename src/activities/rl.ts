@@ -65,6 +65,11 @@ export interface RolloutGroupResult {
   samplingStep: number;
   errorTypes: string[];
   meanReward: number | null;
+  /**
+   * The batch has no group in this slot (a short batch: the last one, or one whose rows the
+   * dataset dropped, as math_rl's Polaris and DeepMath do): nothing sampled, not a dropped group.
+   */
+  absent?: true;
 }
 
 export interface RLPlan {
@@ -220,7 +225,8 @@ export function rlActivities(deps: ActivityDeps) {
       // Epoch e replays the dataset in order: global step i samples batch i mod len(dataset).
       const batch = step % train.length;
       const builder = train.getBatch(batch)[group];
-      if (!builder) throw ApplicationFailure.nonRetryable(`batch ${batch} has no group ${group}`, ErrorTypes.data);
+      // Slots are planned from batch 0's size; a shorter batch trains the groups it has, as the reference's loop does.
+      if (!builder) return { ref: null, batch, group, samplingStep, errorTypes: [], meanReward: null, absent: true };
       let result: TrajectoryGroup | null;
       const started = nowMs();
       try {

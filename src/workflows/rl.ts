@@ -220,6 +220,9 @@ function startState(cfg: RLConfig, totalBuilders: number, groupsPerDatasetBatch:
 
 function countErrors(before: RolloutErrorCounterState, groups: RolloutGroupResult[]): RolloutErrorCounter {
   const counter = new RolloutErrorCounter(before);
-  for (const g of groups) counter.ingest(g.ref === null ? null : { rolloutErrors: g.errorTypes.map((errorType) => ({ errorType, errorMessage: '' })) });
+  for (const g of groups) {
+    if (g.absent) continue; // a short batch's empty slot: not a skipped group
+    counter.ingest(g.ref === null ? null : { rolloutErrors: g.errorTypes.map((errorType) => ({ errorType, errorMessage: '' })) });
+  }
   return counter;
 }

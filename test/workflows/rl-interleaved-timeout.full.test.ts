@@ -4,7 +4,9 @@
 // retry_on_failure with `per_rollout_timeout`. The hung rollout is abandoned at the deadline,
 // counted as rollout_errors/TimeoutError and retried in a fresh env, so every group trains; each
 // source's groups are logged under its own tag. Full tier: each hung rollout waits out the deadline,
-// which must be well above a first sampling call on a loaded 2-core machine.
+// which must be well above a first sampling call on a loaded 2-core machine. Also a DeepMath run
+// whose batches are short (a row without an answer dropped, a partial last batch): each step trains
+// the groups its batch has, as the reference's loop does.
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -25,6 +27,13 @@ writeFileSync(path.join(repo, 'refs', 'main'), 'b'.repeat(40));
 writeParquet(
   path.join(repo, 'snapshots', 'b'.repeat(40), 'data', 'train-00000-of-00001.parquet'),
   Array.from({ length: 8 }, (_, i) => ({ problem: `What is ${i} + ${i}?`, answer: String(2 * i) })),
+);
+const deepmath = path.join(cache, 'datasets--zwhe99--DeepMath-103K');
+mkdirSync(path.join(deepmath, 'refs'), { recursive: true });
+writeFileSync(path.join(deepmath, 'refs', 'main'), 'd'.repeat(40));
+writeParquet(
+  path.join(deepmath, 'snapshots', 'd'.repeat(40), 'data', 'train-00000-of-00001.parquet'),
+  Array.from({ length: 8 }, (_, i) => ({ question: `What is ${i} + ${i}?`, final_answer: i === 5 ? '' : String(2 * i) })),
 );
 const dataset = {
   kind: 'interleaved',
@@ -52,7 +61,7 @@ writeFileSync(
   }),
 );
 
-describe('an interleaved RL mixture with a per-rollout deadline', { timeout: 900_000 }, () => {
+describe("issue #54's RL datasets on the real stack", { timeout: 900_000 }, () => {
   let stack: TestStack;
   beforeAll(async () => {
     process.env.HF_HUB_CACHE = cache;
@@ -79,5 +88,21 @@ describe('an interleaved RL mixture with a per-rollout deadline', { timeout: 900
     expect(row['rollout_errors/groups_skipped']).toBe(0);
     expect(row['env/all/total_episodes']).toBe(8);
     expect(row['env/polaris/total_episodes']).toBe(2 * (4 - flaky));
+  });
+
+  it('deepmath batches shortened by a dropped row and the last partial batch train the groups they have', async () => {
+    // 8 rows, one without an answer, in batches of 3 rows: 3 batches holding 7 groups in all.
+    const { train } = await buildRLDatasets({ kind: 'deepmath', batch_size: 3, group_size: 2 }, 'tiny-qwen3');
+    const sizes = Array.from({ length: train.length }, (_, i) => train.getBatch(i).length);
+    expect(sizes.length).toBe(3);
+    expect(sizes.reduce((a, b) => a + b, 0)).toBe(7);
+    const short = path.join(dir, 'rl_deepmath.json');
+    writeFileSync(short, JSON.stringify({ model_name: 'tiny-qwen3', dataset: { kind: 'deepmath', batch_size: 3, group_size: 2 }, max_tokens: 4, learning_rate: 0.001, lora_rank: 4, eval_every: 0, save_every: 0 }));
+    const run = testRun(stack, short, [], 'rl');
+    const result = await withWorker(stack, async () => (await startRun(stack.client, run, stack.taskQueue)).result());
+    expect((result as RunResult).status).toBe('completed');
+    const rows = stepRows(metricsOf(run.run.logPath));
+    expect(rows.map((r) => r['env/all/total_episodes'])).toEqual(sizes.map((n) => 2 * n));
+    expect(rows.every((r) => !('rollout_errors/groups_skipped' in r))).toBe(true);
   });
 });
