@@ -6,6 +6,7 @@ import { offPolicyDistillWorkflow } from '../distill-off-policy.js';
 import { dpoWorkflow } from '../dpo.js';
 import { promptDistillWorkflow } from '../prompt-distillation.js';
 import { rlWorkflow } from '../rl.js';
+import { sdftWorkflow } from '../sdft.js';
 import { supervisedWorkflow } from '../sl.js';
 import type { RunInput, RunResult } from './training-run.js';
 
@@ -18,4 +19,5 @@ export const RUN_WORKFLOWS: Record<PipelineStageKind, RunWorkflow> = {
   distill: distillWorkflow,
   distill_off_policy: offPolicyDistillWorkflow,
   prompt_distill: promptDistillWorkflow,
+  sdft: sdftWorkflow,
 };
