@@ -53,7 +53,11 @@ export async function decideCommand(argv: string[]): Promise<number> {
   const frame = custom.length ? (q: string) => q : teamQuestion;
   const [{ Decision, DecisionRenderer, sampleDecision }, { openServedModel }] = await Promise.all([import('../cookbook/supervised/decisions/index.js'), import('../serve/served-model.js')]);
   // Checked before the backend is contacted: two choices at least, distinct labels.
-  new Decision('check', choices);
+  try {
+    new Decision('check', choices);
+  } catch (err) {
+    throw new ConfigError(`--choice: ${(err as Error).message}`);
+  }
   const baseUrl = values['engine-url'] ?? process.env.TINKER_BASE_URL ?? DEFAULT_ENGINE_URL;
   const model = await openServedModel({ source, baseUrl, rendererName: values.renderer, tokenizerPath: values['tokenizer-path'] });
   try {
