@@ -26,8 +26,8 @@ describe('SDFT workflow', () => {
   });
 
   it('top-K: cross_entropy on the teacher top-K, sdft/* metrics, the eval, checkpoints at i+1', async () => {
-    const evaluators = JSON.stringify([{ kind: 'custom_sampling', name: 'science', file_path: evalScience, grader: 'sdft_science', max_tokens: 8, temperature: 0 }]);
-    const run = testRun(stack, fixture, ['eval_every=1', `evaluators=${evaluators}`], 'sdft');
+    const evaluators = JSON.stringify([{ kind: 'custom_sampling', name: 'science', file_path: evalScience, grader: 'sdft_science', max_tokens: 4, temperature: 0 }]);
+    const run = testRun(stack, fixture, ['eval_every=2', `evaluators=${evaluators}`], 'sdft');
     const result = await withWorker(stack, async () => (await (await startRun(stack.client, run, stack.taskQueue)).result()) as RunResult);
     expect(result.status).toBe('completed');
     expect(result.steps).toBe(2);
@@ -42,7 +42,7 @@ describe('SDFT workflow', () => {
     // Entropy of a renormalised 4-way distribution: in (0, ln 4].
     for (const r of rows) expect(r['sdft/mean_teacher_entropy']).toBeGreaterThan(0);
     for (const r of rows) expect(r['sdft/mean_teacher_entropy']).toBeLessThanOrEqual(Math.log(4) + 1e-6);
-    expect(rows.filter((r) => 'test/science/accuracy' in r).map((r) => r.step)).toEqual([0, 1]);
+    expect(rows.filter((r) => 'test/science/accuracy' in r).map((r) => r.step)).toEqual([0]);
     expect(checkpointsOf(run.run.logPath).map((c) => [c.name, c.batch])).toEqual([['000001', 1], ['000002', 2], ['final', 2]]);
     for (let g = 0; g < 2; g++) {
       const teacher = JSON.parse(readFileSync(storeFile(run.run.logPath, `sdft_teacher/iteration_000001/group_${String(g).padStart(4, '0')}.json`), 'utf8'));
