@@ -10,6 +10,7 @@ import type { HfSource } from '../hf/config.js';
 import { bindFormat } from '../hf/formats.js';
 import type { HfRow } from '../hf/source.js';
 import { loadHfSplits } from '../hf/splits.js';
+import { HELPSTEER2_FORMAT, loadHelpSteer2Splits } from '../preference/helpsteer2.js';
 import { rendererForModel, type ModelChoice } from '../renderers/for-model.js';
 import { numpyPermutation } from '../shuffle.js';
 import type { Renderer } from '../renderers/types.js';
@@ -42,9 +43,13 @@ export async function buildRewardModelChatDatasets(
   const { renderer, tokenizer } = await rendererForModel(model, cfg.renderer_name);
   const shuffle = (n: number, seed: number) => numpyPermutation(seed, n);
   if (cfg.hf !== undefined) {
-    const format = bindFormat('preference', cfg.hf.format, cfg.hf.columns);
-    const splits = await loadHfSplits(cfg.hf, format, { ...opts, testSize: cfg.test_size, seed: cfg.shuffle_seed });
-    if (splits.streaming) throw new Error('unreachable: streaming comparisons are refused by the config schema');
+    const splitOpts = { ...opts, testSize: cfg.test_size, seed: cfg.shuffle_seed };
+    // HelpSteer2 pairs rated responses across the split (preference/helpsteer2.ts), as for DPO.
+    const splits =
+      cfg.hf.format === HELPSTEER2_FORMAT
+        ? await loadHelpSteer2Splits(cfg.hf, splitOpts)
+        : await loadHfSplits(cfg.hf, bindFormat('preference', cfg.hf.format, cfg.hf.columns), splitOpts);
+    if (!('train' in splits)) throw new Error('unreachable: streaming comparisons are refused by the config schema');
     const toRow = (r: HfRow<LabeledComparison>): ComparisonRow => ({ ...r.value, line: r.line, at: r.at });
     const split = { train: splits.train.map(toRow), test: splits.test?.map(toRow) };
     return { ...rewardModelDatasets(split, cfg, renderer, cfg.hf.path, shuffle), renderer, tokenizer };

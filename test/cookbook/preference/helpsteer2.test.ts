@@ -10,6 +10,7 @@ import type { HfRow } from '../../../src/cookbook/hf/source.js';
 import type { LabeledComparison } from '../../../src/cookbook/preference/comparisons.js';
 import { buildPreferenceDatasets } from '../../../src/cookbook/preference/dataset.js';
 import { loadHelpSteer2Splits } from '../../../src/cookbook/preference/helpsteer2.js';
+import { buildChatDatasets } from '../../../src/cookbook/supervised/dataset.js';
 import { writeParquet } from '../hf-fixtures.js';
 
 const goldens = JSON.parse(readFileSync(path.join(import.meta.dirname, '..', '..', 'fixtures', 'datasets_goldens.json'), 'utf8')).helpsteer2 as {
@@ -40,6 +41,14 @@ describe('HelpSteer2 comparisons (the reference HelpSteer2ComparisonBuilder)', (
     const splits = await loadHelpSteer2Splits(hf, { testSize: 0, seed: 0 });
     expect(splits.train.map(triple)).toEqual(goldens.train);
     expect(splits.test?.map(triple)).toEqual(goldens.test);
+  });
+
+  it('feeds a reward model too (the reference builder is a ComparisonDatasetBuilder for both)', async () => {
+    const built = await buildChatDatasets({ hf: { path: 'nvidia/HelpSteer2', format: 'helpsteer2' }, comparisons: { swap: true }, batch_size: 4 }, 'tiny-qwen3');
+    // Batches of 4 comparisons, each trained in both orders.
+    expect(built.train.length).toBe(Math.floor(goldens.train.length / 4));
+    expect(built.train.getBatch(0)).toHaveLength(8);
+    expect(built.test).toBeDefined();
   });
 
   it('builds DPO batches from them, and names the config path of what it cannot do', async () => {
