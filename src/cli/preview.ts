@@ -4,6 +4,7 @@
 import type { Datum } from '../backends/types.js';
 import { buildPreferenceDatasets } from '../cookbook/preference/dataset.js';
 import { buildChatDatasets } from '../cookbook/supervised/dataset.js';
+import { argmax, decisionChoiceDatums, loadDecisionsData, targetVector } from '../cookbook/supervised/decisions/index.js';
 import type { Tokenizer } from '../cookbook/tokenizer.js';
 
 const OPEN = '⟦';
@@ -67,6 +68,12 @@ export async function previewData(kind: string, cfg: any, count = 2): Promise<st
     data = built.train.getBatch(0).datums.slice(0, 2 * count);
     ({ tokenizer } = built);
     rendererName = built.renderer.name;
+  } else if (kind === 'decisions') {
+    // The answer token each decision trains (a target_probs row's: its most likely label's).
+    const built = await loadDecisionsData(cfg);
+    data = decisionChoiceDatums(built.renderer, built.train.slice(0, count).map((e) => [e.decision, e.decision.labels[argmax(targetVector(e))]] as const));
+    tokenizer = built.renderer.tokenizer;
+    rendererName = built.renderer.renderer.name;
   } else {
     return `(no datum preview for ${kind} runs: their data is sampled during the run)`;
   }

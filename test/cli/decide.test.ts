@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTinkerBackend } from '../../src/backends/tinker-backend.js';
 import { rendererForModel } from '../../src/cookbook/renderers/for-model.js';
 import { Decision, DecisionRenderer, sampleDecision } from '../../src/cookbook/supervised/decisions/index.js';
-import { cookbookBin } from '../support/cli.js';
+import { join } from 'node:path';
+import { cookbookBin, cookbookProcess } from '../support/cli.js';
 import { serveBackend } from '../support/serve.js';
 
 const MODEL = 'tiny-qwen3';
@@ -76,5 +77,16 @@ describe('cookbook decide', { timeout: 180_000 }, () => {
     const twice = await decide([MODEL, 'q', '--choice', 'a', '--choice', 'a:again']);
     expect(twice.code).toBe(2);
     expect(twice.err).toMatch(/--choice: Choice labels must be distinct/);
+  });
+});
+
+describe('cookbook train decisions --dry-run', { timeout: 120_000 }, () => {
+  it('shows each decision as the model reads it, the answer token it trains marked', async () => {
+    const config = join(import.meta.dirname, '..', '..', 'configs', 'decisions_soft.json');
+    const r = await cookbookProcess(['train', 'decisions', config, '--dry-run']).done;
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toContain('choice#A = "billing": Charges, invoices, credits, payment methods and pricing');
+    // The first row's most likely target is billing: choice#A at the answer position.
+    expect(r.out).toMatch(/<\|im_start\|>assistant\n<think>\n\n<\/think>\n\nchoice#⟦A⟧/);
   });
 });
