@@ -207,7 +207,7 @@ describe('end to end', () => {
     train.setEpoch(0);
     expect(train.getBatch(1)).toHaveLength(4);
     expect(test!.getBatch(0)).toHaveLength(2);
-    await expect(buildChatDatasets({ hf: { path: noRobots }, builtin: 'example_chat_small', batch_size: 4 } as never, 'tiny-qwen3')).rejects.toThrow(/set exactly one of file_path, builtin and hf/);
+    await expect(buildChatDatasets({ hf: { path: noRobots }, builtin: 'example_chat_small', batch_size: 4 } as never, 'tiny-qwen3')).rejects.toThrow(/set exactly one of file_path, builtin, hf and sources/);
   });
 
   it('buildPreferenceDatasets: HHH rows from parquet, malformed pairs skipped', async () => {
