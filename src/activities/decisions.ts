@@ -18,8 +18,8 @@ import {
   probabilityLoss,
   sampleDecision,
   scoreDecisions,
+  labelOf,
   targetProbsOf,
-  type DecisionExample,
   type DecisionsData,
 } from '../cookbook/supervised/decisions/index.js';
 import { nowMs, scopeSpan } from '../cookbook/timing.js';
@@ -94,7 +94,7 @@ export function decisionsActivities(deps: ActivityDeps): DecisionsActivities {
         const datums =
           d.lossFn === 'brier'
             ? decisionDistDatums(d.renderer, examples.map((e) => [e.decision, targetProbsOf(e)] as const))
-            : decisionChoiceDatums(d.renderer, examples.map((e) => [e.decision, (e as DecisionExample & { label: string }).label] as const));
+            : decisionChoiceDatums(d.renderer, examples.map((e) => [e.decision, labelOf(e)] as const));
         const client = session(cfg, model.modelId);
         const seqId = model.nextSeqId;
         const fb =

@@ -69,6 +69,12 @@ export async function readDecisions(file: string, shownAs = file): Promise<Decis
   return parseDecisions(await readTextFile(file, shownAs), shownAs);
 }
 
+/** The label a cross_entropy step trains; a target_probs row has none (resolveLoss refuses those for cross_entropy). */
+export function labelOf(e: DecisionExample): string {
+  if (!('label' in e)) throw new DataValidationError(`line ${e.line}: cross_entropy needs a label, the row gives target_probs`);
+  return e.label;
+}
+
 /** The target as probabilities: a label is probability 1 on it (as forecasting.py trains outcomes). */
 export const targetProbsOf = (e: DecisionExample): Record<string, number> => ('label' in e ? { [e.label]: 1 } : e.targetProbs);
 
