@@ -235,7 +235,13 @@ export function distillActivities(deps: ActivityDeps) {
           // Seeds from (run seed, step, group, sample, attempt), as RL's rollouts.
           const policy = {
             forRollout: ({ sampleIndex, attempt }: { sampleIndex: number; attempt: number }) =>
-              tinkerTokenCompleter(session, { maxTokens: cfg.max_tokens, temperature: cfg.temperature, seedFor: sequentialSeeds(cfg.seed, step, group, sampleIndex, attempt) }),
+              tinkerTokenCompleter(session, {
+                maxTokens: cfg.max_tokens,
+                temperature: cfg.temperature,
+                seedFor: sequentialSeeds(cfg.seed, step, group, sampleIndex, attempt),
+                // As RL: what stable_reinforce trains on is recorded at sampling.
+                recordStabilityInfo: cfg.loss_fn === 'stable_reinforce',
+              }),
           };
           // As the reference: FailFast, no constant-group filtering (every reward is 0).
           return heartbeating(doGroupRolloutAndFilterConstantReward(builder, policy, { strategy: failFast() }), { step, group });
