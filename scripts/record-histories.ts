@@ -47,6 +47,8 @@ const recordings: Record<string, (stack: TestStack) => Promise<string>> = {
   'distill-off-policy-sample': async (stack) => finish(stack, testRun(stack, fixture('distill_small.json'), ['mode=off_policy_sample'], 'distill')),
   dpo: async (stack) => finish(stack, testRun(stack, fixture('dpo_small.json'), ['max_steps=3'], 'dpo')),
   prompt_distill: async (stack) => finish(stack, testRun(stack, fixture('prompt_distill_small.json'), [], 'prompt_distill')),
+  // Brier steps through forward_backward_custom, evals at the start and the end (their closing row), a checkpoint after step 2.
+  decisions: async (stack) => finish(stack, testRun(stack, fixture('decisions_small.json'), ['epochs=2', 'save_every=2'], 'decisions')),
   pipeline: async (stack) => finish(stack, testRun(stack, fixture('pipeline_small.json'), [], 'pipeline')),
   // Streaming minibatches, 2 substeps per step (rl-stream-single: recorded before the substeps became their own activities).
   'rl-stream': async (stack) => finish(stack, testRun(stack, fixture('rl_parity.json'), ['num_epochs=1'], 'rl')),
