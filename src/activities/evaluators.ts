@@ -29,29 +29,38 @@ interface EvaluatedConfig {
   base_url: string | null;
   seed: number;
   evaluators: EvaluatorConfig[];
+  /** SL's infrequent evaluators (absent from other paradigms' configs). */
+  infrequent_evaluators?: EvaluatorConfig[];
 }
 
-/** Keeps custom-eval seeds apart from training and test-set rollout seeds. */
+type EvaluatorSet = 'evaluators' | 'infrequent_evaluators';
+
+/** Keeps custom-eval seeds apart from training and test-set rollout seeds (and the two sets apart). */
 const CUSTOM_EVAL_SEED_MARKER = 1_000_033;
+const INFREQUENT_EVAL_SEED_MARKER = 1_000_037;
 
 export interface CustomEvalInput {
   run: RunRef;
   step: number;
   samplerPath: string;
-  /** Index into the config's `evaluators`. */
+  /** Index into the config's `evaluators` (or, with `set`, its `infrequent_evaluators`). */
   index: number;
+  set?: EvaluatorSet;
 }
 
-const evalData = runDataCache<EvaluatedConfig, Awaited<ReturnType<typeof buildEvalData>>>(
-  (cfg) => [cfg.model_name, cfg.renderer_name, cfg.tokenizer_path, cfg.render_date, cfg.evaluators],
-  buildEvalData,
-);
+const evalDataOf = (set: EvaluatorSet) =>
+  runDataCache<EvaluatedConfig, Awaited<ReturnType<typeof buildEvalData>>>(
+    (cfg) => [cfg.model_name, cfg.renderer_name, cfg.tokenizer_path, cfg.render_date, cfg[set]],
+    (cfg) => buildEvalData(cfg, set),
+  );
+const evalData = { evaluators: evalDataOf('evaluators'), infrequent_evaluators: evalDataOf('infrequent_evaluators') };
 
-async function buildEvalData(cfg: EvaluatedConfig) {
+async function buildEvalData(cfg: EvaluatedConfig, set: EvaluatorSet) {
   const { renderer } = await rendererForModel(cfg);
+  const evaluators = cfg[set] ?? [];
   const examples = await Promise.all(
-    cfg.evaluators.map((e, i) =>
-      e.kind === 'benchmark' ? loadBenchmarkEvaluator(e, i) : e.kind === 'vlm_classifier' ? loadClassifierEvaluator(e, i) : loadEvaluatorExamples(cfg.evaluators as Array<{ file_path: string }>, i),
+    evaluators.map((e, i) =>
+      e.kind === 'benchmark' ? loadBenchmarkEvaluator(e, i, set) : e.kind === 'vlm_classifier' ? loadClassifierEvaluator(e, i, set) : loadEvaluatorExamples(evaluators as Array<{ file_path: string }>, i, set),
     ),
   );
   return { renderer, examples };
@@ -59,14 +68,15 @@ async function buildEvalData(cfg: EvaluatedConfig) {
 
 export function evaluatorActivities(deps: ActivityDeps) {
   return {
-    customSamplingEval: ({ run, step, samplerPath, index }: CustomEvalInput): Promise<{ metrics: Record<string, number> }> => asEvaluator(run, async () => {
-      const { cfg, data } = evalData(run);
-      const evaluator = cfg.evaluators[index];
-      if (!evaluator) throw ApplicationFailure.nonRetryable(`the run has no evaluator ${index}`, ErrorTypes.config);
+    customSamplingEval: ({ run, step, samplerPath, index, set = 'evaluators' }: CustomEvalInput): Promise<{ metrics: Record<string, number> }> => asEvaluator(run, async () => {
+      const { cfg, data } = evalData[set](run);
+      const evaluator = cfg[set]?.[index];
+      if (!evaluator) throw ApplicationFailure.nonRetryable(`the run has no ${set} entry ${index}`, ErrorTypes.config);
       const { renderer, examples } = await heartbeating(data);
       const backend = samplingBackendOf(deps, cfg);
       const sampler = await callBackend('create sampling session', 'bad-path', () => backend.createSamplingSession({ modelPath: samplerPath }));
-      const seedFor = (example: number) => deriveSeed(cfg.seed, CUSTOM_EVAL_SEED_MARKER, step, index, example);
+      const marker = set === 'evaluators' ? CUSTOM_EVAL_SEED_MARKER : INFREQUENT_EVAL_SEED_MARKER;
+      const seedFor = (example: number) => deriveSeed(cfg.seed, marker, step, index, example);
       const evaluate = () =>
         evaluator.kind === 'benchmark'
           ? runBenchmarkEvaluator(evaluator, examples[index] as BenchmarkData, sampler, renderer, cfg.seed)
@@ -79,21 +89,21 @@ export function evaluatorActivities(deps: ActivityDeps) {
   };
 }
 
-/** A `vlm_classifier` entry's labels (its images are decoded when first sampled); errors are named `evaluators.<index>: …`. */
-async function loadClassifierEvaluator(e: VlmClassifierEvaluatorConfig, index: number): Promise<ClassifierEvalSet> {
+/** A `vlm_classifier` entry's labels (its images are decoded when first sampled); errors are named `<set>.<index>: …`. */
+async function loadClassifierEvaluator(e: VlmClassifierEvaluatorConfig, index: number, set: EvaluatorSet): Promise<ClassifierEvalSet> {
   try {
-    return await loadClassifierEvalSet(e, `evaluators.${index}`);
+    return await loadClassifierEvalSet(e, `${set}.${index}`);
   } catch (err) {
-    throw new Error(`evaluators.${index} (vlm_classifier): ${(err as Error).message}`);
+    throw new Error(`${set}.${index} (vlm_classifier): ${(err as Error).message}`);
   }
 }
 
-/** A `benchmark` entry's examples; errors are named `evaluators.<index>: …`. */
-async function loadBenchmarkEvaluator(e: BenchmarkEvaluatorConfig, index: number): Promise<BenchmarkData> {
+/** A `benchmark` entry's examples; errors are named `<set>.<index>: …`. */
+async function loadBenchmarkEvaluator(e: BenchmarkEvaluatorConfig, index: number, set: EvaluatorSet): Promise<BenchmarkData> {
   try {
     return await loadBenchmark(e);
   } catch (err) {
-    throw new Error(`evaluators.${index} (${e.suite}): ${(err as Error).message}`);
+    throw new Error(`${set}.${index} (${e.suite}): ${(err as Error).message}`);
   }
 }
 

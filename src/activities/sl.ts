@@ -138,10 +138,11 @@ export function supervisedActivities(deps: ActivityDeps) {
      * ids, and the server answers them with the same request ids).
      */
     async slSubmit(input: SlStepInput): Promise<SlSubmitResult> {
-      const { fb, optim } = await submitStep(input);
+      const { batch_D, fb, optim } = await submitStep(input);
       return {
         seqIdsUsed: fb.seqIds + optim.seqIds,
         submitted: { model: input.model, forwardBackward: fb.requestIds!, optimStep: optim.requestIds![0] },
+        numTokens: batch_D.reduce((n, d) => n + inputLength(d), 0),
       };
     },
 

@@ -87,6 +87,8 @@ export interface SubmittedStep {
 }
 export interface SlSubmitResult extends SeqUse {
   submitted: SubmittedStep;
+  /** Tokens the step trains (absent from histories recorded before it was returned). */
+  numTokens?: number;
 }
 export interface SlFinishInput extends Omit<SlStepInput, 'model'>, SlRowState {
   submitted: SubmittedStep;

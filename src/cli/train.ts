@@ -208,12 +208,14 @@ function datasetLabel(dataset: {
   return dataset.file_path ?? dataset.builtin ?? 'no dataset';
 }
 
-async function checkEvaluators(cfg: { evaluators?: EvaluatorConfig[] }): Promise<void> {
-  const evaluators = cfg.evaluators ?? [];
-  for (let i = 0; i < evaluators.length; i++) {
-    await checkEvaluatorData(evaluators, i).catch((err: Error) => {
-      throw new ConfigError(err.message); // names the config path itself, unlike dataset errors
-    });
+async function checkEvaluators(cfg: { evaluators?: EvaluatorConfig[]; infrequent_evaluators?: EvaluatorConfig[] }): Promise<void> {
+  for (const key of ['evaluators', 'infrequent_evaluators'] as const) {
+    const evaluators = cfg[key] ?? [];
+    for (let i = 0; i < evaluators.length; i++) {
+      await checkEvaluatorData(evaluators, i, key).catch((err: Error) => {
+        throw new ConfigError(err.message); // names the config path itself, unlike dataset errors
+      });
+    }
   }
 }
 
@@ -264,12 +266,14 @@ function resolvePaths(cfg: Record<string, any>, baseDir: string): void {
     dc.dataset.file_path = abs(dc.dataset.file_path);
     mustExist(dc.dataset.file_path, `dataset_configs.${i}.dataset.file_path`);
   }
-  for (const [i, e] of (Array.isArray(cfg.evaluators) ? cfg.evaluators : []).entries()) {
-    // A custom evaluator's file_path; a benchmark entry's data_path (null: the shipped sample).
-    for (const key of ['file_path', 'data_path']) {
-      if (typeof e[key] !== 'string') continue;
-      e[key] = abs(e[key]);
-      mustExist(e[key], `evaluators.${i}.${key}`);
+  for (const set of ['evaluators', 'infrequent_evaluators']) {
+    for (const [i, e] of (Array.isArray(cfg[set]) ? cfg[set] : []).entries()) {
+      // A custom evaluator's file_path; a benchmark entry's data_path (null: the shipped sample).
+      for (const key of ['file_path', 'data_path']) {
+        if (typeof e[key] !== 'string') continue;
+        e[key] = abs(e[key]);
+        mustExist(e[key], `${set}.${i}.${key}`);
+      }
     }
   }
   if (typeof cfg.tokenizer_path === 'string') {

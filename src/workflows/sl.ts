@@ -28,7 +28,7 @@ export async function supervisedWorkflow(input: SupervisedInput): Promise<RunRes
     const { epoch, batch } = cursor(step);
     // Fixed when the step starts: a `set` arriving later applies from the next step.
     const learningRate = run.learningRate(cfg.learning_rate, lrMultiplier(cfg.lr_schedule, step, totalSteps));
-    const preStepMetrics = run.shouldEval(step) ? await evaluate(step) : {};
+    const preStepMetrics = await evaluate(step);
     return { run: input.run, step, epoch, batch, learningRate, progressDenominator, preStepMetrics };
   }
 
@@ -43,13 +43,18 @@ export async function supervisedWorkflow(input: SupervisedInput): Promise<RunRes
   }
 
   /**
-   * The evaluators of §1.2 step 5 on the pre-step weights, merged without prefix in the reference's
-   * order: the custom sampling evaluators (sharing one sampler snapshot, evaluated in parallel),
-   * then the test-set NLL (`test/nll`).
+   * The evaluators of §1.2 step 5 due before `step`, on the pre-step weights, merged without prefix
+   * in the reference's order: the custom sampling evaluators (sharing one sampler snapshot,
+   * evaluated in parallel), the test-set NLL (`test/nll`), then the infrequent evaluators (on a
+   * snapshot of their own, as the reference's second `run_evals`).
    */
   async function evaluate(step: number): Promise<Record<string, number>> {
-    const metrics = await run.customEvalsOnSnapshot(step);
-    if (plan.testSize > 0) Object.assign(metrics, (await run.train(acts.slEval, { run: input.run, step }, `eval before step ${step}`)).metrics);
+    const metrics: Record<string, number> = {};
+    if (run.shouldEval(step)) {
+      Object.assign(metrics, await run.customEvalsOnSnapshot(step));
+      if (plan.testSize > 0) Object.assign(metrics, (await run.train(acts.slEval, { run: input.run, step }, `eval before step ${step}`)).metrics);
+    }
+    if (run.shouldInfrequentEval(step)) Object.assign(metrics, await run.customEvalsOnSnapshot(step, 'infrequent_evaluators'));
     return metrics;
   }
 
@@ -69,15 +74,18 @@ export async function supervisedWorkflow(input: SupervisedInput): Promise<RunRes
       submitAhead: cfg.submit_ahead ?? 1,
       async submit(step) {
         const stepInput = await startStep(step);
-        const { submitted } = await run.train(acts.slSubmit, stepInput, `submit step ${step} · epoch ${stepInput.epoch} batch ${stepInput.batch}`);
-        return { ...stepInput, submitted } satisfies Omit<SlFinishInput, keyof SlRowState>;
+        const { submitted, numTokens } = await run.train(acts.slSubmit, stepInput, `submit step ${step} · epoch ${stepInput.epoch} batch ${stepInput.batch}`);
+        return { ...stepInput, submitted, numTokens } satisfies Omit<SlFinishInput, keyof SlRowState> & { numTokens?: number };
       },
       async finish(step, submitted) {
         // Steps finish in order: the state now holds every earlier step's tokens, not yet this one's.
-        const input: SlFinishInput = { ...(submitted as Omit<SlFinishInput, keyof SlRowState>), elapsedTokensBefore: run.state.elapsedTokens };
+        const { numTokens: _, ...stepInput } = submitted as Omit<SlFinishInput, keyof SlRowState> & { numTokens?: number };
+        const input: SlFinishInput = { ...stepInput, elapsedTokensBefore: run.state.elapsedTokens };
         finishStep(await acts.slFinish.executeWithOptions({ summary: `step ${step} results` }, [input]));
       },
-      needsResultsBefore: (step) => run.shouldEval(step),
+      needsResultsBefore: (step) => run.shouldEval(step) || run.shouldInfrequentEval(step),
+      // Known at submission (histories recorded before carry none): `save_every_tokens` can decide while the step runs.
+      submittedTokens: (submitted) => (submitted as { numTokens?: number }).numTokens,
     },
 
     // As the reference: a checkpoint after every `save_every`-th step, never after step 0.

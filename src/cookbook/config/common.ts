@@ -94,6 +94,18 @@ export const CheckpointLoadingFields = {
   check_checkpoint_metadata: z.boolean().default(true),
 };
 
+/**
+ * The reference SL loop's further periodic-checkpoint triggers (its CheckpointManager): a
+ * checkpoint also once `save_every_tokens` tokens were trained since the last periodic one, or
+ * `save_every_seconds` passed since it (or the run's start), measured in workflow time; 0 turns a
+ * trigger off. With `async_periodic_saves` a periodic save runs while the next steps train.
+ */
+export const PeriodicSaveTriggerFields = {
+  save_every_tokens: z.int().nonnegative().default(0),
+  save_every_seconds: z.number().nonnegative().default(0),
+  async_periodic_saves: z.boolean().default(false),
+};
+
 export const CommonTrainingFields = {
   /** Run directory for config.json, metrics.jsonl, checkpoints.jsonl (default runs/<workflow id>). */
   log_path: z.string().min(1).optional(),

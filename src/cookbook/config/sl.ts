@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { EvaluatorsSchema } from '../eval/custom-sampling.js';
 import { ChatDatasetConfigSchema } from '../supervised/dataset.js';
-import { CommonTrainingFields, LrScheduleSchema, SubmitAheadSchema } from './common.js';
+import { CommonTrainingFields, LrScheduleSchema, PeriodicSaveTriggerFields, SubmitAheadSchema } from './common.js';
 
 export const SupervisedConfigSchema = z.strictObject({
   ...CommonTrainingFields,
@@ -14,6 +14,10 @@ export const SupervisedConfigSchema = z.strictObject({
   submit_ahead: SubmitAheadSchema,
   /** Custom sampling evaluators (§7.5), run before the step every `eval_every` steps, on a snapshot of the weights. */
   evaluators: EvaluatorsSchema,
+  /** The reference's `infrequent_evaluator_builders`: evaluators run before the step every `infrequent_eval_every` steps, on a snapshot of their own. */
+  infrequent_evaluators: EvaluatorsSchema,
+  infrequent_eval_every: z.int().nonnegative().default(100),
+  ...PeriodicSaveTriggerFields,
 });
 
 export type SupervisedConfig = z.output<typeof SupervisedConfigSchema>;

@@ -18,6 +18,8 @@ export interface CheckpointRef {
   statePath: string;
   samplerPath?: string;
   elapsedTokens: number;
+  /** Elapsed tokens at the last periodic save as of this checkpoint (with `save_every_tokens`). */
+  savedTokens?: number;
   /** The paradigm's state as of this checkpoint. */
   custom?: unknown;
 }

@@ -1,12 +1,12 @@
 // The machinery every training workflow shares: run state, the per-model sequence-id cursor,
-// controls (stop, pause, resume, set, progress), periodic and final checkpoints, recovery from a
-// lost model, visibility, continue-as-new, and pipelined steps (the next step's requests queued on
-// the server while the current step's results are collected). A paradigm's workflow supplies only
-// its step (whole, or as submit + finish to be pipelined).
+// controls (stop, pause, resume, set, progress), recovery from a lost model, visibility,
+// continue-as-new, and pipelined steps (the next step's requests queued on the server while the
+// current step's results are collected). When to checkpoint and what is kept is the checkpoint
+// policy's (checkpoint-policy.ts). A paradigm's workflow supplies only its step (whole, or as
+// submit + finish to be pipelined).
 import {
   ActivityFailure,
   allHandlersFinished,
-  ApplicationFailure,
   CancellationScope,
   condition,
   continueAsNew,
@@ -19,8 +19,8 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { Activities, FailoverRecord, ModelRef, SaveKind, SeqUse } from '../../activities/types.js';
-import { ErrorTypes, NON_RETRYABLE_ERROR_TYPES } from '../../activities/types.js';
+import type { Activities, FailoverRecord, ModelRef, SeqUse } from '../../activities/types.js';
+import { NON_RETRYABLE_ERROR_TYPES } from '../../activities/types.js';
 import type { RunRef } from '../../cookbook/run-store.js';
 import {
   type CheckpointRef,
@@ -37,6 +37,8 @@ import {
   validateHotSettings,
 } from './messages.js';
 import { StatusKey, StepKey } from './search-attributes.js';
+import { CheckpointPolicy } from './checkpoint-policy.js';
+import { isBackendLost, isModelLost } from './failures.js';
 
 export interface DurabilityConfig {
   heartbeat_timeout_s: number;
@@ -53,6 +55,13 @@ export interface RunConfig {
   durability: DurabilityConfig;
   /** Custom sampling evaluators (absent from configs recorded before they existed). */
   evaluators?: Array<{ name: string | null }>;
+  /** Evaluators run every `infrequent_eval_every` steps (SL; absent from configs recorded before they existed). */
+  infrequent_evaluators?: Array<{ name: string | null }>;
+  infrequent_eval_every?: number;
+  /** Periodic checkpoints on tokens trained or workflow seconds since the last, and saved beside the next steps (SL). */
+  save_every_tokens?: number;
+  save_every_seconds?: number;
+  async_periodic_saves?: boolean;
   /** Resume-only checkpoints (absent from configs recorded before they existed: none). */
   rolling_save_every?: number;
   rolling_ttl_seconds?: number | null;
@@ -85,6 +94,10 @@ export interface RunState {
   rollingStatePath?: string;
   /** Moves to other training backends so far (the run trains on the last one's `to`). */
   failovers?: FailoverRecord[];
+  /** Elapsed tokens at the last periodic save (with `save_every_tokens`). */
+  savedTokens?: number;
+  /** Workflow time (ms) of the last periodic save or the run's start (with `save_every_seconds`). */
+  savedAt?: number;
 }
 
 export interface RunInput<C, P> {
@@ -156,11 +169,15 @@ export interface PipelineSpec {
   finish(step: number, submitted: unknown): Promise<void>;
   /** Something must see step−1's results before `step` is submitted (e.g. an eval on its weights). */
   needsResultsBefore(step: number): boolean;
+  /** Tokens a submitted step trains, known before its results (lets `save_every_tokens` decide while it runs). */
+  submittedTokens?(submitted: unknown): number | undefined;
 }
 
 interface InFlightStep {
   step: number;
   submitted: unknown;
+  /** Elapsed tokens once this step is done, if known at submission. */
+  tokensAfter?: number;
 }
 
 const SEARCH_ATTRIBUTE_EVERY_STEPS = 10;
@@ -180,14 +197,6 @@ export function activitiesFor(d: DurabilityConfig) {
   });
 }
 
-function failedWith(err: unknown, type: string): boolean {
-  return err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === type;
-}
-const isModelLost = (err: unknown) => failedWith(err, ErrorTypes.modelLost);
-const isBackendLost = (err: unknown) => failedWith(err, ErrorTypes.backendLost);
-
-/** Checkpoints kept to fall back to when the last one turns out damaged on the backend. */
-const OLDER_CHECKPOINTS_KEPT = 3;
 
 export class TrainingRun<C extends RunConfig, P> {
   readonly state: RunState;
@@ -201,6 +210,7 @@ export class TrainingRun<C extends RunConfig, P> {
   private lastUpsertedStep = -1;
   private lastUpsertedStatus?: RunStatus;
   private resumeState?: () => Record<string, unknown> | undefined;
+  private readonly checkpoints: CheckpointPolicy;
 
   constructor(
     readonly kind: string,
@@ -222,6 +232,7 @@ export class TrainingRun<C extends RunConfig, P> {
       recoveries: 0,
       lastMetrics: {},
     };
+    this.checkpoints = new CheckpointPolicy(this, () => this.resumeState?.());
     this.installHandlers();
   }
 
@@ -249,6 +260,7 @@ export class TrainingRun<C extends RunConfig, P> {
     // Histories recorded before pipelining replay without the marker, on the unpipelined loop.
     const pipeline = spec.pipeline && spec.pipeline.submitAhead > 0 && patched('submit-ahead') ? spec.pipeline : undefined;
     if (!this.state.model) this.state.model = await spec.createInitialModel();
+    this.checkpoints.start();
     this.setStatus(this.state.paused ? 'paused' : 'running');
     try {
       for (;;) {
@@ -327,8 +339,10 @@ export class TrainingRun<C extends RunConfig, P> {
   /** A submission is never cancelled halfway: the server may hold its requests, and the cursor must count them. */
   private async submitStep(p: PipelineSpec, step: number): Promise<void> {
     this.lastFixedStep = step;
+    const before = this.inFlight.length > 0 ? this.inFlight.at(-1)!.tokensAfter : this.state.elapsedTokens;
     const submitted = await CancellationScope.nonCancellable(() => p.submit(step));
-    this.inFlight.push({ step, submitted });
+    const tokens = p.submittedTokens?.(submitted);
+    this.inFlight.push({ step, submitted, tokensAfter: before === undefined || tokens === undefined ? undefined : before + tokens });
   }
 
   /**
@@ -337,13 +351,11 @@ export class TrainingRun<C extends RunConfig, P> {
    * them, a stop or pause, continue-as-new, or the end of the run.
    */
   private maySubmitAhead(spec: LoopSpec, p: PipelineSpec, next: number): boolean {
-    const every = this.state.hot.save_every;
     return (
       next < spec.totalSteps &&
       !this.state.stopRequested &&
       !this.state.paused &&
-      !(every > 0 && spec.periodicCheckpoint(next - 1, every)) &&
-      !this.rollingDue(next - 1, spec) &&
+      !this.checkpoints.dueAfter(next - 1, spec, this.inFlight.at(-1)?.tokensAfter) &&
       !p.needsResultsBefore(next) &&
       this.stepsThisWorkflowRun + this.inFlight.length < this.input.config.durability.steps_per_workflow_run &&
       !workflowInfo().continueAsNewSuggested
@@ -370,22 +382,33 @@ export class TrainingRun<C extends RunConfig, P> {
     return every > 0 && step % every === 0;
   }
 
+  /** The reference's infrequent evaluators are due before `step` (only if there are any). */
+  shouldInfrequentEval(step: number): boolean {
+    const every = this.input.config.infrequent_eval_every ?? 0;
+    return !!this.input.config.infrequent_evaluators?.length && every > 0 && step % every === 0;
+  }
+
   /** The run's custom sampling evaluators (§7.5) on a sampler: one activity each, all in parallel. */
-  customSamplingEvals(step: number, samplerPath: string): Array<Promise<{ metrics: Record<string, number> }>> {
-    return (this.input.config.evaluators ?? []).map((e, index) =>
-      this.acts.customSamplingEval.executeWithOptions({ summary: `evaluator ${e.name ?? index} before step ${step}` }, [{ run: this.input.run, step, samplerPath, index }]),
+  customSamplingEvals(step: number, samplerPath: string, set: 'evaluators' | 'infrequent_evaluators' = 'evaluators'): Array<Promise<{ metrics: Record<string, number> }>> {
+    const infrequent = set === 'infrequent_evaluators';
+    return (this.input.config[set] ?? []).map((e, index) =>
+      this.acts.customSamplingEval.executeWithOptions({ summary: `${infrequent ? 'infrequent ' : ''}evaluator ${e.name ?? index} before step ${step}` }, [
+        { run: this.input.run, step, samplerPath, index, ...(infrequent ? { set } : {}) },
+      ]),
     );
   }
 
   /**
-   * The custom sampling evaluators on one sampler snapshot of the current (pre-step) weights,
-   * merged; none configured: no snapshot and no metrics. (SL and DPO, whose steps sample nothing.)
+   * The custom sampling evaluators (or the infrequent ones) on one sampler snapshot of the current
+   * (pre-step) weights, merged; none configured: no snapshot and no metrics. (SL and DPO, whose
+   * steps sample nothing.)
    */
-  async customEvalsOnSnapshot(step: number): Promise<Record<string, number>> {
+  async customEvalsOnSnapshot(step: number, set: 'evaluators' | 'infrequent_evaluators' = 'evaluators'): Promise<Record<string, number>> {
     const metrics: Record<string, number> = {};
-    if (!this.input.config.evaluators?.length) return metrics;
-    const samplerPath = await this.saveSamplerWeights(`eval_${String(step).padStart(6, '0')}`);
-    for (const r of await Promise.all(this.customSamplingEvals(step, samplerPath))) Object.assign(metrics, r.metrics);
+    if (!this.input.config[set]?.length) return metrics;
+    const prefix = set === 'evaluators' ? 'eval' : 'eval_infrequent';
+    const samplerPath = await this.saveSamplerWeights(`${prefix}_${String(step).padStart(6, '0')}`);
+    for (const r of await Promise.all(this.customSamplingEvals(step, samplerPath, set))) Object.assign(metrics, r.metrics);
     return metrics;
   }
 
@@ -440,7 +463,7 @@ export class TrainingRun<C extends RunConfig, P> {
   private async recover(spec: LoopSpec): Promise<void> {
     const before = this.state.status;
     this.setStatus('recovering');
-    const ckpt = await this.restoreLastGoodCheckpoint();
+    const ckpt = await this.checkpoints.restoreLastGood();
     if (ckpt) {
       this.state.step = ckpt.step + 1;
       this.state.elapsedTokens = ckpt.elapsedTokens;
@@ -459,24 +482,6 @@ export class TrainingRun<C extends RunConfig, P> {
     this.setStatus(before === 'recovering' ? 'running' : before);
   }
 
-  /**
-   * Restores the newest committed checkpoint whose files are intact and whose TTL has not run out
-   * (the backend refuses a damaged one as CheckpointDamaged, naming the file, and an expired one as
-   * CheckpointExpired) into a new model; undefined if none is left.
-   */
-  private async restoreLastGoodCheckpoint(): Promise<CheckpointRef | undefined> {
-    for (let ckpt = this.state.lastCheckpoint; ckpt; ckpt = this.state.lastCheckpoint) {
-      try {
-        this.state.model = await this.acts.restoreModel({ run: this.input.run, statePath: ckpt.statePath, withOptimizer: true });
-        return ckpt;
-      } catch (err) {
-        if (!failedWith(err, ErrorTypes.checkpointDamaged) && !failedWith(err, ErrorTypes.checkpointExpired)) throw err;
-        this.state.lastCheckpoint = this.state.olderCheckpoints?.pop();
-      }
-    }
-    return undefined;
-  }
-
   private completeStep(step: number, lossKey: string): void {
     this.state.step = step + 1;
     this.stepsThisWorkflowRun += 1;
@@ -487,35 +492,7 @@ export class TrainingRun<C extends RunConfig, P> {
     // A later step already queued was submitted when no checkpoint was due after this one (a `set`
     // of save_every since then applies from the steps not yet started).
     if (this.inFlight.length > 0) return;
-    const every = this.state.hot.save_every;
-    const due = every > 0 ? spec.periodicCheckpoint(step, every) : undefined;
-    if (due) await this.save(due.name, step, 'both', this.input.config.ttl_seconds, due.row);
-    else if (this.rollingDue(step, spec)) await this.saveRolling(step, spec);
-  }
-
-  /**
-   * A rolling checkpoint after `step` (the reference's cadence on steps completed), unless a
-   * periodic one is saved there: resume-only state, its row marked `rolling`.
-   */
-  private rollingDue(step: number, spec: LoopSpec): boolean {
-    const every = this.input.config.rolling_save_every ?? 0;
-    const periodic = this.state.hot.save_every;
-    return every > 0 && (step + 1) % every === 0 && !(periodic > 0 && spec.periodicCheckpoint(step, periodic));
-  }
-
-  private async saveRolling(step: number, spec: LoopSpec): Promise<void> {
-    const row = { ...spec.loopState?.(step), rolling: true };
-    await this.save(`rolling_${String(step + 1).padStart(6, '0')}`, step, 'state', this.input.config.rolling_ttl_seconds ?? null, row);
-    const previous = this.state.rollingStatePath;
-    this.state.rollingStatePath = this.state.lastCheckpoint?.statePath;
-    if (previous) await this.deleteRolling(previous);
-  }
-
-  /** Deleted on the backend, and never again a recovery target. */
-  private async deleteRolling(statePath: string): Promise<void> {
-    await this.acts.deleteCheckpoint({ run: this.input.run, statePath });
-    this.state.olderCheckpoints = this.state.olderCheckpoints?.filter((c) => c.statePath !== statePath);
-    if (this.state.rollingStatePath === statePath) this.state.rollingStatePath = undefined;
+    await this.checkpoints.saveDue(step, spec);
   }
 
   /** Sampler weights of the current model under `name` (not a checkpoint row): what rollouts sample from. */
@@ -534,30 +511,7 @@ export class TrainingRun<C extends RunConfig, P> {
     const closing = spec.closingMetrics?.();
     if (closing && patched(CLOSING_ROW_PATCH)) await this.logMetrics(this.state.step, closing);
     const row = { ...spec.finalRow(), ...(this.state.stopRequested ? { stopped_early: true } : {}) };
-    await this.save('final', this.state.step - 1, 'both', null, row);
-    if (this.state.rollingStatePath) await this.deleteRolling(this.state.rollingStatePath);
-  }
-
-  private async save(name: string, step: number, kind: SaveKind, ttlSeconds: number | null, row: Record<string, unknown>): Promise<void> {
-    const resumeState = this.resumeState?.();
-    const result = await this.train(
-      this.acts.saveCheckpoint,
-      // next_step (and resume_state): where a run continued from this checkpoint starts (`cookbook continue`).
-      { run: this.input.run, name, kind, ttlSeconds, row: { ...row, next_step: step + 1, ...(resumeState ? { resume_state: resumeState } : {}) } },
-      `save ${name}`,
-    );
-    if (!result.statePath) return;
-    if (this.state.lastCheckpoint) this.state.olderCheckpoints = [...(this.state.olderCheckpoints ?? []), this.state.lastCheckpoint].slice(-OLDER_CHECKPOINTS_KEPT);
-    // Committed only now that both saves completed: this is what recovery restores.
-    this.state.lastCheckpoint = {
-      name,
-      step,
-      statePath: result.statePath,
-      samplerPath: result.samplerPath,
-      elapsedTokens: this.state.elapsedTokens,
-      // A copy: paradigms may keep mutating their live state (e.g. rollouts landing in a queue).
-      custom: this.state.custom === undefined ? undefined : JSON.parse(JSON.stringify(this.state.custom)),
-    };
+    await this.checkpoints.saveFinal(this.state.step - 1, row);
   }
 
   private async waitWhilePaused(): Promise<void> {
@@ -570,6 +524,8 @@ export class TrainingRun<C extends RunConfig, P> {
   private async maybeContinueAsNew(spec: LoopSpec): Promise<void> {
     const enough = this.stepsThisWorkflowRun >= this.input.config.durability.steps_per_workflow_run;
     if (!enough && !workflowInfo().continueAsNewSuggested) return;
+    // A periodic save still running completes in this run (a lost model: recovered, then on).
+    if (!(await this.withRecovery(spec, () => this.checkpoints.settle()))) return;
     await spec.beforeContinueAsNew?.();
     await condition(allHandlersFinished);
     await continueAsNew<(input: RunInput<C, P>) => Promise<RunResult>>({ ...this.input, state: this.state });
