@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Datum } from '../../src/backends/types.js';
 import { buildSdftTeacherPrompt, buildTopkDistillationDatums, computeSdftAdvantages, teacherForcings } from '../../src/cookbook/distillation/sdft.js';
-import { loadSciKnowEval, loadToolAlpaca } from '../../src/cookbook/distillation/sdft-data.js';
+import { jsonlRows, loadSciKnowEval, loadToolAlpaca } from '../../src/cookbook/distillation/sdft-data.js';
 import { extractXmlAnswer, tooluseCorrect, type ToolUseStep } from '../../src/cookbook/distillation/sdft-eval.js';
 import { reverseKlCustomLoss } from '../../src/cookbook/distillation/sdft-reverse-kl.js';
 import type { TopkPromptLogprobs } from '../../src/cookbook/distillation/topk.js';
@@ -240,9 +240,9 @@ describe('SDFT beside the reference', () => {
   });
 
   it("the recipe's loaders on the shipped rows: filter, Random(42) shuffle, split", () => {
-    const sci = loadSciKnowEval(sciText, 'sciknoweval_chemistry.jsonl', 'Chemistry', 0.9);
+    const sci = loadSciKnowEval(jsonlRows(sciText, 'sciknoweval_chemistry.jsonl'), 'sciknoweval_chemistry.jsonl', 'Chemistry', 0.9);
     expect([sci.train.questions, sci.train.goldenAnswers, sci.test.questions, sci.test.goldenAnswers]).toEqual(reference.sciknoweval);
-    const tool = loadToolAlpaca(toolText, 'toolalpaca.jsonl', 0.9);
+    const tool = loadToolAlpaca(jsonlRows(toolText, 'toolalpaca.jsonl'), 0.9);
     expect([tool.train.questions, tool.train.goldenAnswers, tool.test.questions, tool.test.goldenAnswers]).toEqual(reference.toolalpaca);
   });
 });
