@@ -94,6 +94,9 @@ recordings['sweep-pipeline-set'] = async (stack) => {
 
 // Rolling resume-only checkpoints (saved, the previous deleted) and a run continued from another's final checkpoint.
 recordings['sl-rolling'] = async (stack) => finish(stack, testRun(stack, config, ['num_epochs=1', 'rolling_save_every=1']));
+// Periodic saves beside the next steps and on tokens trained, continuing as new with a save still running (settled first).
+recordings['sl-save-triggers'] = async (stack) =>
+  finish(stack, testRun(stack, config, ['num_epochs=1', 'save_every=3', 'async_periodic_saves=true', 'save_every_tokens=250', 'durability.steps_per_workflow_run=4']));
 recordings['sl-continued'] = async (stack) => {
   const parent = testRun(stack, config, ['num_epochs=1', 'lr_schedule=constant']);
   await finish(stack, parent);
