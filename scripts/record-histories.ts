@@ -49,6 +49,9 @@ const recordings: Record<string, (stack: TestStack) => Promise<string>> = {
   prompt_distill: async (stack) => finish(stack, testRun(stack, fixture('prompt_distill_small.json'), [], 'prompt_distill')),
   // Brier steps through forward_backward_custom, evals at the start and the end (their closing row), a checkpoint after step 2.
   decisions: async (stack) => finish(stack, testRun(stack, fixture('decisions_small.json'), ['epochs=2', 'save_every=2'], 'decisions')),
+  // Top-K steps with an eval at the start, the teacher synced after every step, continuing as new after each step.
+  sdft: async (stack) =>
+    finish(stack, testRun(stack, fixture('sdft_small.json'), ['teacher_sync_every=1', 'durability.steps_per_workflow_run=1', 'eval_every=2', `evaluators=${JSON.stringify([{ kind: 'custom_sampling', name: 'science', file_path: join(root, 'data', 'sdft', 'eval_science.jsonl'), grader: 'sdft_science', max_tokens: 4, temperature: 0 }])}`], 'sdft')),
   pipeline: async (stack) => finish(stack, testRun(stack, fixture('pipeline_small.json'), [], 'pipeline')),
   // Streaming minibatches, 2 substeps per step (rl-stream-single: recorded before the substeps became their own activities).
   'rl-stream': async (stack) => finish(stack, testRun(stack, fixture('rl_parity.json'), ['num_epochs=1'], 'rl')),
