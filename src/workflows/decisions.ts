@@ -58,8 +58,8 @@ export async function decisionsWorkflow(input: DecisionsInput): Promise<RunResul
       if (step === totalSteps - 1 && plan.validationSize > 0) run.state.custom = { finalEval: await evaluate(totalSteps) } satisfies DecisionsState;
     },
 
-    // As the reference: a state checkpoint after every `save_every`-th step but the last, named by
-    // the steps it contains.
+    // As the reference: a checkpoint after every `save_every`-th step but the last, named by the
+    // steps it contains (the reference saves its state only; the shared machinery adds sampler weights).
     periodicCheckpoint: (step, every) => ((step + 1) % every === 0 && step + 1 < totalSteps ? { name: pad(step + 1), row: { step: step + 1 } } : undefined),
     loopState: (step) => ({ step: step + 1 }),
     // Read when the final checkpoint is saved: the end's scores when the last step measured them
