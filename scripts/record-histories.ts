@@ -47,6 +47,8 @@ const recordings: Record<string, (stack: TestStack) => Promise<string>> = {
   'distill-off-policy-sample': async (stack) => finish(stack, testRun(stack, fixture('distill_small.json'), ['mode=off_policy_sample'], 'distill')),
   dpo: async (stack) => finish(stack, testRun(stack, fixture('dpo_small.json'), ['max_steps=3'], 'dpo')),
   prompt_distill: async (stack) => finish(stack, testRun(stack, fixture('prompt_distill_small.json'), [], 'prompt_distill')),
+  // Teacher passes one step ahead, continuing as new after two steps (the prefetch settled first), a checkpoint at step 2.
+  distill_off_policy: async (stack) => finish(stack, testRun(stack, fixture('distill_off_policy_small.json'), ['max_steps=4', 'durability.steps_per_workflow_run=2'], 'distill_off_policy')),
   // Brier steps through forward_backward_custom, evals at the start and the end (their closing row), a checkpoint after step 2.
   decisions: async (stack) => finish(stack, testRun(stack, fixture('decisions_small.json'), ['epochs=2', 'save_every=2'], 'decisions')),
   // Top-K steps with an eval at the start, the teacher synced after every step, continuing as new after each step.
