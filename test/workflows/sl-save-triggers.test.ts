@@ -10,7 +10,7 @@ import { startRun } from '../../src/cli/train.js';
 import { RunStore } from '../../src/cookbook/run-store.js';
 import { progressQuery } from '../../src/workflows/shared/messages.js';
 import type { RunResult } from '../../src/workflows/shared/training-run.js';
-import { checkpointsOf, metricsOf, weightsFingerprint } from '../support/runs.js';
+import { checkpointsOf, metricsOf, timingProblems, weightsFingerprint } from '../support/runs.js';
 import { runToEnd, startTestStack, testRun, waitUntil, withWorker, workerProcess, type TestStack } from '../support/stack.js';
 
 const config = join(import.meta.dirname, '..', 'fixtures', 'sl_small.json');
@@ -115,6 +115,7 @@ describe('SL async periodic saves', () => {
       expect(checkpointsOf(async.run.logPath).map((r) => r.name)).toEqual(names);
       expect(checkpointsOf(async.run.logPath)).toEqual(checkpointsOf(blocking.run.logPath));
       expect(metricsOf(async.run.logPath)).toEqual(metricsOf(blocking.run.logPath));
+      expect(timingProblems(async.run.logPath, [0, 1, 2, 3, 4], { total: false })).toEqual([]);
       for (const name of names) expect([name, await fingerprintOf(async.run.logPath, name)]).toEqual([name, await fingerprintOf(blocking.run.logPath, name)]);
     });
   }, 300_000);
@@ -137,6 +138,7 @@ describe('SL async periodic saves', () => {
       expect(result.recoveries).toBeGreaterThanOrEqual(1);
       expect(metricsOf(crashed.run.logPath)).toEqual(metricsOf(clean.logPath));
       expect(checkpointsOf(crashed.run.logPath)).toEqual(checkpointsOf(clean.logPath));
+      expect(timingProblems(crashed.run.logPath, [0, 1, 2, 3, 4], { total: false })).toEqual([]);
       expect(await weightsFingerprint(stack.engine.baseUrl, result.finalCheckpoint!.samplerPath!)).toBe(
         await weightsFingerprint(stack.engine.baseUrl, clean.result.finalCheckpoint!.samplerPath!),
       );
