@@ -29,7 +29,7 @@ interface EvaluatedConfig {
   base_url: string | null;
   seed: number;
   evaluators: EvaluatorConfig[];
-  /** SL's infrequent evaluators (absent from other paradigms' configs). */
+  /** SL's and DPO's infrequent evaluators (absent from other paradigms' configs). */
   infrequent_evaluators?: EvaluatorConfig[];
 }
 

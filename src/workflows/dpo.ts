@@ -45,7 +45,8 @@ export async function dpoWorkflow(input: DPOInput): Promise<RunResult> {
   }
 
   // As the reference: evals when due and also before the last step.
-  const evalDue = (step: number) => run.shouldEval(step) || (run.state.hot.eval_every > 0 && step === totalSteps - 1);
+  const regularEvalDue = (step: number) => run.shouldEval(step) || (run.state.hot.eval_every > 0 && step === totalSteps - 1);
+  const evalDue = (step: number) => regularEvalDue(step) || run.shouldInfrequentEval(step);
 
   /** What a step fixes when it starts: its batch, reference, learning rate, pre-step evals. */
   async function startStep(step: number): Promise<Omit<DPOStepInput, 'model'>> {
@@ -63,10 +64,17 @@ export async function dpoWorkflow(input: DPOInput): Promise<RunResult> {
     run.setLastMetrics(result.metrics);
   }
 
-  /** Custom sampling evaluators on a snapshot of the pre-step weights, then the test-set NLL. */
+  /**
+   * When due, custom sampling evaluators on a snapshot of the pre-step weights, then the test-set
+   * NLL; then, when due, the infrequent evaluators on a snapshot of their own (the reference's order).
+   */
   async function evaluate(step: number): Promise<Record<string, number>> {
-    const metrics = await run.customEvalsOnSnapshot(step);
-    if (plan.testSize > 0) Object.assign(metrics, (await run.train(acts.dpoEval, { run: input.run, step }, `eval before step ${step}`)).metrics);
+    const metrics: Record<string, number> = {};
+    if (regularEvalDue(step)) {
+      Object.assign(metrics, await run.customEvalsOnSnapshot(step));
+      if (plan.testSize > 0) Object.assign(metrics, (await run.train(acts.dpoEval, { run: input.run, step }, `eval before step ${step}`)).metrics);
+    }
+    if (run.shouldInfrequentEval(step)) Object.assign(metrics, await run.customEvalsOnSnapshot(step, 'infrequent_evaluators'));
     return metrics;
   }
 

@@ -1,5 +1,6 @@
 // The DPO workflow on the real stack: Temporal dev server, engine over HTTP, real tokenizer, the
 // shipped comparison data. Preference accuracy must rise above chance.
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRun } from '../../src/cli/train.js';
@@ -77,6 +78,19 @@ describe('DPO workflow', { timeout: 600_000 }, () => {
     // Not ahead of the evals before 5 and 9 nor of the checkpoints taken before 4 and 8: 1, 2, 3, 6, 7.
     expect(await overlappingActivities(stack.client, pipelined.workflowId, 'dpoSubmit', 'dpoFinish')).toBe(5);
     expect(await overlappingActivities(stack.client, unpipelined.workflowId, 'dpoSubmit', 'dpoFinish')).toBe(0);
+  });
+
+  it("infrequent evaluators before every infrequent_eval_every-th step, after the others (the reference's train_dpo)", async () => {
+    const probe = join(stack.dir, 'dpo_rare_eval.jsonl');
+    writeFileSync(probe, ['What is 2 + 2?', 'Name a colour.'].map((input) => JSON.stringify({ input, output: 'e' })).join('\n') + '\n');
+    const entry = { kind: 'custom_sampling', name: 'rare', file_path: probe, max_tokens: 8 };
+    const run = testRun(stack, config, ['max_steps=3', 'eval_every=0', 'infrequent_eval_every=2', `infrequent_evaluators=${JSON.stringify([entry])}`], 'dpo');
+    const result = await withWorker(stack, async () => (await (await startRun(stack.client, run, stack.taskQueue)).result()) as RunResult);
+    expect(result.steps).toBe(3);
+    const rows = metricsOf(run.run.logPath);
+    expect(rows.filter((r) => 'rare/accuracy' in r).map((r) => r.step)).toEqual([0, 2]);
+    // eval_every 0: no regular evals (nor the test NLL), even before the last step.
+    expect(rows.some((r) => 'test/nll' in r)).toBe(false);
   });
 
   it('an engine restart mid-run restores the last checkpoint with the same reference and equals an uninterrupted run', async () => {

@@ -35,6 +35,9 @@ export const DPOConfigSchema = z.strictObject({
   reference_model_name: z.string().nullable().default(null),
   /** Custom sampling evaluators (§7.5), run with the test-set NLL on a snapshot of the pre-step weights. */
   evaluators: EvaluatorsSchema,
+  /** The reference's `infrequent_evaluator_builders`: run before the step every `infrequent_eval_every` steps, on a snapshot of their own. */
+  infrequent_evaluators: EvaluatorsSchema,
+  infrequent_eval_every: z.int().nonnegative().default(100),
 });
 
 export type DPOConfig = z.output<typeof DPOConfigSchema>;

@@ -55,7 +55,7 @@ export interface RunConfig {
   durability: DurabilityConfig;
   /** Custom sampling evaluators (absent from configs recorded before they existed). */
   evaluators?: Array<{ name: string | null }>;
-  /** Evaluators run every `infrequent_eval_every` steps (SL; absent from configs recorded before they existed). */
+  /** Evaluators run every `infrequent_eval_every` steps (SL, DPO; absent from configs recorded before they existed). */
   infrequent_evaluators?: Array<{ name: string | null }>;
   infrequent_eval_every?: number;
   /** Periodic checkpoints on tokens trained or workflow seconds since the last, and saved beside the next steps (SL). */
