@@ -4,7 +4,6 @@
 // student's logprob of every (N, K) target, and the gradient handed back is dLoss/dlogp.
 import type { CustomLossResult, Datum } from '../../backends/types.js';
 import { f32 } from '../float32.js';
-import { logsumexpF32 } from './topk.js';
 
 /**
  * Per trained position with valid slots S: p = softmax(logp_S), a_k = log p_k − log q_k (no
@@ -28,8 +27,7 @@ export function reverseKlCustomLoss(data: Datum[], logprobs: number[][]): Custom
       const slots: number[] = [];
       for (let k = 0; k < K; k++) if (weights[n * K + k] > 0) slots.push(n * K + k);
       if (slots.length === 0) continue;
-      const lse = logsumexpF32(slots.map((s) => lp[s]));
-      const logP = slots.map((s) => f32(f32(lp[s]) - lse));
+      const logP = logSoftmaxF32(slots.map((s) => lp[s]));
       const p = logP.map((x) => f32(Math.exp(x)));
       const adv = slots.map((s, i) => f32(logP[i] - f32(Math.log(f32(weights[s])))));
       let perPos = 0;
@@ -38,8 +36,9 @@ export function reverseKlCustomLoss(data: Datum[], logprobs: number[][]): Custom
         perPos = f32(perPos + f32(p[i] * adv[i]));
         ent = f32(ent - f32(p[i] * logP[i]));
       }
+      // As autograd rounds it: d/dlogp of log_softmax's output (a·p) minus p·Σ(a·p).
       slots.forEach((s, i) => {
-        grad[s] = f32(p[i] * f32(adv[i] - perPos));
+        grad[s] = f32(f32(adv[i] * p[i]) - f32(p[i] * perPos));
       });
       lossD = f32(lossD + perPos);
       sumKl += perPos;
@@ -56,4 +55,14 @@ export function reverseKlCustomLoss(data: Datum[], logprobs: number[][]): Custom
   }
   metrics['sdft/reverse_kl_positions'] = positions;
   return { loss: totalLoss, grads, metrics };
+}
+
+/** torch.log_softmax on float32: (x − max) − log Σ exp(x − max), rounded in that order. */
+function logSoftmaxF32(xs: number[]): number[] {
+  const max = xs.reduce((m, x) => (f32(x) > m ? f32(x) : m), -Infinity);
+  const shifted = xs.map((x) => f32(f32(x) - max));
+  let sum = 0;
+  for (const x of shifted) sum = f32(sum + f32(Math.exp(x)));
+  const logSum = f32(Math.log(sum));
+  return shifted.map((x) => f32(x - logSum));
 }
