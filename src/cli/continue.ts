@@ -19,7 +19,7 @@ import { tokenLoopState, tokenTotalsFromLoopState } from '../cookbook/token-usag
  * optimizer, with the paradigm state the checkpoint row recorded (`resume_state`): DPO's reference
  * weights, RL's rollout error counts. Distillation's teacher-sampling stage has no checkpoint.
  */
-export const CONTINUABLE_KINDS: readonly RunKind[] = ['sl', 'rl', 'dpo', 'distill', 'distill_off_policy'];
+export const CONTINUABLE_KINDS: readonly RunKind[] = ['sl', 'rl', 'dpo', 'distill', 'distill_off_policy', 'sdft'];
 
 /** Keys `cookbook continue` sets itself from the parent's checkpoint. */
 const SET_BY_CONTINUE = ['continue_from', 'load_checkpoint_path', 'load_checkpoint_with_optimizer'];
