@@ -28,7 +28,7 @@ const message = (fn: () => unknown) => {
 
 describe('cookbook continue refuses', () => {
   it('kinds it cannot continue yet', () => {
-    expect(message(() => resolveContinuation(parent('sweep', []), []))).toMatch(/^ConfigError: continue: sweep runs cannot be continued yet \(supported: sl, rl, dpo, distill\)/);
+    expect(message(() => resolveContinuation(parent('sweep', []), []))).toMatch(/^ConfigError: continue: sweep runs cannot be continued yet \(supported: sl, rl, dpo, distill, distill_off_policy, sdft\)/);
   });
   it('a run without a state checkpoint, and rows written before next_step existed', () => {
     const none = parent('sl', [{ name: 'eval', sampler_path: 'tinker://r/sampler_weights/eval' }]);
