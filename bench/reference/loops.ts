@@ -1,4 +1,4 @@
-// bench/reference --loop rl|dpo|distill|off_policy|off_policy_multi — the reference's own loop (tinker-cookbook 0.6.1 + SDK
+// bench/reference --loop rl|dpo|distill|off_policy|off_policy_multi|sdft — the reference's own loop (tinker-cookbook 0.6.1 + SDK
 // 0.38.0, unmodified, run by test/parity/loops/reference_loops.py) against this project's
 // workflow, on one engine, same model, data and hyperparameters (test/parity/loops/<loop>.json with
 // the sizes below as overrides; both sides are built from that one config).
@@ -48,7 +48,7 @@ const { values } = parseArgs({
   },
 });
 const loop = values.loop as Loop;
-const BENCH_LOOPS = ['rl', 'dpo', 'distill', 'off_policy', 'off_policy_multi'];
+const BENCH_LOOPS = ['rl', 'dpo', 'distill', 'off_policy', 'off_policy_multi', 'sdft'];
 if (!BENCH_LOOPS.includes(loop)) throw new Error(`--loop ${loop}: one of ${BENCH_LOOPS.join(', ')} (sl: bench:reference without --loop)`);
 const offPolicy = loop === 'off_policy' || loop === 'off_policy_multi';
 const DEFAULTS: Record<string, { steps: number; batch: number; group?: number; maxTokens?: number }> = {
@@ -58,6 +58,7 @@ const DEFAULTS: Record<string, { steps: number; batch: number; group?: number; m
   // The step's batch (each domain's dataset batch as large, so every domain can fill its share).
   off_policy: { steps: 6, batch: 8 },
   off_policy_multi: { steps: 6, batch: 8 },
+  sdft: { steps: 4, batch: 4, group: 2, maxTokens: 16 },
 };
 const d = DEFAULTS[loop];
 const steps = Number(values.steps ?? d.steps);
@@ -75,6 +76,7 @@ function overrides(n: number): string[] {
   if (loop === 'dpo') o.push(`dataset.batch_size=${batch}`);
   if (offPolicy) o.push(`batch_size=${batch}`, 'dataset_configs.0.dataset.batch_size=' + batch);
   if (loop === 'off_policy_multi') o.push('dataset_configs.1.dataset.batch_size=' + batch);
+  if (loop === 'sdft') o.push(`dataset.groups_per_batch=${batch}`, `dataset.group_size=${group}`, `max_tokens=${maxTokens}`, 'temperature=1');
   if (loop === 'distill') o.push(`dataset_configs.0.groups_per_batch=${batch}`, `dataset_configs.0.dataset.group_size=${group}`, `max_tokens=${maxTokens}`);
   return o;
 }
@@ -88,8 +90,8 @@ interface Measured {
 }
 
 /** What samples before a step trains: rollouts, or off-policy distillation's teacher passes. */
-const ROLLOUT = /RolloutGroup$|^offPolicyTeacherTargets$/;
-const TRAIN = /^(rlTrain|distillTrain|offPolicyDistillTrain|dpoStep|dpoFinish)$/;
+const ROLLOUT = /RolloutGroup$|^offPolicyTeacherTargets$|^sdftTeacherGroup$/;
+const TRAIN = /^(rlTrain|distillTrain|offPolicyDistillTrain|sdftTrain|dpoStep|dpoFinish)$/;
 
 /** Our step k's sampling phase and training activity, from the activities' history. */
 function ourPhases(r: LoopResult): Array<[number, number] | undefined> {
