@@ -88,17 +88,23 @@ export interface RunEnd {
 
 /**
  * Expects an interrupted run to have ended as a clean one did: equal metrics and checkpoints (without
- * what differs per run), the same iteration_* directories with the same rollout summaries byte for
- * byte, and final weights with the same fingerprint (each read from its own server).
+ * what differs per run), and final weights with the same fingerprint (each read from its own server).
+ * `metrics`: how to read a run's rows (default metricsOf).
  */
-export async function expectSameRun(crashed: RunEnd, clean: RunEnd): Promise<void> {
+export async function expectSameTraining(crashed: RunEnd, clean: RunEnd, metrics: (logPath: string) => unknown[] = metricsOf): Promise<void> {
   // Imported here, not at the top: the benches import this module outside vitest, where loading vitest throws.
   const { expect } = await import('vitest');
-  expect(metricsOf(crashed.logPath), 'metrics').toEqual(metricsOf(clean.logPath));
+  expect(metrics(crashed.logPath), 'metrics').toEqual(metrics(clean.logPath));
   expect(checkpointsOf(crashed.logPath), 'checkpoints').toEqual(checkpointsOf(clean.logPath));
+  const [mine, theirs] = await Promise.all([weightsFingerprint(crashed.baseUrl, crashed.samplerPath), weightsFingerprint(clean.baseUrl, clean.samplerPath)]);
+  expect(mine, 'final weights').toBe(theirs);
+}
+
+/** expectSameTraining, and the same iteration_* directories with the same rollout summaries byte for byte. */
+export async function expectSameRun(crashed: RunEnd, clean: RunEnd): Promise<void> {
+  const { expect } = await import('vitest');
   const summaries = rolloutSummaries(clean.logPath);
   expect(Object.values(summaries).some((s) => s !== null), `rollout summaries in ${clean.logPath}`).toBe(true);
   expect(rolloutSummaries(crashed.logPath), 'rollout summaries').toEqual(summaries);
-  const [mine, theirs] = await Promise.all([weightsFingerprint(crashed.baseUrl, crashed.samplerPath), weightsFingerprint(clean.baseUrl, clean.samplerPath)]);
-  expect(mine, 'final weights').toBe(theirs);
+  await expectSameTraining(crashed, clean);
 }

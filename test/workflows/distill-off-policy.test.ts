@@ -14,7 +14,7 @@ import { RunStore } from '../../src/cookbook/run-store.js';
 import { progressQuery } from '../../src/workflows/shared/messages.js';
 import type { RunResult } from '../../src/workflows/shared/training-run.js';
 import { checkHistories } from '../support/history.js';
-import { checkpointsOf, metricsOf, weightsFingerprint } from '../support/runs.js';
+import { checkpointsOf, expectSameTraining, metricsOf } from '../support/runs.js';
 import { runToEnd, startTestStack, testRun, untilActivityRunning, waitUntil, withWorker, workerProcess, type TestStack } from '../support/stack.js';
 
 const fixtures = join(import.meta.dirname, '..', 'fixtures');
@@ -34,6 +34,8 @@ function config(name: string, patch: Record<string, unknown> = {}): string {
   writeFileSync(path, JSON.stringify({ ...cfg, ...patch }));
   return path;
 }
+
+const runEnd = (run: { run: { logPath: string } }, result: RunResult) => ({ logPath: run.run.logPath, samplerPath: result.finalCheckpoint!.samplerPath!, baseUrl: stack.engine.baseUrl });
 
 const recorded = (logPath: string, step: number, domain: number): Datum[] =>
   JSON.parse(new RunStore(logPath).readBlob(`teacher_targets/step_${String(step).padStart(6, '0')}/domain_${String(domain).padStart(3, '0')}.json`).toString('utf8'));
@@ -143,13 +145,7 @@ describe('off-policy distillation under crashes', () => {
 
       expect(crashedResult.status).toBe('completed');
       expect(crashedResult.recoveries).toBeGreaterThanOrEqual(1);
-      expect(metricsOf(crashed.run.logPath)).toEqual(metricsOf(clean.run.logPath));
-      expect(checkpointsOf(crashed.run.logPath)).toEqual(checkpointsOf(clean.run.logPath));
-      const [a, b] = await Promise.all([
-        weightsFingerprint(stack.engine.baseUrl, cleanResult.finalCheckpoint!.samplerPath!),
-        weightsFingerprint(stack.engine.baseUrl, crashedResult.finalCheckpoint!.samplerPath!),
-      ]);
-      expect(b).toBe(a);
+      await expectSameTraining(runEnd(crashed, crashedResult), runEnd(clean, cleanResult));
       // The replayed steps (3 and on, up to where the restart came) trained on the targets recorded
       // before the restart: their files were not written again.
       const dir = join(crashed.run.logPath, '.cookbook', 'store', 'teacher_targets');

@@ -14,6 +14,7 @@ import type { RunResult } from '../../src/workflows/shared/training-run.js';
 import { checkHistories, overlappingActivities } from '../support/history.js';
 import { checkpointsOf, metricsOf, timingProblems, weightsFingerprint } from '../support/runs.js';
 import { startTestStack, testRun, uninterruptedRun, waitUntil, workerProcess, type TestStack } from '../support/stack.js';
+import { fullTier } from '../support/tier.js';
 import { expectRlTokenTotals, stepRows } from '../support/tokens.js';
 
 // The arithmetic env plus a token-parity reward (test/fixtures/envs/token-parity.ts), so that
@@ -153,7 +154,8 @@ describe('RL parity: gspo, streaming minibatches, num_epochs', { timeout: 900_00
   // The engine dies once step 2's first substep is applied: the model and that substep are gone
   // with it, so the run restores the checkpoint saved after step 1 and replays step 2 whole
   // (rollouts still sampling when the failure surfaced are settled first).
-  it('an engine killed between two substeps of a streaming step: restored and replayed, the run equals an uninterrupted one', async () => {
+  // The fuller tier: the gate keeps the worker kill between substeps and the engine kills of sl-crash and rl.test.
+  if (fullTier) it('an engine killed between two substeps of a streaming step: restored and replayed, the run equals an uninterrupted one', async () => {
     const crashed = testRun(stack, config, [], 'rl');
     const worker = await workerProcess(stack, 'rl-substeps-engine-worker');
     try {

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRun } from '../../src/cli/train.js';
 import { progressQuery } from '../../src/workflows/shared/messages.js';
 import type { RunResult } from '../../src/workflows/shared/training-run.js';
-import { checkpointsOf, metricsOf, weightsFingerprint } from '../support/runs.js';
+import { expectSameTraining } from '../support/runs.js';
 import { runToEnd, startTestStack, testRun, untilActivityRunning, waitUntil, workerProcess, type TestStack } from '../support/stack.js';
 
 const fixture = join(import.meta.dirname, '..', 'fixtures', 'sdft_small.json');
@@ -51,13 +51,8 @@ describe('SDFT under crashes', () => {
 
       expect(crashedResult.status).toBe('completed');
       expect(crashedResult.recoveries).toBeGreaterThanOrEqual(1);
-      expect(metricsOf(crashed.run.logPath)).toEqual(metricsOf(clean.run.logPath));
-      expect(checkpointsOf(crashed.run.logPath)).toEqual(checkpointsOf(clean.run.logPath));
-      const [a, b] = await Promise.all([
-        weightsFingerprint(stack.engine.baseUrl, cleanResult.finalCheckpoint!.samplerPath!),
-        weightsFingerprint(stack.engine.baseUrl, crashedResult.finalCheckpoint!.samplerPath!),
-      ]);
-      expect(b).toBe(a);
+      const end = (r: typeof clean, result: RunResult) => ({ logPath: r.run.logPath, samplerPath: result.finalCheckpoint!.samplerPath!, baseUrl: stack.engine.baseUrl });
+      await expectSameTraining(end(crashed, crashedResult), end(clean, cleanResult));
       // Every step's rollouts and teacher passes were recorded before the restart; the replay of
       // step 1 read them back and wrote none again.
       const store = join(crashed.run.logPath, '.cookbook', 'store');

@@ -11,6 +11,7 @@ import type { RunResult } from '../../src/workflows/shared/training-run.js';
 import { checkHistories } from '../support/history.js';
 import { checkpointsOf, metricsOf } from '../support/runs.js';
 import { startTestStack, testRun, withWorker, type TestStack } from '../support/stack.js';
+import { fullTier } from '../support/tier.js';
 
 const fixture = join(import.meta.dirname, '..', 'fixtures', 'sdft_small.json');
 const evalScience = join(import.meta.dirname, '..', '..', 'data', 'sdft', 'eval_science.jsonl');
@@ -52,7 +53,8 @@ describe('SDFT workflow', () => {
     expect(hygiene.maxPayloadBytes).toBeLessThan(16 * 1024);
   }, 240_000);
 
-  it('importance sampling (topk = 0): advantages teacher_lp − student_lp, trained with importance_sampling', async () => {
+  // The fuller tier: the gate has top-K here and in sdft-crash; the advantages are pinned in sdft.parity.
+  if (fullTier) it('importance sampling (topk = 0): advantages teacher_lp − student_lp, trained with importance_sampling', async () => {
     const run = testRun(stack, fixture, ['topk=0', 'loss_fn=importance_sampling', 'teacher_sync_every=1'], 'sdft');
     const result = await withWorker(stack, async () => (await (await startRun(stack.client, run, stack.taskQueue)).result()) as RunResult);
     expect(result.status).toBe('completed');
