@@ -31,7 +31,6 @@ export interface TeacherTargetsInput {
 export interface TeacherTargetsResult {
   /** Run-store blob of the domain's datums with their teacher targets, in batch order. */
   ref: string;
-  examples: number;
 }
 
 export interface OffPolicyTrainInput {
@@ -104,7 +103,7 @@ export function offPolicyDistillActivities(deps: ActivityDeps): OffPolicyDistill
     async offPolicyTeacherTargets({ run, step, domain }) {
       const store = new RunStore(run.logPath);
       const ref = `teacher_targets/step_${pad(step)}/domain_${pad(domain, 3)}.json`;
-      if (store.hasBlob(ref)) return { ref, examples: (JSON.parse(store.readBlob(ref).toString('utf8')) as Datum[]).length };
+      if (store.hasBlob(ref)) return { ref };
       const { cfg, data } = domainData(run);
       const { train } = (await heartbeating(data))[domain];
       await train.loadBatch(step);
@@ -124,7 +123,7 @@ export function offPolicyDistillActivities(deps: ActivityDeps): OffPolicyDistill
       );
       // Written whole (temp file + rename): what a retry finds is complete.
       store.writeBlob(ref, JSON.stringify(targeted));
-      return { ref, examples: targeted.length };
+      return { ref };
     },
 
     async offPolicyDistillTrain({ run, model, step, targets, learningRate, preStepMetrics }) {

@@ -10,7 +10,7 @@ import { basename, extname, join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Datum, SamplingSession, TrainingBackend } from '../backends/types.js';
 import type { DistillConfig } from '../cookbook/config/distill.js';
-import { compositeBatchDatasets, compositeLength } from '../cookbook/distillation/plan.js';
+import { compositeLength } from '../cookbook/distillation/plan.js';
 import { incorporateTeacherKl } from '../cookbook/distillation/kl.js';
 import { CompositeDataset, loadPromptsJsonl, PromptOnlyDataset, resolvePromptFile, truncatePrompt } from '../cookbook/distillation/prompts.js';
 import { teacherSource, teacherTokenizerProblem } from '../cookbook/distillation/teachers.js';
@@ -18,20 +18,18 @@ import { planShards, shardFileName, teacherConversationLine, teacherSampleSeed }
 import type { Message, Renderer } from '../cookbook/renderers/types.js';
 import { getRecommendedRendererName, getRenderer } from '../cookbook/renderers/registry.js';
 import { computeAdvantages } from '../cookbook/rl/advantages.js';
-import { tinkerMessageCompleter, tinkerTokenCompleter } from '../cookbook/rl/completers.js';
+import { tinkerMessageCompleter } from '../cookbook/rl/completers.js';
 import { assembleTrainingData } from '../cookbook/rl/data.js';
 import { alignScoredLogprobs, computeKlSampleTrain, computePostKl, fullSequenceForScoring } from '../cookbook/rl/kl.js';
 import { computeTrajectoryMetrics, rolloutSummariesJsonl, rolloutSummaryRows } from '../cookbook/rl/metrics.js';
-import { doGroupRolloutAndFilterConstantReward, failFast } from '../cookbook/rl/rollouts.js';
 import { rolloutRecord } from '../cookbook/rl/rollout-record.js';
-import { sequentialSeeds } from '../cookbook/rl/seeds.js';
 import { deserializeTrajectoryGroup, serializeTrajectoryGroup } from '../cookbook/rl/serialize.js';
-import type { TrajectoryGroup } from '../cookbook/rl/types.js';
 import { RunStore, writeFileAtomic, type RunRef } from '../cookbook/run-store.js';
 import { getTokenizer, type Tokenizer } from '../cookbook/tokenizer.js';
-import { nowMs, recordSpan, scopeSpan } from '../cookbook/timing.js';
+import { scopeSpan } from '../cookbook/timing.js';
 import { callBackend, heartbeating, rolloutFailure, type ActivityDeps } from './context.js';
 import { trainPolicyStep } from './policy-train.js';
+import { studentGroupRollout } from './student-rollout.js';
 import { stepTiming } from './timing.js';
 import { SamplingSessions } from './sampling-sessions.js';
 import { runDataCache } from './run-data.js';
@@ -228,30 +226,14 @@ export function distillActivities(deps: ActivityDeps) {
       const builder = builders[group];
       if (!builder) throw ApplicationFailure.nonRetryable(`batch ${step} has no group ${group}`, ErrorTypes.data);
       const dataset = datasetIndices[group];
-      let result: TrajectoryGroup | null;
-      const started = nowMs();
-      try {
-        result = await withSampler(cfg, { modelPath: samplerPath }, 'create student sampler', (session) => {
-          // Seeds from (run seed, step, group, sample, attempt), as RL's rollouts.
-          const policy = {
-            forRollout: ({ sampleIndex, attempt }: { sampleIndex: number; attempt: number }) =>
-              tinkerTokenCompleter(session, {
-                maxTokens: cfg.max_tokens,
-                temperature: cfg.temperature,
-                seedFor: sequentialSeeds(cfg.seed, step, group, sampleIndex, attempt),
-                // As RL: what stable_reinforce trains on is recorded at sampling.
-                recordStabilityInfo: cfg.loss_fn === 'stable_reinforce',
-              }),
-          };
-          // As the reference: FailFast, no constant-group filtering (every reward is 0).
-          return heartbeating(doGroupRolloutAndFilterConstantReward(builder, policy, { strategy: failFast() }), { step, group });
-        });
-      } catch (err) {
-        throw rolloutFailure(err, `student rollout of step ${step} group ${group}`);
-      } finally {
-        // Every group of the step in parallel: together the reference's `sample` span.
-        recordSpan('sample', started, nowMs(), { part: true });
-      }
+      const result = await studentGroupRollout((fn) => withSampler(cfg, { modelPath: samplerPath }, 'create student sampler', fn), builder, {
+        seed: cfg.seed,
+        step,
+        group,
+        maxTokens: cfg.max_tokens,
+        temperature: cfg.temperature,
+        lossFn: cfg.loss_fn,
+      });
       if (!result) return { ref: null, group, dataset };
       const ref = new RunStore(run.logPath).writeBlob(`rollouts/iteration_${pad(step)}/group_${pad(group, 4)}.json`, serializeTrajectoryGroup(result));
       return { ref, group, dataset };

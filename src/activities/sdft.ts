@@ -15,12 +15,9 @@ import type { TopkPromptLogprobs } from '../cookbook/distillation/topk.js';
 import { rendererForModel } from '../cookbook/renderers/for-model.js';
 import type { Renderer } from '../cookbook/renderers/types.js';
 import { computeAdvantages } from '../cookbook/rl/advantages.js';
-import { tinkerTokenCompleter } from '../cookbook/rl/completers.js';
 import { assembleTrainingData, splitList } from '../cookbook/rl/data.js';
 import { computeTrajectoryMetrics, rolloutSummariesJsonl, rolloutSummaryRows } from '../cookbook/rl/metrics.js';
 import { rolloutRecord } from '../cookbook/rl/rollout-record.js';
-import { doGroupRolloutAndFilterConstantReward, failFast } from '../cookbook/rl/rollouts.js';
-import { sequentialSeeds } from '../cookbook/rl/seeds.js';
 import { deserializeTrajectoryGroup, serializeTrajectoryGroup } from '../cookbook/rl/serialize.js';
 import type { TrajectoryGroup } from '../cookbook/rl/types.js';
 import { RunStore, type RunRef } from '../cookbook/run-store.js';
@@ -28,6 +25,7 @@ import type { Tokenizer } from '../cookbook/tokenizer.js';
 import { nowMs, recordSpan, scopeSpan } from '../cookbook/timing.js';
 import { callBackend, heartbeating, rolloutFailure, type ActivityDeps } from './context.js';
 import { trainPolicyStep } from './policy-train.js';
+import { studentGroupRollout } from './student-rollout.js';
 import { runDataCache } from './run-data.js';
 import { SamplingSessions } from './sampling-sessions.js';
 import { stepTiming } from './timing.js';
@@ -161,21 +159,14 @@ export function sdftActivities(deps: ActivityDeps) {
       const { dataset } = await heartbeating(data);
       const builder = dataset.getBatch(step)[group];
       if (!builder) throw ApplicationFailure.nonRetryable(`batch ${step} has no group ${group}`, ErrorTypes.data);
-      let result: TrajectoryGroup | null;
-      const started = nowMs();
-      try {
-        result = await withSampler(cfg, { modelPath: samplerPath }, 'create student sampler', (session) => {
-          const policy = {
-            forRollout: ({ sampleIndex, attempt }: { sampleIndex: number; attempt: number }) =>
-              tinkerTokenCompleter(session, { maxTokens: cfg.max_tokens, temperature: cfg.temperature, seedFor: sequentialSeeds(cfg.seed, step, group, sampleIndex, attempt) }),
-          };
-          return heartbeating(doGroupRolloutAndFilterConstantReward(builder, policy, { strategy: failFast() }), { step, group });
-        });
-      } catch (err) {
-        throw rolloutFailure(err, `student rollout of step ${step} group ${group}`);
-      } finally {
-        recordSpan('sample', started, nowMs(), { part: true });
-      }
+      const result = await studentGroupRollout((fn) => withSampler(cfg, { modelPath: samplerPath }, 'create student sampler', fn), builder, {
+        seed: cfg.seed,
+        step,
+        group,
+        maxTokens: cfg.max_tokens,
+        temperature: cfg.temperature,
+        lossFn: cfg.loss_fn,
+      });
       if (!result) return { ref: null, group, reused: false };
       return { ref: store.writeBlob(rel, serializeTrajectoryGroup(result)), group, reused: false };
     },

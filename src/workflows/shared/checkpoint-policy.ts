@@ -11,6 +11,12 @@ import type { CheckpointRef } from './messages.js';
 import type { activitiesFor, LoopSpec, RunConfig, RunInput, RunState } from './training-run.js';
 
 /** What the policy needs of the run it checkpoints. */
+/**
+ * The start time of the current workflow task (ms). Inside the workflow sandbox, Date.now() reads that
+ * time from history: a replay sees the times the first run saw. It is never the host's clock.
+ */
+const workflowTime = (): number => Date.now();
+
 export interface CheckpointHost {
   readonly state: RunState;
   readonly input: RunInput<RunConfig, unknown>;
@@ -56,7 +62,7 @@ export class CheckpointPolicy {
 
   /** Workflow time (deterministic) of the last periodic save, or of the run's start. */
   private get savedAt(): number {
-    return this.state.savedAt ?? Date.now();
+    return this.state.savedAt ?? workflowTime();
   }
 
   /**
@@ -76,7 +82,7 @@ export class CheckpointPolicy {
     const tokens = this.config.save_every_tokens ?? 0;
     if (tokens > 0 && (tokensAfter === undefined || tokensAfter - this.savedTokens >= tokens)) return true;
     const seconds = this.config.save_every_seconds ?? 0;
-    return seconds > 0 && Date.now() - this.savedAt >= seconds * 1000;
+    return seconds > 0 && workflowTime() - this.savedAt >= seconds * 1000;
   }
 
   /**
@@ -104,14 +110,14 @@ export class CheckpointPolicy {
       if (this.config.async_periodic_saves) this.launch(periodic.name, step, periodic.row);
       else await this.save(periodic.name, step, 'both', this.config.ttl_seconds, periodic.row);
       // As the reference: the clock restarts once a save completed (or was launched).
-      if (this.config.save_every_seconds) this.state.savedAt = Date.now();
+      if (this.config.save_every_seconds) this.state.savedAt = workflowTime();
     }
     if (this.rollingDue(step, spec)) await this.saveRolling(step, spec);
   }
 
   /** The seconds trigger counts from the run's start (a continued-as-new run keeps its count). */
   start(): void {
-    if (this.config.save_every_seconds) this.state.savedAt ??= Date.now();
+    if (this.config.save_every_seconds) this.state.savedAt ??= workflowTime();
   }
 
   private async saveRolling(step: number, spec: LoopSpec): Promise<void> {
