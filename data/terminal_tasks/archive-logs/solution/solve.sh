@@ -1,0 +1,2 @@
+#!/bin/bash
+tar -czf /app/backup.tar.gz -C /app logs

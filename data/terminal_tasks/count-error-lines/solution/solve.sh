@@ -1,0 +1,2 @@
+#!/bin/bash
+grep -c ERROR /app/logs/app.log > /app/error_count.txt

@@ -1,0 +1,1 @@
+# pkg/sub/__init__.py

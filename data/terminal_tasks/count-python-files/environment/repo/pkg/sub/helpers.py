@@ -1,0 +1,1 @@
+# pkg/sub/helpers.py

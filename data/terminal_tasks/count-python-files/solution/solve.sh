@@ -1,0 +1,2 @@
+#!/bin/bash
+find /app/repo -type f -name '*.py' | wc -l > /app/py_count.txt

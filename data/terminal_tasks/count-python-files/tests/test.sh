@@ -1,0 +1,6 @@
+#!/bin/bash
+# Verifier: /app/py_count.txt holds the number of .py files under /app/repo (8).
+# check.py exits 0 when the task is done; the reward file is written whatever happens.
+mkdir -p /logs/verifier
+if python3 /tests/check.py; then reward=1; else reward=0; fi
+echo "$reward" > /logs/verifier/reward.txt

@@ -1,0 +1,2 @@
+#!/bin/bash
+tail -n +2 /app/users.csv | cut -d, -f2 > /app/emails.txt

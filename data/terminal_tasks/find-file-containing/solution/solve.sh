@@ -1,0 +1,2 @@
+#!/bin/bash
+grep -rl 'TOKEN-7f3a' /app/docs > /app/answer.txt

@@ -1,0 +1,3 @@
+const API_BASE = "http://old.example.com/api";
+const CDN = "https://cdn.example.org";
+export { API_BASE, CDN };

@@ -1,0 +1,2 @@
+#!/bin/bash
+sort -u /app/names.txt > /app/unique_names.txt

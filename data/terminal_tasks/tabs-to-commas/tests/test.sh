@@ -1,0 +1,6 @@
+#!/bin/bash
+# Verifier: /app/data.csv is /app/data.tsv with tabs turned into commas; data.tsv unchanged.
+# check.py exits 0 when the task is done; the reward file is written whatever happens.
+mkdir -p /logs/verifier
+if python3 /tests/check.py; then reward=1; else reward=0; fi
+echo "$reward" > /logs/verifier/reward.txt
