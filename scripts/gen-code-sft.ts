@@ -26,7 +26,8 @@ import path from 'node:path';
 import { getRenderer } from '../src/cookbook/renderers/registry.js';
 import type { Message, ToolCall } from '../src/cookbook/renderers/types.js';
 import { PythonRandom, randbelow } from '../src/cookbook/python-random.js';
-import { checkSolutionTool, toolDeclaring, type CodeEnvOptions, type ToolDeclaringRenderer } from '../src/cookbook/rl/envs/code/env.js';
+import { checkSolutionTool, type CodeEnvOptions } from '../src/cookbook/rl/envs/code/env.js';
+import { toolDeclaring, type ToolDeclaringRenderer } from '../src/cookbook/tool-use/index.js';
 import { codeTaskFromRow, type CodeTask } from '../src/cookbook/rl/envs/code/tasks.js';
 import { LocalSandbox } from '../src/cookbook/sandbox/index.js';
 import { getTokenizer } from '../src/cookbook/tokenizer.js';
@@ -185,7 +186,7 @@ async function transcript(task: CodeTask, attempts: string[], renderer: ToolDecl
 }
 
 async function main(): Promise<void> {
-  const renderer = toolDeclaring(getRenderer('qwen3', await getTokenizer('tiny-qwen3')));
+  const renderer = toolDeclaring(getRenderer('qwen3', await getTokenizer('tiny-qwen3')), 'code_rl');
   // The tool's options as configs/pipeline_code_tool.json sets them.
   const opts = { runner: new LocalSandbox(), timeout: 2 };
   const rng = new PythonRandom(SEED);

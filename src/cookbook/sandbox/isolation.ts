@@ -87,10 +87,9 @@ function which(cmd: string): string | null {
   return null;
 }
 
-/** The argv that runs `command` isolated; `stage` holds files/ and an empty root/. */
-export function isolatedArgv(stage: string, command: string[], limits: IsolationLimits, extraReadOnly: string | null, wallSeconds: number): string[] {
-  const asNobody = process.getuid?.() === 0 ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups'] : [];
-  const rlimits = [
+/** The prlimit options of `limits`. */
+function rlimitOptions(limits: IsolationLimits): string[] {
+  return [
     // SIGXCPU at the limit (a clear cause), SIGKILL a second later for code that ignores it.
     `--cpu=${Math.max(1, Math.ceil(limits.cpuSeconds))}:${Math.max(1, Math.ceil(limits.cpuSeconds)) + 1}`,
     `--as=${limits.memoryBytes}`,
@@ -99,11 +98,19 @@ export function isolatedArgv(stage: string, command: string[], limits: Isolation
     `--nofile=${limits.maxOpenFiles}`,
     '--core=0',
   ];
-  return [
-    ...asNobody,
-    'unshare', '--user', '--map-root-user', '--net', '--pid', '--fork', '--mount', '--kill-child',
-    'sh', '-c', INNER, 'sandbox-init', stage, extraReadOnly ?? '', String(limits.scratchBytes), String(Math.ceil(wallSeconds) + 2), ...rlimits, '--', ...command,
-  ];
+}
+
+/** unshare into fresh namespaces (as nobody when we are root), running `script` with `args` there. */
+function inNamespaces(script: string, args: string[]): string[] {
+  const asNobody = process.getuid?.() === 0 ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups'] : [];
+  return [...asNobody, 'unshare', '--user', '--map-root-user', '--net', '--pid', '--fork', '--mount', '--kill-child', 'sh', '-c', script, 'sandbox-init', ...args];
+}
+
+const backstop = (wallSeconds: number) => String(Math.ceil(wallSeconds) + 2);
+
+/** The argv that runs `command` isolated; `stage` holds files/ and an empty root/. */
+export function isolatedArgv(stage: string, command: string[], limits: IsolationLimits, extraReadOnly: string | null, wallSeconds: number): string[] {
+  return inNamespaces(INNER, [stage, extraReadOnly ?? '', String(limits.scratchBytes), backstop(wallSeconds), ...rlimitOptions(limits), '--', ...command]);
 }
 
 /** Null when util-linux's tools are on this host, else which are missing. */
@@ -134,4 +141,45 @@ export function pythonInterpreter(): { path: string; extraReadOnly: string | nul
   const [exe, prefix] = r.stdout.trim().split('\n');
   const real = realpathSync(exe);
   return { path: real, extraReadOnly: real.startsWith('/usr/') ? null : realpathSync(prefix) };
+}
+
+// The stateful variant (terminal tasks): the new root is not a fresh tmpfs but a host folder that
+// holds one episode's files and outlives each command, so what one command writes the next one
+// finds — anywhere in the tree, as in a container — while /usr and the libraries stay the host's,
+// read-only, and everything else of the isolation above holds. $1: staging dir (its root/ is the
+// mountpoint), $2: extra read-only prefix or "", $3: the episode's root folder, $4: working
+// directory inside, made when missing, $5: wall-time backstop in seconds, $6…: prlimit options, "--",
+// command. What the shell adds to the root to mount on (usr, dev, proc, the library links) is
+// left out of the episode's snapshots (episode.ts).
+const INNER_EPISODE = String.raw`set -eu
+trap 'echo "${SETUP_FAILED}" >&2' EXIT
+STAGE=$1; EXTRA=$2; ROOTDIR=$3; WORKDIR=$4; BACKSTOP=$5; shift 5
+R="$STAGE/root"
+mount --bind "$ROOTDIR" "$R"
+robind() { mkdir -p "$R$1"; mount --rbind "$1" "$R$1"; mount -o remount,bind,ro "$R$1"; }
+robind /usr
+[ -n "$EXTRA" ] && robind "$EXTRA"
+for l in bin sbin lib lib32 lib64 libx32; do if [ -L "/$l" ]; then [ -L "$R/$l" ] || ln -s "$(readlink "/$l")" "$R/$l"; elif [ -d "/$l" ]; then robind "/$l"; fi; done
+# Debian's alternatives (awk, editor, …) are links through /etc/alternatives: only those links, read-only.
+[ -d /etc/alternatives ] && robind /etc/alternatives
+mkdir -p "$R/dev" "$R/tmp" "$R/proc" "$R/root"
+chmod 1777 "$R/tmp"
+for n in null zero random urandom; do [ -e "$R/dev/$n" ] || touch "$R/dev/$n"; mount --bind "/dev/$n" "$R/dev/$n"; done
+mount -t proc proc "$R/proc" 2>/dev/null || true
+mkdir -p "$R$WORKDIR"
+cd "$R"
+mkdir -p .old
+pivot_root . .old
+umount -l /.old
+rmdir /.old
+cd "$WORKDIR"
+trap - EXIT
+set +e
+timeout --signal=KILL "$BACKSTOP" setpriv --inh-caps=-all --bounding-set=-all --no-new-privs prlimit "$@" 3>&-
+echo "$?" >&3
+`;
+
+/** The argv that runs `command` in the episode root `rootDir` (writable, kept between commands); `stage` holds an empty root/. */
+export function episodeIsolatedArgv(stage: string, rootDir: string, workdir: string, command: string[], limits: IsolationLimits, extraReadOnly: string | null, wallSeconds: number): string[] {
+  return inNamespaces(INNER_EPISODE, [stage, extraReadOnly ?? '', rootDir, workdir, backstop(wallSeconds), ...rlimitOptions(limits), '--', ...command]);
 }

@@ -10,7 +10,7 @@
 // is killed. Requests are checked first (request.ts) and run a few at a time (run-queue.ts). Each
 // run gets a fresh staging directory and cgroup, both removed afterwards.
 import { spawn } from 'node:child_process';
-import { chmodSync, chownSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, lchownSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism, constants as osConstants, tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, normalize, resolve } from 'node:path';
 import { RunCgroup, probeCgroups, type CgroupLayout, type CgroupLimit, type CgroupUsage } from './cgroup.js';
@@ -63,7 +63,7 @@ const WATCH_MS = 50;
 export type Containment = { kind: 'cgroup'; layout: CgroupLayout } | { kind: 'per-process'; reason: string };
 
 let probed: CgroupLayout | { reason: string } | undefined;
-function containment(setting: 'auto' | 'off'): Containment {
+export function containment(setting: 'auto' | 'off'): Containment {
   if (setting === 'off') return { kind: 'per-process', reason: 'cgroups are switched off (cgroups: off or COOKBOOK_SANDBOX_CGROUPS=off)' };
   probed ??= probeCgroups();
   return 'reason' in probed ? { kind: 'per-process', reason: probed.reason } : { kind: 'cgroup', layout: probed };
@@ -79,11 +79,11 @@ export function perProcessShare(run: IsolationLimits): IsolationLimits {
   return { ...run, maxProcesses: processes, memoryBytes: Math.floor(run.memoryBytes / processes), cpuSeconds: Math.max(1, Math.floor(run.cpuSeconds / processes)) };
 }
 
-const AS_NOBODY = process.getuid?.() === 0;
+export const AS_NOBODY = process.getuid?.() === 0;
 
-type StopReason = 'wall time' | 'output size' | CgroupLimit;
+export type StopReason = 'wall time' | 'output size' | CgroupLimit;
 
-interface Outcome {
+export interface Outcome {
   code: number | null;
   signal: NodeJS.Signals | null;
   stdout: string;
@@ -112,7 +112,7 @@ export function stagingRoot(): string {
   return found;
 }
 
-function stage(files: Record<string, Buffer>): string {
+export function stage(files: Record<string, Buffer>): string {
   const dir = mkdtempSync(join(stagingRoot(), `cookbook-sandbox-${process.pid}-`));
   mkdirSync(join(dir, 'files'));
   mkdirSync(join(dir, 'root'));
@@ -129,9 +129,10 @@ function stage(files: Record<string, Buffer>): string {
   return dir;
 }
 
-function chownTree(path: string, uid: number): void {
-  chownSync(path, uid, uid);
-  if (statSync(path).isDirectory()) for (const entry of readdirSync(path)) chownTree(join(path, entry), uid);
+/** `path` and everything under it owned by `uid`; links themselves, never what they point to. */
+export function chownTree(path: string, uid: number): void {
+  lchownSync(path, uid, uid);
+  if (lstatSync(path).isDirectory()) for (const entry of readdirSync(path)) chownTree(join(path, entry), uid);
 }
 
 function signalName(n: number): NodeJS.Signals | null {
@@ -143,9 +144,18 @@ function signalName(n: number): NodeJS.Signals | null {
  * COOKBOOK_SANDBOX_RUN, what tells one caller's runs from another's on a shared host.
  */
 let runs = 0;
-const nextRunId = () => `${process.pid}-${++runs}`;
+export const nextRunId = () => `${process.pid}-${++runs}`;
 
-function execute(argv: string[], stdin: string, wallSeconds: number, maxOutputBytes: number, group: RunCgroup | null = null, runId = nextRunId()): Promise<Outcome> {
+/**
+ * How much output a run may make: `keep` bytes of stdout and of stderr are kept, and past
+ * `stopAfter` bytes of either the run is stopped ('output size'). A number is both.
+ */
+export type OutputLimit = number | { keep: number; stopAfter: number };
+
+/** Runs `argv` (an isolated command) to its end or its first limit. */
+export function execute(argv: string[], stdin: string | Uint8Array, wallSeconds: number, output: OutputLimit, group: RunCgroup | null = null, runId = nextRunId()): Promise<Outcome> {
+  const keep = typeof output === 'number' ? output : output.keep;
+  const stopAfter = typeof output === 'number' ? output : output.stopAfter;
   return new Promise((resolve, reject) => {
     const started = process.hrtime.bigint();
     // Nothing of the host's environment (API keys, tokens) reaches the code: only a PATH to find the tools.
@@ -176,10 +186,10 @@ function execute(argv: string[], stdin: string, wallSeconds: number, maxOutputBy
       if (watch) clearInterval(watch);
     };
     const collect = (chunks: Buffer[], count: () => number, add: (n: number) => void) => (chunk: Buffer) => {
-      const room = maxOutputBytes - count();
+      const room = keep - count();
       if (room > 0) chunks.push(chunk.subarray(0, room));
       add(chunk.length);
-      if (count() > maxOutputBytes) stop('output size');
+      if (count() > stopAfter) stop('output size');
     };
     child.stdout.on('data', collect(out, () => outBytes, (n) => (outBytes += n)));
     child.stderr.on('data', collect(err, () => errBytes, (n) => (errBytes += n)));

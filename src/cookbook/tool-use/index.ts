@@ -5,3 +5,4 @@ export * from './tools.js';
 export * from './json-schema.js';
 export * from './agent-tool-env.js';
 export * from './durable.js';
+export * from './declaring.js';

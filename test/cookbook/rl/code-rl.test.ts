@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getRenderer } from '../../../src/cookbook/renderers/registry.js';
 import { extractCodeFromModel, sandboxCheckCorrectness } from '../../../src/cookbook/rl/envs/code/grading.js';
-import { checkSolutionTool, CodeEnvGroupBuilder, toolDeclaring, type CodeEnvOptions, type ToolDeclaringRenderer } from '../../../src/cookbook/rl/envs/code/env.js';
+import { checkSolutionTool, CodeEnvGroupBuilder, type CodeEnvOptions } from '../../../src/cookbook/rl/envs/code/env.js';
+import { toolDeclaring, type ToolDeclaringRenderer } from '../../../src/cookbook/tool-use/index.js';
 import { loadCodeTasks, type CodeTask } from '../../../src/cookbook/rl/envs/code/tasks.js';
 import type { RolloutContext } from '../../../src/cookbook/rl/rollout-context.js';
 import { passesThrough } from '../../../src/cookbook/rl/rollouts.js';
@@ -92,7 +93,7 @@ describe.runIf(!unavailable)('code_rl episodes', { timeout: 120_000 }, () => {
   const dirs: string[] = [];
   beforeAll(async () => {
     tok = await getTokenizer('tiny-qwen3');
-    renderer = toolDeclaring(getRenderer('qwen3', tok));
+    renderer = toolDeclaring(getRenderer('qwen3', tok), 'code_rl');
     imEnd = tok.tokenToId('<|im_end|>');
   });
   afterAll(() => {

@@ -10,7 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getRenderer } from '../../../src/cookbook/renderers/registry.js';
-import { CodeEnvGroupBuilder, checkSolutionTool, toolDeclaring, type CodeEnvOptions, type ToolDeclaringRenderer } from '../../../src/cookbook/rl/envs/code/env.js';
+import { CodeEnvGroupBuilder, checkSolutionTool, type CodeEnvOptions } from '../../../src/cookbook/rl/envs/code/env.js';
+import { toolDeclaring, type ToolDeclaringRenderer } from '../../../src/cookbook/tool-use/index.js';
 import { loadCodeTasks, type CodeTask } from '../../../src/cookbook/rl/envs/code/tasks.js';
 import { LocalSandbox } from '../../../src/cookbook/sandbox/index.js';
 import { loadConversationsJsonl, type ConversationRow } from '../../../src/cookbook/supervised/jsonl.js';
@@ -31,7 +32,7 @@ let rows: ConversationRow[];
 const dirs: string[] = [];
 beforeAll(async () => {
   tokenizer = await getTokenizer('tiny-qwen3');
-  renderer = toolDeclaring(getRenderer('qwen3', tokenizer));
+  renderer = toolDeclaring(getRenderer('qwen3', tokenizer), 'code_rl');
   tasks = loadCodeTasks(PROBLEMS, 'warmup_problems.jsonl');
   rows = await loadConversationsJsonl(SFT);
 });

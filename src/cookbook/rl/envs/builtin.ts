@@ -11,6 +11,7 @@ import { buildOpenAIClientArithmeticDatasets } from './openai-client-arithmetic.
 import { buildRubricDatasets } from './rubric.js';
 import { buildSearchToolDatasets } from './search-tool.js';
 import { buildShorterDatasets } from './shorter.js';
+import { buildTerminalDatasets } from './terminal/env.js';
 import { buildTicTacToeDatasets } from './tictactoe.js';
 import { buildTwentyQuestionsDatasets, TWENTY_QUESTIONS_WORDS_PATH } from './twenty-questions.js';
 import { buildWhichShapeDatasets } from './which-shape.js';
@@ -34,4 +35,5 @@ export const BUILTIN_RL_DATASETS: Record<string, CustomRLDatasetBuilder> = {
   search_tool: ({ args, renderer }) => buildSearchToolDatasets(args, renderer, dataRoot()),
   rl_numerics_check: ({ args, renderer }) => buildNumericsCheckDatasets(args, renderer, dataRoot()),
   which_shape: ({ args, renderer }) => buildWhichShapeDatasets(args, renderer),
+  terminal: ({ args, renderer }) => buildTerminalDatasets(args, renderer, dataRoot()),
 };

@@ -16,7 +16,7 @@ import { modelInputToInts } from '../../model-input.js';
 import { PythonRandom, randbelow } from '../../python-random.js';
 import { getTextContent } from '../../renderers/content.js';
 import type { Message, Renderer, ToolSpec } from '../../renderers/types.js';
-import { AgentToolMessageEnv, errorToolResult, simpleToolResult, tool, type RewardFn, type ToolCallRunner } from '../../tool-use/index.js';
+import { AgentToolMessageEnv, errorToolResult, simpleToolResult, tool, toolDeclaring, type RewardFn, type ToolCallRunner } from '../../tool-use/index.js';
 import { EnvFromMessageEnv } from '../message-env.js';
 import { deriveSeed } from '../seeds.js';
 import { BaseEnvGroupBuilder, InitialObservationOverflow, type Action, type ActionExtra, type Env, type EnvGroupBuilder, type InitialObservation, type RLDataset, type StepResult } from '../types.js';
@@ -239,13 +239,8 @@ export class ExtensionCheckedEnv extends EnvFromMessageEnv {
   }
 }
 
-interface ToolRenderer extends Renderer {
-  createConversationPrefixWithTools(tools: ToolSpec[], systemPrompt?: string): Message[];
-}
-
 export function buildCountingEnv(problem: CountingProblem, renderer: Renderer, task: CountingTask, maxTrajectoryTokens: number | null, maxGenerationTokens: number | null): Env {
-  const r = renderer as Partial<ToolRenderer>;
-  if (typeof r.createConversationPrefixWithTools !== 'function') throw new ConfigurationError(`rl_numerics_check: renderer ${renderer.name} cannot declare tools`);
+  const r = toolDeclaring(renderer, 'rl_numerics_check');
   const state: EpisodeState = { pagesRead: new Set(), invalidPageRequests: 0 };
   const readPage = readPageTool(problem.pages, state);
   const initialMessages = [...r.createConversationPrefixWithTools([readPage.toSpec()], NUMERICS_SYSTEM_PROMPT), { role: 'user' as const, content: problem.prompt }];

@@ -10,7 +10,7 @@ import { ConfigurationError, DataFormatError } from '../../errors.js';
 import { pyShuffled } from '../../python-random.js';
 import { Bm25Index } from '../../retrieval/bm25.js';
 import type { Message, Renderer, ToolSpec } from '../../renderers/types.js';
-import { buildAgentToolEnv, durableToolCalls, simpleToolResult, tool, type Tool } from '../../tool-use/index.js';
+import { buildAgentToolEnv, durableToolCalls, simpleToolResult, tool, toolDeclaring, type Tool } from '../../tool-use/index.js';
 import type { ContextualEnvGroupBuilder, RolloutContext } from '../rollout-context.js';
 import { BaseEnvGroupBuilder, type Env, type EnvGroupBuilder, type RLDataset } from '../types.js';
 import { parseEnvArgs } from './args.js';
@@ -102,13 +102,8 @@ export function searchTool(corpus: SearchCorpus, nResults = 3): Tool {
   });
 }
 
-interface ToolRenderer extends Renderer {
-  createConversationPrefixWithTools(tools: ToolSpec[], systemPrompt?: string): Message[];
-}
-
 export function searchInitialMessages(renderer: Renderer, search: Tool, question: string): Message[] {
-  const r = renderer as Partial<ToolRenderer>;
-  if (typeof r.createConversationPrefixWithTools !== 'function') throw new ConfigurationError(`search_tool: renderer ${renderer.name} cannot declare tools`);
+  const r = toolDeclaring(renderer, 'search_tool');
   return [...r.createConversationPrefixWithTools([search.toSpec()], SEARCH_TASK_INSTRUCTIONS), { role: 'user', content: question }];
 }
 

@@ -13,7 +13,7 @@ import { getTextContent } from '../../../renderers/content.js';
 import type { Message, Renderer, ToolSpec } from '../../../renderers/types.js';
 import { LocalSandbox, SandboxBackend, SandboxFusionClient, type CodeRunner } from '../../../sandbox/index.js';
 import { modelInputFromInts } from '../../../model-input.js';
-import { buildAgentToolEnv, durableToolCalls, simpleToolResult, tool, type AgentToolMessageEnv, type RewardResult, type Tool } from '../../../tool-use/index.js';
+import { buildAgentToolEnv, durableToolCalls, simpleToolResult, tool, toolDeclaring, type AgentToolMessageEnv, type RewardResult, type Tool, type ToolDeclaringRenderer } from '../../../tool-use/index.js';
 import type { EnvFromMessageEnv } from '../../message-env.js';
 import type { ContextualEnvGroupBuilder, RolloutContext } from '../../rollout-context.js';
 import { actAlways, type Once } from '../../side-effects.js';
@@ -100,17 +100,6 @@ function gradingCutAnswers(env: EnvFromMessageEnv, reward: (history: Message[]) 
     };
   };
   return env;
-}
-
-/** The renderers of families with a tool-call format declare tools in the conversation prefix. */
-export interface ToolDeclaringRenderer extends Renderer {
-  createConversationPrefixWithTools(tools: ToolSpec[], systemPrompt?: string): Message[];
-}
-
-export function toolDeclaring(renderer: Renderer): ToolDeclaringRenderer {
-  const r = renderer as Partial<ToolDeclaringRenderer> & Renderer;
-  if (typeof r.createConversationPrefixWithTools !== 'function') throw new ConfigurationError(`code_rl: renderer ${renderer.name} cannot declare tools`);
-  return r as ToolDeclaringRenderer;
 }
 
 export class CodeEnvGroupBuilder extends BaseEnvGroupBuilder implements ContextualEnvGroupBuilder {
@@ -214,7 +203,7 @@ function warnSkipped(loaded: LoadedCodeTasks, what: string): void {
 
 export async function buildCodeRLDatasets(args: Record<string, unknown>, renderer: Renderer, repoRoot: string): Promise<{ train: RLDataset; test?: RLDataset }> {
   const a = parseEnvArgs(CodeRLArgsSchema, args, 'code_rl');
-  const declaring = toolDeclaring(renderer);
+  const declaring = toolDeclaring(renderer, 'code_rl');
   const opts: CodeEnvOptions = {
     runner: codeRunner(a.sandbox_backend),
     maxTurns: a.max_turns,
