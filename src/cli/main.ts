@@ -20,6 +20,7 @@ async function usage(): Promise<string> {
     import('./serve.js'),
     import('./decide.js'),
   ]);
+  const { TTS_USAGE } = await import('./tts.js');
   return `usage: cookbook <command> [options]
 
   dev [--detach]                      start the local stack (Temporal + Web UI, engine, worker), or what is
@@ -51,6 +52,7 @@ ${TRACK_USAGE}
         [--trace FILE]                      write the steps' timing spans as a Perfetto / chrome://tracing file
 ${SWEEP_USAGE}
 ${EVAL_USAGE}
+${TTS_USAGE}
 ${EXPORT_USAGE}
 ${SERVE_USAGE}
 ${DECIDE_USAGE}
@@ -206,6 +208,8 @@ async function main(argv: string[]): Promise<number> {
     }
     case 'eval':
       return (await import('./eval.js')).evalCommand(rest, { limit: values.limit, data: values.data, samples: values.samples, passAtK: values['pass-at-k'], set: values.set, list: values.list, detach: values.detach, workflowId: values.id, engineUrl: engineUrl(flags), taskQueue: flags.taskQueue, connect: () => connectClient(flags) });
+    case 'tts':
+      return (await import('./tts.js')).ttsCommand(rest, { limit: values.limit, data: values.data, set: values.set, detach: values.detach, workflowId: values.id, engineUrl: engineUrl(flags), taskQueue: flags.taskQueue, connect: () => connectClient(flags) });
     case 'track': {
       // A log dir needs no Temporal server (e.g. uploading an offline-tracked run from another machine).
       const [{ parentLogDir }, { syncRun }] = await Promise.all([import('./continue.js'), import('../cookbook/tracking/sync.js')]);

@@ -21,7 +21,7 @@ import { CheckedFile, CheckedJsonl, parseJsonLine, RunStoreDamagedError, RunStor
 
 export { RunStoreDamagedError, RunStoreWriteError, writeFileAtomic };
 
-export type RunKind = 'sl' | 'rl' | 'dpo' | 'decisions' | 'distill' | 'distill_off_policy' | 'prompt_distill' | 'sdft' | 'pipeline' | 'sweep' | 'eval';
+export type RunKind = 'sl' | 'rl' | 'dpo' | 'decisions' | 'distill' | 'distill_off_policy' | 'prompt_distill' | 'sdft' | 'pipeline' | 'sweep' | 'eval' | 'tts';
 
 /** What workflows pass around instead of data: the run's identity and where its files live. */
 export interface RunRef {

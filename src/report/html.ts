@@ -21,6 +21,8 @@ export interface ReportModel {
   sweepSection?: string;
   /** Where each run's steps spent their time (report/timing.ts), rendered. */
   timingSection?: string;
+  /** The True-Thinking Score results of `cookbook tts` runs (report/tts.ts), rendered. */
+  ttsSection?: string;
 }
 
 export const esc = (s: unknown) =>
@@ -224,6 +226,7 @@ export function renderHtml(m: ReportModel): string {
     ...(m.sweepSection ? ['<a href="#sweep">sweep results</a>'] : []),
     ...m.groups.map((g) => `<a href="#metrics-${slug(g.name)}">${esc(g.name)}</a>`),
     ...(m.timingSection ? ['<a href="#timing">timing</a>'] : []),
+    ...(m.ttsSection ? ['<a href="#tts">true-thinking score</a>'] : []),
     '<a href="#config">config</a>',
     '<a href="#checkpoints">checkpoints</a>',
     ...(hasRollouts ? ['<a href="#rollouts">rollouts</a>'] : []),
@@ -231,7 +234,7 @@ export function renderHtml(m: ReportModel): string {
   const status = `<div id="status" class="muted">generated ${esc(m.generatedAt.toISOString().replace('T', ' ').slice(0, 19))} UTC${m.live ? ` · live, refreshing every ${m.live.refreshSeconds}s` : ''}</div>`;
   const notice = m.notice ? `<div class="notice">${esc(m.notice)}</div>` : '';
   const content = m.runs.length
-    ? `<div id="content">${notice}${m.sweepSection ?? ''}${runsTable(m.runs)}${metricsSection(m)}${m.timingSection ?? ''}${configSection(m.runs)}${checkpointsSection(m.runs)}${rolloutsSection(m)}</div>`
+    ? `<div id="content">${notice}${m.sweepSection ?? ''}${runsTable(m.runs)}${m.ttsSection ?? ''}${metricsSection(m)}${m.timingSection ?? ''}${configSection(m.runs)}${checkpointsSection(m.runs)}${rolloutsSection(m)}</div>`
     : `<div id="content">${notice}</div>`;
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">

@@ -8,6 +8,7 @@ import { resolveTarget, type LogDirLookup } from './resolve.js';
 import { DEFAULT_MAX_ITERATIONS, loadRollouts } from './rollouts.js';
 import { isSweepRun, loadSweepTable, renderSweepSection } from './sweep.js';
 import { renderTimingSection } from './timing.js';
+import { loadTtsReport, renderTtsSection } from './tts.js';
 
 export interface ReportOptions {
   /** Looks up workflow ids that name no directory (the CLI asks Temporal). */
@@ -51,8 +52,10 @@ function loadAll(logDirs: readonly string[]): RunData[] {
 export async function buildReportHtml(logDirs: readonly string[], opts: ReportOptions & { allowEmpty?: boolean } = {}): Promise<string> {
   const runs = loadAll(logDirs);
   let notice: string | undefined;
+  const tts = runs.map(loadTtsReport);
   try {
-    requireMetrics(runs);
+    // A TTS run has results but no training metrics.
+    requireMetrics(runs.filter((_, i) => tts[i] === null));
   } catch (err) {
     if (!opts.allowEmpty || !(err instanceof ReportError)) throw err;
     notice = err.message;
@@ -67,7 +70,7 @@ export async function buildReportHtml(logDirs: readonly string[], opts: ReportOp
     return i === -1 ? undefined : runColor(i);
   });
   const timingSection = await renderTimingSection(runs);
-  return renderHtml({ runs, groups, charts, rollouts, generatedAt: new Date(), live: opts.live, notice, sweepSection: sweepSection || undefined, timingSection: timingSection || undefined });
+  return renderHtml({ runs, groups, charts, rollouts, generatedAt: new Date(), live: opts.live, notice, sweepSection: sweepSection || undefined, timingSection: timingSection || undefined, ttsSection: renderTtsSection(tts) || undefined });
 }
 
 /** Writes the report (by default `report.html` in the first run's log dir) and returns its path. */
