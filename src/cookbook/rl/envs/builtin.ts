@@ -9,6 +9,7 @@ import { buildGuessNumberDatasets } from './guess-number.js';
 import { buildNumericsCheckDatasets } from './numerics-check.js';
 import { buildOpenAIClientArithmeticDatasets } from './openai-client-arithmetic.js';
 import { buildRubricDatasets } from './rubric.js';
+import { buildRubricPrometheusDatasets } from './rubric-prometheus.js';
 import { buildSearchToolDatasets } from './search-tool.js';
 import { buildShorterDatasets } from './shorter.js';
 import { buildTerminalDatasets } from './terminal/env.js';
@@ -29,6 +30,7 @@ export const BUILTIN_RL_DATASETS: Record<string, CustomRLDatasetBuilder> = {
   twenty_questions: ({ args, renderer }) => buildTwentyQuestionsDatasets(args, renderer, dataRoot()),
   tictactoe: ({ args, renderer }) => buildTicTacToeDatasets(args, renderer),
   rubric: ({ args, renderer }) => buildRubricDatasets(args, renderer, dataRoot()),
+  rubric_prometheus: ({ args, renderer }) => buildRubricPrometheusDatasets(args, renderer, dataRoot()),
   shorter: ({ args, renderer }) => buildShorterDatasets(args, renderer),
   openai_client_arithmetic: ({ args, renderer }) => buildOpenAIClientArithmeticDatasets(args, renderer),
   code_rl: ({ args, renderer }) => buildCodeRLDatasets(args, renderer, dataRoot()),
