@@ -11,7 +11,7 @@ import { DEFAULT_TASK_QUEUE } from '../workers/task-queue.js';
 import { flushTracing } from '../workers/tracing.js';
 
 async function usage(): Promise<string> {
-  const [{ TRAINABLE_KINDS }, { CONTINUE_USAGE, TRACK_USAGE }, { SWEEP_USAGE }, { EVAL_USAGE }, { EXPORT_USAGE }, { SERVE_USAGE }, { DECIDE_USAGE }] = await Promise.all([
+  const [{ TRAINABLE_KINDS }, { CONTINUE_USAGE, TRACK_USAGE }, { SWEEP_USAGE }, { EVAL_USAGE }, { EXPORT_USAGE }, { SERVE_USAGE }, { DECIDE_USAGE }, { PLAY_USAGE }] = await Promise.all([
     import('./train.js'),
     import('./continue.js'),
     import('./sweep.js'),
@@ -19,6 +19,7 @@ async function usage(): Promise<string> {
     import('./export.js'),
     import('./serve.js'),
     import('./decide.js'),
+    import('./play.js'),
   ]);
   const { TTS_USAGE } = await import('./tts.js');
   return `usage: cookbook <command> [options]
@@ -56,6 +57,7 @@ ${TTS_USAGE}
 ${EXPORT_USAGE}
 ${SERVE_USAGE}
 ${DECIDE_USAGE}
+${PLAY_USAGE}
 ${WORKER_USAGE}
 
 ${CONNECTION_USAGE}`;
@@ -65,6 +67,8 @@ async function main(argv: string[]): Promise<number> {
   // serve and chat parse flags of their own (their --api-key is the served API's key, not Temporal's).
   if (argv[0] === 'serve' || argv[0] === 'chat') return (await import('./serve.js')).serveCommand(argv[0], argv.slice(1));
   if (argv[0] === 'decide') return (await import('./decide.js')).decideCommand(argv.slice(1));
+  // play reads its own flags (--against, --player, --multiline) and the person's replies from stdin.
+  if (argv[0] === 'play') return (await import('./play.js')).playCommand(argv.slice(1));
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
