@@ -321,7 +321,7 @@ export function rlActivities(deps: ActivityDeps) {
       }
       const ok = groups.filter((g): g is TrajectoryGroup => g !== null);
       const tags = groups.flatMap((g, i) => (g ? [builders[i].loggingTags()] : []));
-      const metrics = computeTrajectoryMetrics(ok, tags);
+      const metrics = { ...computeTrajectoryMetrics(ok, tags), ...test.evalSetMetrics?.(ok, tags) };
       const skipped = groups.length - ok.length;
       const errors = ok.flatMap((g) => g.rolloutErrors.map((e) => e.errorType));
       if (errors.length || skipped) {

@@ -99,16 +99,26 @@ export function pyShuffled<T>(items: readonly T[], seed: number | string): T[] {
   return x;
 }
 
-/** `random.Random(seed).sample(population, k)` for populations on its pool path (n ≤ setsize). */
+/** `random.Random(seed).sample(population, k)`: CPython's pool path for n ≤ setsize, else its set path. */
 export function pySample<T>(population: readonly T[], k: number, seed: number): T[] {
   const n = population.length;
   if (k < 0 || k > n) throw new RangeError('Sample larger than population or is negative');
   let setsize = 21;
   if (k > 5) setsize += 4 ** Math.ceil(Math.log(k * 3) / Math.log(4));
-  if (n > setsize) throw new RangeError(`pySample: only the pool path (n ≤ ${setsize}) is implemented, got n=${n}`);
   const rng = new PythonRandom(seed);
-  const pool = [...population];
   const out: T[] = [];
+  if (n > setsize) {
+    // Draw indices until an unseen one comes up.
+    const selected = new Set<number>();
+    for (let i = 0; i < k; i++) {
+      let j = randbelow(rng, n);
+      while (selected.has(j)) j = randbelow(rng, n);
+      selected.add(j);
+      out.push(population[j]);
+    }
+    return out;
+  }
+  const pool = [...population];
   for (let i = 0; i < k; i++) {
     const j = randbelow(rng, n - i);
     out.push(pool[j]);

@@ -186,6 +186,12 @@ export abstract class BaseEnvGroupBuilder implements EnvGroupBuilder {
 export interface RLDataset {
   readonly length: number;
   getBatch(index: number): EnvGroupBuilder[];
+  /**
+   * Metrics of a whole evaluated test set beyond the per-rollout means (the reference's
+   * RLTestSetEvaluator subclasses that extend _collect_eval_metrics, e.g. forecasting's AUC):
+   * `env/<tag>/…` keys, prefixed `test/` with the rest. Given the groups that rolled out and their tags.
+   */
+  evalSetMetrics?(groups: readonly TrajectoryGroup[], tagsPerGroup: readonly string[][]): Metrics;
 }
 
 /** Every rollout of a group failed (or fewer than a MinViableGroup floor succeeded). */

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { CustomRLDatasetBuilder } from '../registry.js';
 import { buildCodeRLDatasets } from './code/env.js';
+import { buildForecastingDatasets } from './forecasting/env.js';
 import { buildGuessNumberDatasets } from './guess-number.js';
 import { buildNumericsCheckDatasets } from './numerics-check.js';
 import { buildOpenAIClientArithmeticDatasets } from './openai-client-arithmetic.js';
@@ -38,4 +39,5 @@ export const BUILTIN_RL_DATASETS: Record<string, CustomRLDatasetBuilder> = {
   rl_numerics_check: ({ args, renderer }) => buildNumericsCheckDatasets(args, renderer, dataRoot()),
   which_shape: ({ args, renderer }) => buildWhichShapeDatasets(args, renderer),
   terminal: ({ args, renderer }) => buildTerminalDatasets(args, renderer, dataRoot()),
+  forecasting: ({ args, renderer }) => buildForecastingDatasets(args, renderer, dataRoot()),
 };
