@@ -3,6 +3,7 @@
 // discipline echoes what is typed; colours appear because stdout is a TTY. Skipped, saying so, where
 // tmux is not installed.
 import { spawnSync } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { guessNumberSplit } from '../../src/cookbook/rl/envs/guess-number.js';
@@ -33,7 +34,10 @@ async function until(pattern: RegExp, timeoutMs = 60_000): Promise<string> {
 }
 
 afterAll(() => {
-  if (!noTmux) spawnSync('tmux', ['-L', SOCKET, 'kill-server']);
+  if (noTmux) return;
+  spawnSync('tmux', ['-L', SOCKET, 'kill-server']);
+  // kill-server leaves the socket file behind.
+  rmSync(join(process.env.TMUX_TMPDIR ?? '/tmp', `tmux-${process.getuid?.() ?? 0}`, SOCKET), { force: true });
 });
 
 describe.skipIf(noTmux)(`cookbook play in a terminal (tmux)${noTmux ? ` — skipped: ${noTmux}` : ''}`, { timeout: 120_000 }, () => {
