@@ -69,12 +69,13 @@ function problemsOf(run: RunRef, cfg: TtsConfig) {
 }
 
 /** A chunk's blob if a finished attempt wrote it whole; undefined otherwise (never written, or damaged). */
-function finishedChunk(store: RunStore, chunk: number, expected: number): TtsChunkBlob | undefined {
+function finishedChunk(store: RunStore, chunk: number, start: number, expected: number): TtsChunkBlob | undefined {
   const ref = ttsChunkBlobPath(chunk);
   if (!store.hasBlob(ref)) return undefined;
   try {
     const blob = JSON.parse(store.readBlob(ref).toString('utf8')) as TtsChunkBlob;
-    return blob.format === 'tts_chunk/v1' && blob.chunk === chunk && blob.records.length === expected ? blob : undefined;
+    const whole = blob.records.length === expected && blob.records.every((r, i) => r.problem_idx === start + i);
+    return blob.format === 'tts_chunk/v1' && blob.chunk === chunk && whole ? blob : undefined;
   } catch {
     return undefined;
   }
@@ -117,7 +118,7 @@ export function ttsActivities(deps: ActivityDeps): TtsActivities {
       const mine = problems.slice(start, start + cfg.chunk_size);
       if (mine.length === 0) throw ApplicationFailure.nonRetryable(`chunk ${chunk} is past the last problem`, ErrorTypes.config);
 
-      const done = finishedChunk(store, chunk, mine.length);
+      const done = finishedChunk(store, chunk, start, mine.length);
       if (done) return chunkSummary(chunk, done.records);
 
       const { renderer, tokenizer } = await heartbeating(rendererForModel({ model_name: baseModel, renderer_name: cfg.renderer_name, tokenizer_path: cfg.tokenizer_path }));

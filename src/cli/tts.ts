@@ -125,7 +125,7 @@ export async function ttsCommand(rest: string[], o: TtsCommandOptions): Promise<
   if (!resolved.config.model.startsWith('tinker://')) await checkBackend(resolved.config.base_url ?? o.engineUrl, resolved.config.model);
   const client = await o.connect();
   await startTts(client, resolved, o.taskQueue);
-  console.log(`started ${resolved.workflowId}: ${resolved.config.dataset} problems on ${resolved.config.model}, ${n} problems`);
+  console.log(`started ${resolved.workflowId}: TTS of ${resolved.config.model} on ${n} problems (dataset ${resolved.config.dataset})`);
   console.log(`log dir  ${resolved.run.logPath}`);
   if (o.detach) return 0;
   const result = await watchTts(client, resolved.workflowId);
