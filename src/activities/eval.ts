@@ -14,7 +14,9 @@ import { chunkBlobPath, resultsTable, type ChunkBlob, type EvalResultsFile } fro
 import type { ExampleResult } from '../cookbook/eval/suites/index.js';
 import { rendererForModel } from '../cookbook/renderers/for-model.js';
 import { RunDirInUseError, RunStore, writeFileAtomic, type RunRef } from '../cookbook/run-store.js';
+import { isAgenticSuite } from '../cookbook/eval/suites/terminal.js';
 import { callBackend, heartbeating, type ActivityDeps } from './context.js';
+import { terminalEvalChunk, terminalEvalData, terminalEvalFinish } from './eval-terminal.js';
 import { readRunConfig } from './training.js';
 import { ErrorTypes } from './types.js';
 
@@ -95,17 +97,18 @@ export function evalActivities(deps: ActivityDeps): EvalActivities {
         if (err instanceof RunDirInUseError) throw ApplicationFailure.nonRetryable(err.message, ErrorTypes.config);
         throw err;
       }
-      const { items } = await benchmarkData(run, config);
+      const numExamples = isAgenticSuite(config.suite) ? terminalEvalData(config).tasks.length : (await benchmarkData(run, config)).items.length;
       let baseModel = config.model;
       if (isCheckpointPath(config.model)) {
         const backend = deps.backendFor(config.base_url);
         baseModel = (await callBackend(`weights_info of ${config.model}`, 'bad-path', () => backend.weightsInfo(config.model))).base_model;
       }
-      return { numExamples: items.length, numChunks: Math.ceil(items.length / config.chunk_size), baseModel, modelPath: isCheckpointPath(config.model) ? config.model : null };
+      return { numExamples, numChunks: Math.ceil(numExamples / config.chunk_size), baseModel, modelPath: isCheckpointPath(config.model) ? config.model : null };
     },
 
     async evalChunk({ run, chunk, baseModel, modelPath }) {
       const cfg = readRunConfig<EvalConfig>(run);
+      if (isAgenticSuite(cfg.suite)) return terminalEvalChunk(deps, { run, chunk, baseModel, modelPath }, cfg);
       const store = new RunStore(run.logPath);
       const { suite, items } = await heartbeating(benchmarkData(run, cfg));
       const start = chunk * cfg.chunk_size;
@@ -126,8 +129,9 @@ export function evalActivities(deps: ActivityDeps): EvalActivities {
       return summary(results);
     },
 
-    async evalFinish({ run, numChunks, baseModel }) {
+    async evalFinish({ run, numChunks, baseModel, modelPath }) {
       const cfg = readRunConfig<EvalConfig>(run);
+      if (isAgenticSuite(cfg.suite)) return terminalEvalFinish({ run, numChunks, baseModel, modelPath }, cfg);
       const store = new RunStore(run.logPath);
       const suite = suiteNamed(cfg.suite);
       const examples = Array.from({ length: numChunks }, (_, i) => readChunk(store, i).results).flat();

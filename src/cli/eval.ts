@@ -6,7 +6,8 @@ import { isAbsolute, resolve } from 'node:path';
 import type { Client } from '@temporalio/client';
 import { EvalConfigSchema, type EvalConfig } from '../cookbook/eval/benchmark-config.js';
 import { loadBenchmark } from '../cookbook/eval/benchmark-data.js';
-import { SUITES } from '../cookbook/eval/suites/index.js';
+import { AGENTIC_SUITES, EVAL_SUITE_NAMES, SUITES } from '../cookbook/eval/suites/index.js';
+import { isAgenticSuite, loadTerminalEval, TERMINAL_CONFIG_DEFAULTS, terminalDataDir } from '../cookbook/eval/suites/terminal.js';
 import { applyOverrides, ConfigError, parseConfig } from '../cookbook/config/overrides.js';
 import type { RunRef } from '../cookbook/run-store.js';
 import { DEFAULT_TASK_QUEUE } from '../workers/worker.js';
@@ -17,7 +18,7 @@ import { followRun } from './follow.js';
 import { KindKey, ModelKey, StatusKey, StepKey } from '../workflows/shared/search-attributes.js';
 
 export const EVAL_USAGE = `  eval <model or checkpoint> <suite>    evaluate a base model or a tinker:// checkpoint on a benchmark
-        [--limit N] [--data PATH]           (suites: ${Object.keys(SUITES).join(', ')}); --data: the full set in its
+        [--limit N] [--data PATH]           (suites: ${EVAL_SUITE_NAMES.join(', ')}); --data: the full set in its
         [--set key=value …] [--detach]      public layout (default: the shipped sample); results.json in the run folder
         [--samples N] [--pass-at-k 1,5]     N samples per example, pass@k for each k ≤ N (default 1, 5, …, N)
   eval --list                         the benchmark suites`;
@@ -45,7 +46,8 @@ const slug = (s: string) => s.replace(/^tinker:\/\//, '').replace(/[^A-Za-z0-9_.
 
 /** The eval config from the command line: positionals, flags, then `--set` overrides (dotted keys). */
 export function resolveEval(model: string, suite: string, args: EvalArgs, opts: { runsDir?: string; workflowId?: string } = {}): ResolvedEval {
-  const raw: Record<string, unknown> = { model, suite };
+  // The terminal suite's own defaults (the reference eval's), under any flag or --set.
+  const raw: Record<string, unknown> = { ...(isAgenticSuite(suite) ? structuredClone(TERMINAL_CONFIG_DEFAULTS) : {}), model, suite };
   if (args.limit !== undefined) {
     if (!/^\d+$/.test(args.limit)) throw new ConfigError(`--limit: "${args.limit}" is not a positive integer`);
     raw.limit = Number(args.limit);
@@ -64,6 +66,15 @@ export function resolveEval(model: string, suite: string, args: EvalArgs, opts: 
   for (const key of ['data_path', 'tokenizer_path'] as const) {
     const p = config[key];
     if (p === null) continue;
+    if (key === 'data_path' && isAgenticSuite(config.suite)) {
+      // A folder of task folders, or the name of a downloaded Harbor dataset.
+      try {
+        config.data_path = terminalDataDir(p, process.cwd());
+      } catch (err) {
+        throw new ConfigError(`--data: ${(err as Error).message}`);
+      }
+      continue;
+    }
     config[key] = isAbsolute(p) ? p : resolve(p);
     if (existsSync(config[key]!)) continue;
     const hint = key === 'data_path' ? ' (a local folder or file in the dataset\'s layout; fetch one with `huggingface-cli download <id> --repo-type dataset --local-dir DIR`)' : '';
@@ -81,6 +92,7 @@ export function resolveEval(model: string, suite: string, args: EvalArgs, opts: 
 /** Loads the data as the workflow will, so a bad row fails here (naming file and line) before any run exists. */
 export async function checkEvalData(r: ResolvedEval): Promise<number> {
   try {
+    if (isAgenticSuite(r.config.suite)) return loadTerminalEval(r.config).tasks.length;
     return (await loadBenchmark(r.config)).items.length;
   } catch (err) {
     throw new ConfigError(`${r.config.suite} data: ${(err as Error).message}`);
@@ -109,8 +121,9 @@ export function evalProgressLine(suite: string, p: Progress): string {
   const m = p.lastMetrics;
   const done = m.examples_done ?? 0;
   const correct = m.num_correct ?? 0;
-  const acc = done > 0 ? ` · accuracy so far ${(correct / done).toFixed(4)}` : '';
-  return `${suite}: ${done}/${m.num_examples ?? '?'} examples (chunk ${p.step}/${p.totalSteps}) · ${correct} correct${acc} · ${p.status}`;
+  const [items, right, rate] = isAgenticSuite(suite) ? ['tasks', 'passed', 'pass rate'] : ['examples', 'correct', 'accuracy'];
+  const acc = done > 0 ? ` · ${rate} so far ${(correct / done).toFixed(4)}` : '';
+  return `${suite}: ${done}/${m.num_examples ?? '?'} ${items} (chunk ${p.step}/${p.totalSteps}) · ${correct} ${right}${acc} · ${p.status}`;
 }
 
 /** Polls the eval's progress until it ends, printing one plain line per change (and followRun's notes). */
@@ -128,10 +141,11 @@ export async function watchEval(client: Client, workflowId: string, suite: strin
 }
 
 export function formatSuites(): string {
-  const w = Math.max(...Object.keys(SUITES).map((n) => n.length));
-  return Object.values(SUITES)
-    .map((s) => `${s.name.padEnd(w)}  ${s.description}\n${' '.repeat(w)}  data: ${s.dataset.hubId}${s.dataset.name ? ` (config ${s.dataset.name})` : ''}, split ${s.dataset.split}`)
-    .join('\n');
+  const w = Math.max(...EVAL_SUITE_NAMES.map((n) => n.length));
+  return [
+    ...Object.values(SUITES).map((s) => `${s.name.padEnd(w)}  ${s.description}\n${' '.repeat(w)}  data: ${s.dataset.hubId}${s.dataset.name ? ` (config ${s.dataset.name})` : ''}, split ${s.dataset.split}`),
+    ...Object.values(AGENTIC_SUITES).map((s) => `${s.name.padEnd(w)}  ${s.description}\n${' '.repeat(w)}  data: ${s.data}`),
+  ].join('\n');
 }
 
 export interface EvalCommandOptions extends EvalArgs {

@@ -3,7 +3,8 @@
 // temperature 0.6): set max_tokens lower for small models.
 import { z } from 'zod';
 import { DurabilitySchema, RunNameSchema } from '../config/common.js';
-import { SUITE_NAMES } from './suites/index.js';
+import { EVAL_SUITE_NAMES, SUITE_NAMES } from './suites/index.js';
+import { isAgenticSuite, TerminalEvalSchema } from './suites/terminal.js';
 
 const dataFields = {
   suite: z.enum(SUITE_NAMES),
@@ -30,10 +31,19 @@ function checkPassAtK(cfg: { num_samples: number; pass_at_k: number[] | null }, 
   });
 }
 
+/** The terminal suite runs one episode per task; its settings belong to it alone. */
+function checkAgentic(cfg: { suite: string; num_samples: number; terminal?: unknown }, ctx: z.RefinementCtx): void {
+  if (!isAgenticSuite(cfg.suite) && cfg.terminal !== undefined) ctx.addIssue({ code: 'custom', path: ['terminal'], message: `terminal settings are for the terminal suite, not ${cfg.suite}` });
+  if (isAgenticSuite(cfg.suite) && cfg.num_samples !== 1) ctx.addIssue({ code: 'custom', path: ['num_samples'], message: `the ${cfg.suite} suite runs one episode per task (num_samples 1)` });
+}
+
 export const EvalConfigSchema = z.strictObject({
   /** A base model name (or local HF checkpoint folder) or a `tinker://…` checkpoint path. */
   model: z.string().min(1),
   ...dataFields,
+  suite: z.enum(EVAL_SUITE_NAMES),
+  /** The terminal suite's episodes (turns, timeouts, sandbox limits); only with suite "terminal". */
+  terminal: TerminalEvalSchema.optional(),
   /** Mixed into every example's sampling seed with (suite, example index). */
   seed: z.int().nonnegative().default(0),
   /** Examples per activity: a crash redoes at most one chunk per running activity. */
@@ -46,7 +56,9 @@ export const EvalConfigSchema = z.strictObject({
   log_path: z.string().min(1).optional(),
   run_name: RunNameSchema,
   durability: DurabilitySchema,
-}).superRefine(checkPassAtK);
+})
+  .superRefine(checkPassAtK)
+  .superRefine(checkAgentic);
 export type EvalConfig = z.output<typeof EvalConfigSchema>;
 
 /** A suite as an in-training evaluator: metrics `eval/<name>/score`, … (the reference's BenchmarkEvaluator). */

@@ -22,7 +22,7 @@ export interface EvalResultsFile {
   examples: ExampleResult[];
 }
 
-const fmt = (key: string, v: number) => (Number.isInteger(v) && !/acc|score|pass@/.test(key) ? String(v) : v.toFixed(4));
+const fmt = (key: string, v: number) => (Number.isInteger(v) && !/acc|score|pass@|_rate|mean_/.test(key) ? String(v) : v.toFixed(4));
 
 /** A Markdown table of the aggregate metrics, headed by what was evaluated. */
 export function resultsTable(r: Pick<EvalResultsFile, 'suite' | 'model' | 'data' | 'metrics'>): string {

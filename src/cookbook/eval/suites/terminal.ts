@@ -1,0 +1,86 @@
+// The agentic `terminal` suite of `cookbook eval` (reference 0.6.1 recipes/harbor_rl/eval.py and
+// scripts/eval_harbor_rl.py): each example is a Harbor task folder; the policy works it in one
+// episode of up to max_turns bash turns in the task's sandbox, and the task's tests/test.sh gives
+// the reward. PASS when the reward is above 0, FAIL otherwise, ERROR when the episode could not
+// run (an image that does not build, a sandbox that died). This module holds what the config and
+// the CLI need (the options, the defaults, the task list); terminal-run.ts runs the episodes.
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { z } from 'zod';
+import { ConfigurationError } from '../../errors.js';
+import { EPISODE_DEFAULTS } from '../../sandbox/episode.js';
+import { harborDatasetDir, loadHarborTasks, type HarborTask } from '../../rl/envs/terminal/tasks.js';
+import { fileURLToPath } from 'node:url';
+
+export const TERMINAL_SUITE = {
+  name: 'terminal',
+  description: 'Harbor terminal tasks, one agent episode each (bash tool, tests/test.sh grades); pass rate',
+  data: 'data/terminal_tasks, a folder of Harbor task folders, or a dataset name under ~/.cache/harbor/tasks/',
+} as const;
+
+export const isAgenticSuite = (suite: string) => suite === TERMINAL_SUITE.name;
+
+const MiB = 1024 * 1024;
+
+/** The episode's settings (`--set terminal.max_turns=20`): the reference's EvalConfig defaults. */
+export const TerminalEvalSchema = z.strictObject({
+  max_turns: z.int().positive().default(10),
+  /** Seconds of commands an episode's sandbox lives (the reference eval's sandbox_timeout). */
+  sandbox_timeout: z.number().positive().default(3600),
+  command_timeout: z.number().positive().default(120),
+  grader_timeout: z.number().positive().default(60),
+  /** null: no limit, as the reference's eval (its env gets no max_trajectory_tokens). */
+  max_trajectory_tokens: z.int().positive().nullable().default(null),
+  /** Task names to evaluate, in this order (default: every task of the folder). */
+  only: z.array(z.string().min(1)).nullable().default(null),
+  storage_mb: z.number().positive().default(EPISODE_DEFAULTS.storageBytes / MiB),
+  memory_mb: z.number().positive().default(EPISODE_DEFAULTS.memoryBytes / MiB),
+  max_processes: z.int().positive().default(EPISODE_DEFAULTS.maxProcesses),
+});
+export type TerminalEvalOptions = z.output<typeof TerminalEvalSchema>;
+
+/** Config defaults of the suite where they differ from the single-turn suites' (the reference eval's max_tokens 2048, greedy). */
+export const TERMINAL_CONFIG_DEFAULTS = { max_tokens: 2048, temperature: 0, terminal: {} } as const;
+
+const SHIPPED = path.join('data', 'terminal_tasks');
+
+/** The shipped tasks: data/terminal_tasks of the nearest ancestor of this module that holds it. */
+export function shippedTerminalTasksDir(): string {
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 8; i++) {
+    if (existsSync(path.join(dir, SHIPPED))) return path.join(dir, SHIPPED);
+    const parent = path.dirname(dir);
+    if (parent === dir) break;
+    dir = parent;
+  }
+  throw new ConfigurationError(`cannot find ${SHIPPED} above ${fileURLToPath(import.meta.url)}; name a folder of Harbor tasks with --data`);
+}
+
+/** `--data` of the suite: a folder (absolute, or relative to `baseDir`), else a dataset name under ~/.cache/harbor/tasks/. */
+export function terminalDataDir(dataPath: string | null, baseDir: string): string {
+  if (dataPath === null) return shippedTerminalTasksDir();
+  return harborDatasetDir(dataPath, baseDir);
+}
+
+export interface TerminalEvalData {
+  tasks: HarborTask[];
+  source: string;
+}
+
+/** The tasks an eval config names: the folder's tasks sorted by name (or `only`'s), the first `limit`. */
+export function loadTerminalEval(cfg: { data_path: string | null; limit: number | null; terminal?: TerminalEvalOptions }): TerminalEvalData {
+  const source = terminalDataDir(cfg.data_path, process.cwd());
+  if (!existsSync(source)) throw new ConfigurationError(`terminal tasks: no folder ${source}`);
+  const all = loadHarborTasks(source);
+  const only = cfg.terminal?.only ?? null;
+  let tasks = all;
+  if (only) {
+    const byName = new Map(all.map((t) => [t.taskName, t]));
+    tasks = only.map((name) => {
+      const t = byName.get(name);
+      if (!t) throw new ConfigurationError(`terminal.only: no task ${JSON.stringify(name)} in ${source} (it has ${[...byName.keys()].join(', ')})`);
+      return t;
+    });
+  }
+  return { tasks: cfg.limit === null ? tasks : tasks.slice(0, cfg.limit), source };
+}
