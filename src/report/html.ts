@@ -105,13 +105,14 @@ function runsTable(runs: RunData[]): string {
   const rows = runs.map((run, i) => {
     const steps = run.metrics.map((r) => r.step as number);
     const last = run.checkpoints[run.checkpoints.length - 1];
-    return `<tr><td><span class="swatch" style="background:${runColor(i)}"></span>${esc(run.label)}</td><td>${esc(run.kind ?? '–')}</td><td>${esc(run.config?.model_name ?? '–')}</td><td class="num">${steps.length ? `${Math.min(...steps)}–${Math.max(...steps)}` : '–'}</td><td>${esc(last?.name ?? '–')}</td><td>${esc(run.logDir)}</td></tr>`;
+    return `<tr><td><span class="swatch" style="background:${runColor(i)}"></span>${esc(run.label)}</td><td>${esc(run.kind ?? '–')}</td><td>${esc(run.config?.model_name ?? run.config?.model ?? '–')}</td><td class="num">${steps.length ? `${Math.min(...steps)}–${Math.max(...steps)}` : '–'}</td><td>${esc(last?.name ?? '–')}</td><td>${esc(run.logDir)}</td></tr>`;
   });
   return `<table><thead><tr><th>run</th><th>kind</th><th>model</th><th>steps</th><th>last checkpoint</th><th>log dir</th></tr></thead><tbody>${rows.join('')}</tbody></table>`;
 }
 
 function metricsSection(m: ReportModel): string {
-  if (m.groups.length === 0) return '<h2 id="metrics">Metrics</h2><p class="muted">no numeric metrics yet</p>';
+  // A TTS run (report/tts.ts) has results but no training metrics to plot.
+  if (m.groups.length === 0) return m.ttsSection ? '' : '<h2 id="metrics">Metrics</h2><p class="muted">no numeric metrics yet</p>';
   const sections = m.groups.map(
     (g) =>
       `<section class="metric-group" id="metrics-${slug(g.name)}" data-group="${esc(g.name)}"><h3>${esc(g.name)} <span class="muted">(${g.keys.length})</span></h3><div class="charts">${g.keys

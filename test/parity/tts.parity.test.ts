@@ -97,6 +97,14 @@ beforeAll(async () => {
   const child = await runPythonScript(python, [join(import.meta.dirname, 'tts_cases.py')], { env: { ...process.env, HF_HUB_OFFLINE: '1', TRANSFORMERS_OFFLINE: '1' }, input });
   expect(child.status, child.stderr).toBe(0);
   ref = JSON.parse(child.stdout);
+  // The cases reach what they are meant to: several steps with numbers and a self-verification
+  // step, an overflow, error rows, an empty CoT.
+  expect(ref.cots[0].steps.length).toBeGreaterThan(4);
+  expect(ref.cots[0].steps.some((s) => s.is_self_verification)).toBe(true);
+  expect(ref.cots[0].steps.some((s) => s.tts > 0)).toBe(true);
+  expect(ref.cots[3].steps).toEqual([]);
+  expect(ref.perturbed[2]).toContain('OverflowError');
+  expect(ref.analysis[0].summary.n_problems_failed).toBe(1);
 }, 120_000);
 
 const lexicographic = (a: number[], b: number[]) => {
