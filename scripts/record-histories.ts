@@ -8,6 +8,7 @@ import { parseArgs } from 'node:util';
 import { startRun } from '../src/cli/train.js';
 import { resolveContinuation } from '../src/cli/continue.js';
 import { resolveEval, startEval } from '../src/cli/eval.js';
+import { resolveTts, startTts } from '../src/cli/tts.js';
 import { pauseSignal, progressQuery, resumeSignal, setUpdate, stopSignal } from '../src/workflows/shared/messages.js';
 import { saveHistories } from '../test/support/history.js';
 import { startTestStack, testRun, waitUntil, withWorker, type TestStack } from '../test/support/stack.js';
@@ -113,6 +114,13 @@ recordings['sl-continued'] = async (stack) => {
 recordings.eval = async (stack) => {
   const r = resolveEval('tiny-qwen3', 'gsm8k', { set: ['limit=4', 'chunk_size=1', 'concurrency=2', 'max_tokens=16', 'temperature=1.0', 'num_samples=2'] }, { runsDir: join(stack.dir, 'runs'), workflowId: `eval-${Date.now()}` });
   await (await startEval(stack.client, r, stack.taskQueue)).result();
+  return r.workflowId;
+};
+
+// `cookbook tts`: three problems in two chunks, two at a time.
+recordings.tts = async (stack) => {
+  const r = resolveTts('tiny-qwen3', { limit: '3', set: ['chunk_size=2', 'concurrency=2', 'max_tokens=16', 'temperature=1.0'] }, { runsDir: join(stack.dir, 'runs'), workflowId: `tts-${Date.now()}` });
+  await (await startTts(stack.client, r, stack.taskQueue)).result();
   return r.workflowId;
 };
 
