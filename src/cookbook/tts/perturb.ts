@@ -4,6 +4,8 @@
 // Numbers are parsed and printed as Python does: `float(text) + offset`, then `str(int(v))` for an
 // integer, `f"{v:.{d}f}"` with the original's d decimals otherwise; any Unicode decimal digit
 // counts, as Python's `\d` (its value read from its place in its block of ten).
+// What differs from the reference: nothing in the draws or the text; only a decimal digit that
+// Python 3.11's Unicode 14 tables lack and the JS engine's newer ones have would count here alone.
 import { PythonRandom, randbelow } from '../python-random.js';
 import { pyFixed } from './py-format.js';
 
