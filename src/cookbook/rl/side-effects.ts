@@ -11,7 +11,10 @@ import type { RunStore } from '../run-store.js';
  * returned. A different request at the same key means the rollout took another path (a sampler
  * that is not deterministic): the new request acts and its record replaces the old one.
  */
-export type Once = <T>(key: ReadonlyArray<string | number>, request: string, act: () => Promise<T>) => Promise<T>;
+export type Once = (<T>(key: ReadonlyArray<string | number>, request: string, act: () => Promise<T>) => Promise<T>) & {
+  /** Where the records go (`side_effects/<position>`), for logs that name a record; absent when nothing is recorded. */
+  readonly position?: string;
+};
 
 /** Acts every time: rollouts outside a run (tests, ad-hoc evaluation). */
 export const actAlways: Once = (_key, _request, act) => act();
@@ -25,7 +28,7 @@ interface SideEffectRecord {
 /** Records under `side_effects/<position>/<key>.json` of the run store; `position` names the group rollout. */
 export function runStoreOnce(store: RunStore, position: ReadonlyArray<string | number>): Once {
   const dir = `side_effects/${position.join('_')}`;
-  return async <T>(key: ReadonlyArray<string | number>, request: string, act: () => Promise<T>): Promise<T> => {
+  const once = async <T>(key: ReadonlyArray<string | number>, request: string, act: () => Promise<T>): Promise<T> => {
     const path = `${dir}/${key.join('_')}.json`;
     if (store.hasBlob(path)) {
       const record = JSON.parse(store.readBlob(path).toString('utf8')) as SideEffectRecord;
@@ -35,4 +38,5 @@ export function runStoreOnce(store: RunStore, position: ReadonlyArray<string | n
     store.writeBlob(path, JSON.stringify({ format: 'side_effect/v1', request, value } satisfies SideEffectRecord));
     return value;
   };
+  return Object.assign(once, { position: dir });
 }

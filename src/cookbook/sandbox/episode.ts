@@ -15,7 +15,7 @@
 // fresh root: what the durable layer (terminal-tasks/durable-sandbox.ts) records after each command
 // so a rollout retried after a crash resumes from the state the last recorded command left.
 import { spawn } from 'node:child_process';
-import { appendFileSync, chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { availableParallelism, constants as osConstants } from 'node:os';
 import { join, posix } from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
@@ -59,8 +59,6 @@ export interface EpisodeSandboxOptions {
   limits?: Partial<EpisodeSandboxLimits>;
   /** `auto`: a cgroup per command where the host allows it; `off`: rlimits only. */
   cgroups?: 'auto' | 'off';
-  /** Where each command that ran is logged, one JSON line (COOKBOOK_SANDBOX_EXEC_LOG when unset): an audit of what really ran. */
-  execLog?: string | null;
 }
 
 // Commands of all episodes of this process, a few at a time (a group's episodes run side by side).
@@ -72,7 +70,7 @@ export function episodeSandboxAvailable(cgroups: 'auto' | 'off' = (process.env.C
   checked ??= (async () => {
     const missing = missingTools();
     if (missing) throw new SandboxUnavailableError(missing);
-    const probe = await LocalEpisodeSandbox.create({ cgroups: 'off', execLog: null });
+    const probe = await LocalEpisodeSandbox.create({ cgroups: 'off' });
     try {
       const r = await probe.runNow('true', '/', 20, 64 * 1024, '', { kind: 'per-process', reason: 'the probe' });
       if (r.exitCode !== 0) throw new SandboxUnavailableError(namespacesRefused(r.stderr + r.stdout));
@@ -91,7 +89,6 @@ export class LocalEpisodeSandbox implements SandboxInterface {
   readonly limits: EpisodeSandboxLimits;
   private readonly env: Record<string, string>;
   private readonly cgroups: 'auto' | 'off';
-  private readonly execLog: string | null;
   private closed = false;
   private full = false;
   private commands = 0;
@@ -104,7 +101,6 @@ export class LocalEpisodeSandbox implements SandboxInterface {
     this.limits = { ...EPISODE_DEFAULTS, ...Object.fromEntries(Object.entries(opts.limits ?? {}).filter(([, v]) => v !== undefined)) };
     this.env = opts.env ?? {};
     this.cgroups = opts.cgroups ?? ((process.env.COOKBOOK_SANDBOX_CGROUPS as 'auto' | 'off' | undefined) ?? 'auto');
-    this.execLog = opts.execLog === undefined ? (process.env.COOKBOOK_SANDBOX_EXEC_LOG ?? null) : opts.execLog;
   }
 
   /** A fresh root (under the staging folder, named by this process so a later one can clear it), filled from `from`. */
@@ -135,7 +131,6 @@ export class LocalEpisodeSandbox implements SandboxInterface {
     const held = await episodeSandboxAvailable(this.cgroups);
     const r = await queue.run(() => this.runNow(command, workdir, timeout, keep, opts.stdin ?? '', held));
     this.commands++;
-    if (this.execLog) appendFileSync(this.execLog, JSON.stringify({ sandbox: this.sandboxId, pid: process.pid, command, workdir, exit_code: r.exitCode }) + '\n');
     if (diskBytes(this.root) > this.limits.storageBytes) {
       this.full = true;
       r.stderr += `${r.stderr && !r.stderr.endsWith('\n') ? '\n' : ''}sandbox: the episode's files passed its storage limit (${mib(this.limits.storageBytes)}); no more commands run`;

@@ -18,7 +18,7 @@ const dirs: string[] = [];
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
 
 async function image(): Promise<Buffer> {
-  const sb = await LocalEpisodeSandbox.create({ execLog: null });
+  const sb = await LocalEpisodeSandbox.create();
   await sb.runCommand('mkdir -p /app && echo start > /app/log');
   const snap = await sb.snapshot({ zeroTimes: true });
   await sb.cleanup();
@@ -26,7 +26,7 @@ async function image(): Promise<Buffer> {
 }
 
 function durable(once: Once, files: Buffer, lifetimeSeconds = 600): DurableSandbox {
-  return new DurableSandbox({ once, episode: 0, image: files, open: (f) => LocalEpisodeSandbox.create({ from: f, execLog: null }), lifetimeSeconds });
+  return new DurableSandbox({ once, episode: 0, image: files, open: (f) => LocalEpisodeSandbox.create({ from: f }), lifetimeSeconds });
 }
 
 /** An episode: three appends (each depends on the files before it), a read. */

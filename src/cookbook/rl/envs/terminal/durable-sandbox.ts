@@ -13,6 +13,7 @@
 // replayed episode ends where the first one did: past `lifetimeSeconds` of commands the sandbox is
 // terminated, as Modal's is past its timeout.
 import { createHash } from 'node:crypto';
+import { appendFileSync } from 'node:fs';
 import type { Once } from '../../side-effects.js';
 import { SandboxTerminatedError, type SandboxInterface, type SandboxResult } from '../../../sandbox/types.js';
 import type { LocalEpisodeSandbox } from '../../../sandbox/episode.js';
@@ -34,6 +35,11 @@ export interface DurableSandboxOptions {
   open(files: Buffer): Promise<LocalEpisodeSandbox>;
   /** Seconds of commands after which the sandbox is gone (the reference's sandbox_timeout). */
   lifetimeSeconds: number;
+  /**
+   * Where each operation that really ran is logged, one JSON line naming the record it makes
+   * (default: COOKBOOK_SANDBOX_EXEC_LOG; null: nowhere) — an audit of what ran, against the records.
+   */
+  execLog?: string | null;
 }
 
 export class DurableSandbox implements SandboxInterface {
@@ -82,6 +88,8 @@ export class DurableSandbox implements SandboxInterface {
       this.live ??= await this.opts.open(this.files);
       const result = await run(this.live);
       this.executed++;
+      const log = this.opts.execLog === undefined ? process.env.COOKBOOK_SANDBOX_EXEC_LOG : this.opts.execLog;
+      if (log) appendFileSync(log, JSON.stringify({ record: `${this.opts.once.position ?? '-'}/${key.join('_')}.json`, request, pid: process.pid, exit_code: result.exitCode }) + '\n');
       const after = await this.live.snapshot();
       return { result, snapshot: after.equals(this.files) ? null : after.toString('base64') };
     });

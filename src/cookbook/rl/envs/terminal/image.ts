@@ -140,7 +140,7 @@ export async function buildTaskImage(envDir: string, opts: BuildOptions): Promis
 async function buildNow(dockerfile: string, contextDir: string, opts: BuildOptions): Promise<BuiltImage> {
   const at = (ins: Instruction) => `${dockerfile}:${ins.line}`;
   const instructions = parseDockerfileAt(dockerfile);
-  const sandbox = await LocalEpisodeSandbox.create({ execLog: null });
+  const sandbox = await LocalEpisodeSandbox.create();
   try {
     const env: Record<string, string> = {};
     const args: Record<string, string> = {};

@@ -8,6 +8,7 @@ import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import { ConfigurationError } from '../../../errors.js';
+import { compareCodePoints } from '../../../renderers/py-json.js';
 
 export const HARBOR_CACHE_DIR = join(homedir(), '.cache', 'harbor', 'tasks');
 
@@ -29,17 +30,30 @@ export function harborDatasetDir(dataset: string, baseDir: string): string {
   throw new ConfigurationError(`harbor tasks: no folder ${local}, nor ${cached} (download one with \`uvx harbor datasets download terminal-bench@2.0 -o ${join(HARBOR_CACHE_DIR, 'terminal-bench-2.0')}\`)`);
 }
 
+/** Python's Path.read_text(), as the reference reads task files: strict UTF-8 (a BOM kept), universal newlines. */
+export function readText(path: string): string {
+  return new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(readFileSync(path)).replace(/\r\n?/g, '\n');
+}
+
+function readTaskFile(path: string): string {
+  try {
+    return readText(path);
+  } catch (e) {
+    throw new ConfigurationError(`${path}: ${(e as Error).message} (task files are UTF-8)`);
+  }
+}
+
 function loadTask(taskDir: string, name: string): HarborTask {
   for (const required of ['instruction.md', 'task.toml', 'environment/Dockerfile', 'tests/test.sh']) {
     if (!existsSync(join(taskDir, required))) throw new ConfigurationError(`harbor task ${taskDir}: ${required} is missing (a task folder holds instruction.md, task.toml, environment/Dockerfile and tests/test.sh)`);
   }
   let config: Record<string, unknown>;
   try {
-    config = parseToml(readFileSync(join(taskDir, 'task.toml'), 'utf8')) as Record<string, unknown>;
+    config = parseToml(readTaskFile(join(taskDir, 'task.toml'))) as Record<string, unknown>;
   } catch (e) {
     throw new ConfigurationError(`${join(taskDir, 'task.toml')}: ${(e as Error).message.split('\n')[0]}`);
   }
-  return { taskName: name, instruction: readFileSync(join(taskDir, 'instruction.md'), 'utf8'), taskDir, config };
+  return { taskName: name, instruction: readTaskFile(join(taskDir, 'instruction.md')), taskDir, config };
 }
 
 /** The tasks of a folder, sorted by name (the reference's order), each read and checked. */
@@ -59,7 +73,8 @@ export function loadHarborTasks(datasetDir: string): HarborTask[] {
     tasks.push(loadTask(dir, name));
   }
   if (!tasks.length) throw new ConfigurationError(`harbor tasks: ${datasetDir} holds no task folders`);
-  return tasks.sort((a, b) => (a.taskName < b.taskName ? -1 : a.taskName > b.taskName ? 1 : 0));
+  // Python sorts strings by code point; JS's < compares UTF-16 units.
+  return tasks.sort((a, b) => compareCodePoints(a.taskName, b.taskName));
 }
 
 /** A number of task.toml's `[section] key`, when there is one. */

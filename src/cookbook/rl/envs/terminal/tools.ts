@@ -9,6 +9,7 @@ import { PY_WHITESPACE, isPyBlank, pyStripWs } from '../../../renderers/py-white
 import type { Message } from '../../../renderers/types.js';
 import type { SandboxInterface } from '../../../sandbox/types.js';
 import { simpleToolResult, tool, type RewardResult, type Tool } from '../../../tool-use/index.js';
+import { readText } from './tasks.js';
 
 export const MAX_OUTPUT_CHARS = 16384;
 
@@ -59,11 +60,6 @@ function filesUnder(dir: string): string[] {
   };
   if (statSync(dir, { throwIfNoEntry: false })?.isDirectory()) walk(dir);
   return out;
-}
-
-/** Python's Path.read_text(): strict UTF-8 (a BOM kept), universal newlines. */
-function readText(path: string): string {
-  return new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(readFileSync(path)).replace(/\r\n?/g, '\n');
 }
 
 /** Python's PurePath.suffix. */
