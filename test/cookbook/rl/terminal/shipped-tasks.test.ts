@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { getRenderer } from '../../../../src/cookbook/renderers/registry.js';
-import { taskImage } from '../../../../src/cookbook/rl/envs/terminal/env.js';
+import { taskImage } from '../../../../src/cookbook/rl/envs/terminal/backend.js';
 import { loadHarborTasks } from '../../../../src/cookbook/rl/envs/terminal/tasks.js';
 import { harborReward } from '../../../../src/cookbook/rl/envs/terminal/tools.js';
 import { episodeSandboxAvailable, LocalEpisodeSandbox } from '../../../../src/cookbook/sandbox/episode.js';

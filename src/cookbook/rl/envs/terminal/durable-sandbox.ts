@@ -16,7 +16,7 @@ import { createHash } from 'node:crypto';
 import { appendFileSync } from 'node:fs';
 import type { Once } from '../../side-effects.js';
 import { SandboxTerminatedError, type SandboxInterface, type SandboxResult } from '../../../sandbox/types.js';
-import type { LocalEpisodeSandbox } from '../../../sandbox/episode.js';
+import type { SnapshotSandbox } from './backend.js';
 
 interface OpRecord {
   result: SandboxResult;
@@ -32,7 +32,7 @@ export interface DurableSandboxOptions {
   /** The starting files (the task's image). */
   image: Buffer;
   /** A live sandbox holding `files`. */
-  open(files: Buffer): Promise<LocalEpisodeSandbox>;
+  open(files: Buffer): Promise<SnapshotSandbox>;
   /** Seconds of commands after which the sandbox is gone (the reference's sandbox_timeout). */
   lifetimeSeconds: number;
   /**
@@ -44,7 +44,7 @@ export interface DurableSandboxOptions {
 
 export class DurableSandbox implements SandboxInterface {
   readonly sandboxId: string;
-  private live: LocalEpisodeSandbox | null = null;
+  private live: SnapshotSandbox | null = null;
   private files: Buffer;
   private filesHash: string;
   private op = 0;
@@ -81,7 +81,7 @@ export class DurableSandbox implements SandboxInterface {
     if (this.secondsUsed >= this.opts.lifetimeSeconds) throw new SandboxTerminatedError(`sandbox ${this.sandboxId} terminated: its lifetime of ${this.opts.lifetimeSeconds} s of commands is spent`);
   }
 
-  private async act(request: string, run: (sb: LocalEpisodeSandbox) => Promise<SandboxResult>): Promise<SandboxResult> {
+  private async act(request: string, run: (sb: SnapshotSandbox) => Promise<SandboxResult>): Promise<SandboxResult> {
     this.alive();
     const key = ['sandbox', `episode_${this.opts.episode}`, `op_${this.op++}`];
     const record = await this.opts.once<OpRecord>(key, `${request} on ${this.filesHash}`, async () => {

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { ConfigurationError } from '../../../errors.js';
 import type { Message, Renderer } from '../../../renderers/types.js';
-import { EPISODE_DEFAULTS, LocalEpisodeSandbox, clearStaleEpisodeRoots } from '../../../sandbox/episode.js';
+import { EPISODE_DEFAULTS, clearStaleEpisodeRoots } from '../../../sandbox/episode.js';
 import { buildAgentToolEnv, toolDeclaring, type ToolDeclaringRenderer } from '../../../tool-use/index.js';
 import type { EnvFromMessageEnv } from '../../message-env.js';
 import type { ContextualEnvGroupBuilder, RolloutContext } from '../../rollout-context.js';
@@ -15,8 +15,8 @@ import { actAlways } from '../../side-effects.js';
 import { BaseEnvGroupBuilder, type Env, type EnvGroupBuilder, type RLDataset } from '../../types.js';
 import { parseEnvArgs } from '../args.js';
 import { DurableSandbox } from './durable-sandbox.js';
-import { buildTaskImage, type BuiltImage } from './image.js';
-import { harborDatasetDir, loadHarborTasks, taskSetting, type HarborTask } from './tasks.js';
+import { localBackend, type TerminalBackend } from './backend.js';
+import { harborDatasetDir, loadHarborTasks, type HarborTask } from './tasks.js';
 import { bashTool, harborReward, type TestVerdict } from './tools.js';
 
 export const HARBOR_SYSTEM_PROMPT =
@@ -37,6 +37,8 @@ export interface TerminalEnvOptions {
   storageBytes: number;
   memoryBytes: number;
   maxProcesses: number;
+  /** Where episodes run (default: this host's namespaces, backend.ts's localBackend). */
+  backend?: TerminalBackend;
 }
 
 /** The reference's _initial_messages: the tool declared in the system prompt, then the instruction. */
@@ -59,18 +61,6 @@ function withVerdictLog(env: EnvFromMessageEnv, verdict: () => TestVerdict | nul
   return env;
 }
 
-/** The task's image, built once per process (and cached on disk across processes). */
-const images = new Map<string, Promise<BuiltImage>>();
-export function taskImage(task: HarborTask): Promise<BuiltImage> {
-  const envDir = path.join(task.taskDir, 'environment');
-  if (!images.has(envDir)) {
-    const built = buildTaskImage(envDir, { timeoutSeconds: taskSetting(task, 'environment', 'build_timeout_sec') ?? 600 });
-    built.catch(() => images.delete(envDir)); // a failed build is tried again next time
-    images.set(envDir, built);
-  }
-  return images.get(envDir)!;
-}
-
 export class TerminalEnvGroupBuilder extends BaseEnvGroupBuilder implements ContextualEnvGroupBuilder {
   private episodes = 0;
   private sandboxes: DurableSandbox[] = [];
@@ -90,15 +80,15 @@ export class TerminalEnvGroupBuilder extends BaseEnvGroupBuilder implements Cont
 
   async makeEnvs(): Promise<Env[]> {
     const once = this.ctx?.once ?? actAlways;
-    const image = await taskImage(this.task);
     const limits = { storageBytes: this.opts.storageBytes, memoryBytes: this.opts.memoryBytes, maxProcesses: this.opts.maxProcesses };
+    const environment = await (this.opts.backend ?? localBackend).environment(this.task, limits);
     return Array.from({ length: this.groupSize }, () => {
       const episode = this.episodes++;
       const sandbox = new DurableSandbox({
         once,
         episode,
-        image: image.snapshot,
-        open: (files) => LocalEpisodeSandbox.create({ from: files, env: image.env, limits }),
+        image: environment.files,
+        open: environment.open,
         lifetimeSeconds: this.opts.sandboxTimeout,
       });
       this.sandboxes.push(sandbox);
