@@ -170,7 +170,7 @@ export async function evalCommand(rest: string[], o: EvalCommandOptions): Promis
   if (!resolved.config.model.startsWith('tinker://')) await checkBackend(resolved.config.base_url ?? o.engineUrl, resolved.config.model);
   const client = await o.connect();
   await startEval(client, resolved, o.taskQueue);
-  console.log(`started ${resolved.workflowId}: ${resolved.config.suite} on ${resolved.config.model}, ${n} examples`);
+  console.log(`started ${resolved.workflowId}: ${resolved.config.suite} on ${resolved.config.model}, ${n} ${isAgenticSuite(resolved.config.suite) ? 'tasks' : 'examples'}`);
   console.log(`log dir  ${resolved.run.logPath}`);
   if (o.detach) return 0;
   const result = await watchEval(client, resolved.workflowId, resolved.config.suite);

@@ -4,42 +4,45 @@
 // position (chunk, example), so a chunk retried after a crash replays them and runs no command
 // again; its sampling seeds come from (seed, suite, example index), so it samples the same turns.
 // A failure of the episode itself (an image that does not build, a sandbox gone) is the task's
-// ERROR; trouble with the sampler or the cancellation of the activity is not the task's and is
-// thrown, so the chunk is tried again.
+// ERROR; trouble with the sampler or the run store, or the activity's cancellation, is not the
+// task's and is thrown, so the chunk is tried again.
 import type { SamplingSession } from '../../../backends/types.js';
 import { modelInputToInts } from '../../model-input.js';
 import type { ModelChoice } from '../../renderers/for-model.js';
 import { tinkerTokenCompleter } from '../../rl/completers.js';
-import { TerminalEnvGroupBuilder, type TerminalEnvOptions } from '../../rl/envs/terminal/env.js';
+import { TerminalArgsSchema, TerminalEnvGroupBuilder, terminalEnvOptions, type TerminalEnvOptions } from '../../rl/envs/terminal/env.js';
 import type { HarborTask } from '../../rl/envs/terminal/tasks.js';
 import { samplerRolloutContext } from '../../rl/rollout-context.js';
 import { doGroupRollout, failFast, passesThrough } from '../../rl/rollouts.js';
 import { sequentialSeeds } from '../../rl/seeds.js';
 import type { Once } from '../../rl/side-effects.js';
 import type { Trajectory } from '../../rl/types.js';
+import { RunStoreDamagedError, RunStoreWriteError } from '../../run-store.js';
 import type { Tokenizer } from '../../tokenizer.js';
 import type { ToolDeclaringRenderer } from '../../tool-use/index.js';
 import { exampleSeed } from '../benchmark-run.js';
 import { TERMINAL_SUITE, type TerminalEvalOptions } from './terminal.js';
 import { taskStatus, type TerminalTaskResult } from './terminal-results.js';
 
-const MiB = 1024 * 1024;
-
-/** The env's options from the suite's (the reference eval gives its env max_turns alone). */
+/**
+ * The env's options from the suite's, through the RL env's own args (so whatever the env adds
+ * keeps its default there); the reference eval's env has no trajectory limit.
+ */
 export function terminalEnvOptionsOf(o: TerminalEvalOptions): TerminalEnvOptions {
-  return {
-    maxTurns: o.max_turns,
-    sandboxTimeout: o.sandbox_timeout,
-    commandTimeout: o.command_timeout,
-    graderTimeout: o.grader_timeout,
-    // No limit: a comparison with Infinity never stops the episode.
-    maxTrajectoryTokens: o.max_trajectory_tokens ?? Number.POSITIVE_INFINITY,
-    maxGenerationTokens: null,
-    contextOverflowReward: -0.1,
-    storageBytes: Math.floor(o.storage_mb * MiB),
-    memoryBytes: Math.floor(o.memory_mb * MiB),
-    maxProcesses: o.max_processes,
-  };
+  const args = TerminalArgsSchema.parse({
+    tasks: '.',
+    batch_size: 1,
+    group_size: 1,
+    max_turns: o.max_turns,
+    sandbox_timeout: o.sandbox_timeout,
+    command_timeout: o.command_timeout,
+    grader_timeout: o.grader_timeout,
+    storage_mb: o.storage_mb,
+    memory_mb: o.memory_mb,
+    max_processes: o.max_processes,
+  });
+  // No limit: a comparison with Infinity never stops the episode.
+  return { ...terminalEnvOptions(args), maxTrajectoryTokens: o.max_trajectory_tokens ?? Number.POSITIVE_INFINITY };
 }
 
 /** Side samplers (none in this env today) are seeded apart from the policy. */
@@ -120,7 +123,8 @@ export async function evaluateTerminalTask(index: number, task: HarborTask, s: T
       trajectory: s.writeTrajectory(task.taskName, formatLastTransition(traj, s.tokenizer)),
     };
   } catch (e) {
-    if (passesThrough(e)) throw e;
+    // The run store failing to keep a record is the worker's trouble, not the task's.
+    if (passesThrough(e) || e instanceof RunStoreWriteError || e instanceof RunStoreDamagedError) throw e;
     return {
       ...base,
       status: 'ERROR',
