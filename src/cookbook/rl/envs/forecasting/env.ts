@@ -3,6 +3,7 @@
 // answer, a truncated one or a broken frame). Every rollout reports brier_reward, accuracy and
 // format_valid as group metrics; evaluation adds the ROC AUC of the whole validation set per tag
 // (the reference's ForecastEvaluator), through the dataset's evalSetMetrics.
+import { homedir } from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 import { ConfigurationError } from '../../../errors.js';
@@ -169,7 +170,7 @@ export const ForecastingArgsSchema = z.strictObject({
   group_size: z.int().positive().default(32),
   validation_group_size: z.int().positive().default(8),
   train_epochs: z.int().positive().default(3),
-  /** The Prophet Arena CSV (relative to the repository root); see docs/forecasting.md. */
+  /** The Prophet Arena CSV: absolute, under `~`, or relative to the repository root; see docs/forecasting.md. */
   data_path: z.string().min(1),
   split_date: z.string().min(1).default(DEFAULT_SPLIT_DATE),
   max_train_questions: cap(DEFAULT_MAX_TRAIN_QUESTIONS),
@@ -187,8 +188,10 @@ export function buildForecastingDatasets(args: Record<string, unknown>, renderer
   } catch (err) {
     throw new ConfigurationError(`dataset.args.split_date: invalid ISO datetime ${JSON.stringify(a.split_date)} (${(err as Error).message}) (environment "forecasting")`);
   }
+  // `~` is the home directory (the reference's expanduser); other relative paths are the repository's.
+  const file = /^~(?=$|\/)/.test(a.data_path) ? path.join(homedir(), a.data_path.slice(1)) : path.resolve(repoRoot, a.data_path);
   const split = loadProphetArenaSplit(
-    path.resolve(repoRoot, a.data_path),
+    file,
     { splitTime, maxTrainQuestions: a.max_train_questions, maxValidationQuestions: a.max_validation_questions, seed: a.seed },
     a.data_path,
   );
