@@ -6,11 +6,11 @@
 // the CLI need (the options, the defaults, the task list); terminal-run.ts runs the episodes.
 import { existsSync } from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { ConfigurationError } from '../../errors.js';
 import { EPISODE_DEFAULTS } from '../../sandbox/episode.js';
 import { harborDatasetDir, loadHarborTasks, type HarborTask } from '../../rl/envs/terminal/tasks.js';
-import { fileURLToPath } from 'node:url';
 
 export const TERMINAL_SUITE = {
   name: 'terminal',
@@ -70,7 +70,6 @@ export interface TerminalEvalData {
 /** The tasks an eval config names: the folder's tasks sorted by name (or `only`'s), the first `limit`. */
 export function loadTerminalEval(cfg: { data_path: string | null; limit: number | null; terminal?: TerminalEvalOptions }): TerminalEvalData {
   const source = terminalDataDir(cfg.data_path, process.cwd());
-  if (!existsSync(source)) throw new ConfigurationError(`terminal tasks: no folder ${source}`);
   const all = loadHarborTasks(source);
   const only = cfg.terminal?.only ?? null;
   let tasks = all;
