@@ -41,8 +41,7 @@ export function terminalEnvOptionsOf(o: TerminalEvalOptions): TerminalEnvOptions
     memory_mb: o.memory_mb,
     max_processes: o.max_processes,
   });
-  // No limit: a comparison with Infinity never stops the episode.
-  return { ...terminalEnvOptions(args), maxTrajectoryTokens: o.max_trajectory_tokens ?? Number.POSITIVE_INFINITY };
+  return { ...terminalEnvOptions(args), maxTrajectoryTokens: o.max_trajectory_tokens };
 }
 
 /** Side samplers (none in this env today) are seeded apart from the policy. */

@@ -16,6 +16,7 @@ import { BaseEnvGroupBuilder, type Env, type EnvGroupBuilder, type RLDataset } f
 import { parseEnvArgs } from '../args.js';
 import { DurableSandbox } from './durable-sandbox.js';
 import { localBackend, type TerminalBackend } from './backend.js';
+import { terminalBackend } from './docker-backend.js';
 import { harborDatasetDir, loadHarborTasks, type HarborTask } from './tasks.js';
 import { bashTool, harborReward, type TestVerdict } from './tools.js';
 
@@ -30,7 +31,7 @@ export interface TerminalEnvOptions {
   sandboxTimeout: number;
   commandTimeout: number;
   graderTimeout: number;
-  maxTrajectoryTokens: number;
+  maxTrajectoryTokens: number | null;
   maxGenerationTokens: number | null;
   contextOverflowReward: number;
   /** Bytes an episode's files may take. */
@@ -153,6 +154,8 @@ export const TerminalArgsSchema = z.strictObject({
   storage_mb: z.number().positive().default(EPISODE_DEFAULTS.storageBytes / MiB),
   memory_mb: z.number().positive().default(EPISODE_DEFAULTS.memoryBytes / MiB),
   max_processes: z.int().positive().default(EPISODE_DEFAULTS.maxProcesses),
+  /** Where episodes run: a Docker container each (docker), this host's namespaces (local), or docker when an engine answers (auto). */
+  sandbox_backend: z.enum(['auto', 'local', 'docker']).default('auto'),
 });
 export type TerminalArgs = z.output<typeof TerminalArgsSchema>;
 
@@ -168,6 +171,7 @@ export function terminalEnvOptions(a: TerminalArgs): TerminalEnvOptions {
     storageBytes: Math.floor(a.storage_mb * MiB),
     memoryBytes: Math.floor(a.memory_mb * MiB),
     maxProcesses: a.max_processes,
+    backend: terminalBackend(a.sandbox_backend),
   };
 }
 
