@@ -82,7 +82,7 @@ describe.skipIf(unavailable)('the episode sandbox', { timeout: 120_000 }, () => 
     }
   });
 
-  it('filling the disk ends the sandbox: later commands are refused', async () => {
+  it('filling the disk ends the sandbox: later commands are refused, judged from its files', async () => {
     const sb = await LocalEpisodeSandbox.create({ limits: { storageBytes: 4 * MiB, maxFileBytes: 2 * MiB } });
     try {
       const big = await sb.runCommand('head -c 3000000 /dev/zero > /big');
@@ -90,6 +90,10 @@ describe.skipIf(unavailable)('the episode sandbox', { timeout: 120_000 }, () => 
       const many = await sb.runCommand('for i in 1 2 3; do head -c 2000000 /dev/zero > /f$i; done');
       expect(many.stderr).toContain('passed its storage limit (4 MiB)');
       expect((await sb.runCommand('echo hi')).exitCode).toBe(-1);
+      // The same from its files alone: a sandbox opened from its snapshot (a retried rollout's) refuses too.
+      const copy = await LocalEpisodeSandbox.create({ from: await sb.snapshot(), limits: { storageBytes: 4 * MiB } });
+      expect((await copy.runCommand('echo hi')).exitCode).toBe(-1);
+      await copy.cleanup();
     } finally {
       await sb.cleanup();
     }

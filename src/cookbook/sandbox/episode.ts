@@ -90,8 +90,6 @@ export class LocalEpisodeSandbox implements SandboxInterface {
   private readonly env: Record<string, string>;
   private readonly cgroups: 'auto' | 'off';
   private closed = false;
-  private full = false;
-  private commands = 0;
 
   private constructor(
     readonly root: string,
@@ -124,17 +122,15 @@ export class LocalEpisodeSandbox implements SandboxInterface {
   /** `bash -lc command` in `workdir` (default /), as Modal's exec runs it. */
   async runCommand(command: string, opts: { workdir?: string | null; timeout?: number; maxOutputBytes?: number | null; stdin?: string | Uint8Array } = {}): Promise<SandboxResult> {
     await this.sendHeartbeat();
-    if (this.full) return { stdout: '', stderr: `sandbox: the episode's files passed its storage limit (${mib(this.limits.storageBytes)}); no more commands run`, exitCode: -1, metrics: {} };
+    // Judged from the files alone, so a sandbox opened from a snapshot of a full one refuses too.
+    const full = `sandbox: the episode's files passed its storage limit (${mib(this.limits.storageBytes)}); no more commands run`;
+    if (this.overStorage()) return { stdout: '', stderr: full, exitCode: -1, metrics: {} };
     const timeout = opts.timeout ?? 60;
     const keep = opts.maxOutputBytes ?? DEFAULT_KEEP_BYTES;
     const workdir = posix.resolve('/', opts.workdir ?? '/');
     const held = await episodeSandboxAvailable(this.cgroups);
     const r = await queue.run(() => this.runNow(command, workdir, timeout, keep, opts.stdin ?? '', held));
-    this.commands++;
-    if (diskBytes(this.root) > this.limits.storageBytes) {
-      this.full = true;
-      r.stderr += `${r.stderr && !r.stderr.endsWith('\n') ? '\n' : ''}sandbox: the episode's files passed its storage limit (${mib(this.limits.storageBytes)}); no more commands run`;
-    }
+    if (this.overStorage()) r.stderr += `${r.stderr && !r.stderr.endsWith('\n') ? '\n' : ''}${full}`;
     return r;
   }
 
@@ -193,9 +189,8 @@ export class LocalEpisodeSandbox implements SandboxInterface {
     return gzipSync(tar, { level: 1 });
   }
 
-  /** Commands run so far. */
-  get commandsRun(): number {
-    return this.commands;
+  private overStorage(): boolean {
+    return diskBytes(this.root) > this.limits.storageBytes;
   }
 
   async cleanup(): Promise<void> {
