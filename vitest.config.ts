@@ -3,12 +3,14 @@ import { defineConfig } from 'vitest/config';
 // Two tiers (docs/testing.md): `npm test`, the gate CI runs, leaves out the `*.full.test.ts` files
 // (every chaos trial, long variants, load and soak smoke runs); `npm run test:full` runs everything.
 const full = process.env.COOKBOOK_TEST_TIER === 'full';
+// `*.docker.test.ts` files need a Docker engine: opt-in only (`npm run test:docker-terminal`), in no tier.
+const docker = process.env.COOKBOOK_TEST_DOCKER === '1';
 const workers = Math.max(1, Number(process.env.COOKBOOK_TEST_WORKERS ?? 2) || 2);
 
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    exclude: ['**/node_modules/**', ...(full ? [] : ['test/**/*.full.test.ts'])],
+    exclude: ['**/node_modules/**', ...(full ? [] : ['test/**/*.full.test.ts']), ...(docker ? [] : ['test/**/*.docker.test.ts'])],
     // Order matters: the shared stack's folder lies under the run's TMPDIR, and teardowns run in reverse.
     globalSetup: ['test/support/run-tmpdir.ts', 'test/support/shared-stack.ts'],
     // Kill-and-compare tests take 45-55 s here and run a clean and a crashed run each: a 2-core CI
