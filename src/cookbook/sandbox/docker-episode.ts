@@ -5,7 +5,8 @@
 // semantics are LocalEpisodeSandbox's (episode.ts): past its wall time a command's processes are
 // killed and it exits 124 with the same note; `maxOutputBytes` of stdout and of stderr are kept and
 // the rest drained, up to `stopOutputAfterBytes`, past which it is killed; a background process does
-// not outlive its command; past `storageBytes` of changed files the sandbox refuses more commands.
+// not outlive its command; past `storageBytes` of changed files (the container's writable layer)
+// the sandbox refuses more commands, as does one opened from a snapshot of such files.
 //
 // Killing "the command's processes" is `kill -9 -1` inside the container: every process but the
 // container's first (a bash loop that holds the container open and reaps orphans), atomically with
@@ -133,7 +134,6 @@ export class DockerEpisodeSandbox implements SandboxInterface {
   readonly limits: EpisodeSandboxLimits;
   private closed = false;
   private full = false;
-  private commands = 0;
   private oomKills = 0;
 
   private constructor(
@@ -160,7 +160,11 @@ export class DockerEpisodeSandbox implements SandboxInterface {
     ).trim();
     const sandbox = new DockerEpisodeSandbox(id, opts.image, limits);
     try {
-      if (snapshot) await sandbox.apply(snapshot.header.deleted, snapshot.tar);
+      if (snapshot) {
+        await sandbox.apply(snapshot.header.deleted, snapshot.tar);
+        // Judged from the files alone: a sandbox opened from a snapshot of a full one refuses too.
+        sandbox.full = (await sandbox.changedBytes()) > limits.storageBytes;
+      }
     } catch (e) {
       await sandbox.cleanup();
       throw e;
@@ -185,10 +189,9 @@ export class DockerEpisodeSandbox implements SandboxInterface {
     const keep = opts.maxOutputBytes ?? DEFAULT_KEEP_BYTES;
     const workdir = posix.resolve('/', opts.workdir ?? '/');
     const r = await this.exec(['-w', workdir, this.sandboxId, 'bash', '-c', WRAPPER, 'bash', command], opts.stdin ?? '', timeout, keep);
-    this.commands++;
     if (r.exitCode === 137 && (await this.oomKilled())) r.stderr += `${r.stderr && !r.stderr.endsWith('\n') ? '\n' : ''}sandbox: the command passed its memory limit`;
-    if ((await this.changedBytes()) > this.limits.storageBytes) {
-      this.full = true;
+    this.full = (await this.changedBytes()) > this.limits.storageBytes;
+    if (this.full) {
       r.stderr += `${r.stderr && !r.stderr.endsWith('\n') ? '\n' : ''}${this.fullNote()}`;
     }
     return r;
@@ -300,11 +303,6 @@ export class DockerEpisodeSandbox implements SandboxInterface {
       tar = r.stdout;
     }
     return packSnapshot({ format: SNAPSHOT_FORMAT, image: this.image, deleted }, tar);
-  }
-
-  /** Commands run so far. */
-  get commandsRun(): number {
-    return this.commands;
   }
 
   async cleanup(): Promise<void> {

@@ -6,10 +6,15 @@
 // opened from the solved one's snapshot), the durable layer recording, replaying and resuming an
 // episode of containers, and hostile commands held to their limits.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { SampleResponse, SamplingSession } from '../../../../src/backends/types.js';
+import { TerminalEvalSchema } from '../../../../src/cookbook/eval/suites/terminal.js';
+import { evaluateTerminalTask, type TerminalEpisodeSetup } from '../../../../src/cookbook/eval/suites/terminal-run.js';
+import { rendererForModel } from '../../../../src/cookbook/renderers/for-model.js';
+import { toolDeclaring } from '../../../../src/cookbook/tool-use/index.js';
 import { autoBackend, dockerBackend, taskDockerImage } from '../../../../src/cookbook/rl/envs/terminal/docker-backend.js';
 import { DurableSandbox } from '../../../../src/cookbook/rl/envs/terminal/durable-sandbox.js';
 import { loadHarborTasks } from '../../../../src/cookbook/rl/envs/terminal/tasks.js';
@@ -219,6 +224,12 @@ describe('the Docker backend', { timeout: 600_000 }, () => {
       const r = await sb.runCommand('head -c 40000000 /dev/zero > /big');
       expect(r.stderr).toMatch(/passed its storage limit \(32 MiB\); no more commands run$/);
       expect((await sb.runCommand('echo hi')).exitCode).toBe(-1);
+      const reopened = await DockerEpisodeSandbox.create({ image: sb.image, from: await sb.snapshot(), limits: sb.limits });
+      try {
+        expect((await reopened.runCommand('echo hi')).exitCode, 'a sandbox opened from a full one refuses too').toBe(-1);
+      } finally {
+        await reopened.cleanup();
+      }
     });
   });
 
@@ -235,6 +246,70 @@ describe('the Docker backend', { timeout: 600_000 }, () => {
       await live.cleanup();
       await docker(['rm', '-f', stale]);
     }
+  });
+
+  describe('a terminal eval episode (sandbox_backend auto: docker here)', () => {
+    const FIXTURES = join(import.meta.dirname, '..', '..', '..', 'fixtures', 'terminal_tasks_eval');
+    const SOLVE = '<tool_call>\n{"name": "bash", "arguments": {"command": "echo durable > /app/magic.txt"}}\n</tool_call>';
+    async function setup(turns: string[], logPath: string): Promise<TerminalEpisodeSetup & { asked: () => number }> {
+      const { renderer, tokenizer } = await rendererForModel('tiny-qwen3');
+      let asked = 0;
+      const session: SamplingSession = {
+        samplingSessionId: 'scripted',
+        async sample(): Promise<SampleResponse> {
+          const text = turns[Math.min(asked++, turns.length - 1)];
+          return { sequences: [{ tokens: tokenizer.encode(`${text}<|im_end|>`, { addSpecialTokens: false }), stop_reason: 'stop' }] };
+        },
+        computeLogprobs: () => Promise.reject(new Error('not used')),
+      };
+      const store = new RunStore(logPath);
+      return {
+        session,
+        asked: () => asked,
+        openSession: () => Promise.reject(new Error('no side samplers here')),
+        policyModel: { model_name: 'tiny-qwen3' },
+        renderer: toolDeclaring(renderer, 'test'),
+        tokenizer,
+        sampling: { seed: 7, max_tokens: 64, temperature: 0 },
+        terminal: TerminalEvalSchema.parse({ max_turns: 4 }),
+        onceFor: (index) => runStoreOnce(store, ['eval', 0, index]),
+        writeTrajectory: (task, text) => {
+          writeFileSync(join(logPath, `${task}.txt`), text);
+          return `${task}.txt`;
+        },
+      };
+    }
+
+    it('solved by a bash call in a container: PASS; replayed at the same position, the same result with no command run', async () => {
+      const task = loadHarborTasks(FIXTURES).find((t) => t.taskName === 'write-magic-word')!;
+      const logPath = mkdtempSync(join(tmpdir(), 'h55dock-eval-'));
+      dirs.push(logPath);
+      const execLog = join(logPath, 'exec.jsonl');
+      process.env.COOKBOOK_SANDBOX_EXEC_LOG = execLog;
+      const ran = () => (existsSync(execLog) ? readFileSync(execLog, 'utf8').trim().split('\n').length : 0);
+      try {
+        const r = await evaluateTerminalTask(3, task, await setup([SOLVE, 'Done.'], logPath));
+        expect(r).toMatchObject({ status: 'PASS', reward: 1, turns: 2, error: null });
+        const commands = ran();
+        expect(commands).toBeGreaterThanOrEqual(2);
+        const replayed = await evaluateTerminalTask(3, task, await setup([SOLVE, 'Done.'], logPath));
+        expect({ ...replayed, seconds: 0 }).toEqual({ ...r, seconds: 0 });
+        expect(ran()).toBe(commands);
+      } finally {
+        delete process.env.COOKBOOK_SANDBOX_EXEC_LOG;
+      }
+    });
+
+    it('a task whose image Docker cannot build: ERROR naming its Dockerfile, no turn taken', async () => {
+      const task = loadHarborTasks(FIXTURES).find((t) => t.taskName === 'needs-docker')!;
+      const logPath = mkdtempSync(join(tmpdir(), 'h55dock-eval-'));
+      dirs.push(logPath);
+      const s = await setup(['never asked'], logPath);
+      const r = await evaluateTerminalTask(1, task, s);
+      expect(r).toMatchObject({ status: 'ERROR', reward: 0, turns: 0 });
+      expect(r.error).toMatch(/needs-docker\/environment\/Dockerfile: docker build failed/);
+      expect(s.asked()).toBe(0);
+    });
   });
 
   it('leaves no container of its own behind', async () => {

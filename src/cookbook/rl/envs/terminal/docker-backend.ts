@@ -1,7 +1,8 @@
 // Terminal episodes in Docker containers, as the reference runs them (a container per episode from
 // the task's environment/Dockerfile): the image is `docker build` of environment/, tagged by a hash
-// of every file of that context, so it is built once per machine and looked up once per process;
-// each episode is a DockerEpisodeSandbox of it, its files the container's changes (none at first).
+// of every file of that context, built once per process (Docker's layer cache makes a build of an
+// unchanged context and base image take a second, and a changed base image is picked up); each
+// episode is a DockerEpisodeSandbox of it, its files the container's changes (none at first).
 //
 // `sandbox_backend: auto` (env.ts) takes Docker when an engine answers `docker info` within a few
 // seconds, else this host's namespaces (backend.ts's localBackend), and says which in one log line.
@@ -33,10 +34,9 @@ export function contextHash(contextDir: string): string {
   return h.digest('hex').slice(0, 32);
 }
 
-/** The image of `environment/`: present already, or built now (the build may use the network, as on Modal). */
+/** The image of `environment/` (the build may use the network, as on Modal). */
 async function buildImage(envDir: string, timeoutSeconds: number): Promise<string> {
   const tag = `${TASK_IMAGE_REPOSITORY}:${contextHash(envDir)}`;
-  if ((await docker(['image', 'inspect', '--format', '{{.Id}}', tag], { timeoutMs: 30_000 })).code === 0) return tag;
   // `--network host`: an engine run without a bridge (dockerd --bridge=none) builds only so.
   const r = await docker(['build', '--network', 'host', '-t', tag, envDir], { timeoutMs: timeoutSeconds * 1000 });
   if (r.code !== 0) {
