@@ -40,6 +40,7 @@ export function terminalEnvOptionsOf(o: TerminalEvalOptions): TerminalEnvOptions
     storage_mb: o.storage_mb,
     memory_mb: o.memory_mb,
     max_processes: o.max_processes,
+    sandbox_backend: o.sandbox_backend,
   });
   return { ...terminalEnvOptions(args), maxTrajectoryTokens: o.max_trajectory_tokens };
 }

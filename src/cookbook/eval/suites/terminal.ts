@@ -36,6 +36,8 @@ export const TerminalEvalSchema = z.strictObject({
   storage_mb: z.number().positive().default(EPISODE_DEFAULTS.storageBytes / MiB),
   memory_mb: z.number().positive().default(EPISODE_DEFAULTS.memoryBytes / MiB),
   max_processes: z.int().positive().default(EPISODE_DEFAULTS.maxProcesses),
+  /** Where episodes run, as the RL env's sandbox_backend: docker, local, or auto (docker when an engine answers). */
+  sandbox_backend: z.enum(['auto', 'local', 'docker']).default('auto'),
 });
 export type TerminalEvalOptions = z.output<typeof TerminalEvalSchema>;
 

@@ -80,16 +80,20 @@ export type SandboxBackendChoice = 'auto' | 'local' | 'docker';
 const PROBE_MS = 5000;
 let chosen: Promise<TerminalBackend> | null = null;
 
-/** `auto`'s choice, made once per process and logged. */
+/** `auto`'s choice now: docker when an engine answers, else local; logged. */
+export async function chooseBackend(probeMs = PROBE_MS): Promise<TerminalBackend> {
+  const engine = await dockerEngine(probeMs);
+  if ('version' in engine) {
+    log.info({ sandbox_backend: 'docker', docker_engine: engine.version }, 'terminal episodes: sandbox_backend auto chose docker (a container per episode)');
+    return dockerBackend;
+  }
+  log.info({ sandbox_backend: 'local', why: engine.unavailable }, 'terminal episodes: sandbox_backend auto chose local (no Docker engine answered)');
+  return localBackend;
+}
+
+/** `auto`'s choice, made once per process. */
 export function autoBackend(): Promise<TerminalBackend> {
-  chosen ??= dockerEngine(PROBE_MS).then((engine) => {
-    if ('version' in engine) {
-      log.info({ sandbox_backend: 'docker', docker_engine: engine.version }, 'terminal episodes: sandbox_backend auto chose docker (a container per episode)');
-      return dockerBackend;
-    }
-    log.info({ sandbox_backend: 'local', why: engine.unavailable }, 'terminal episodes: sandbox_backend auto chose local (no Docker engine answered)');
-    return localBackend;
-  });
+  chosen ??= chooseBackend();
   return chosen;
 }
 
