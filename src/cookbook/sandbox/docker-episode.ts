@@ -1,12 +1,13 @@
 // A stateful episode sandbox in a Docker container (what the reference's harbor_rl gets from a
 // Modal sandbox built from the task's Dockerfile): the container starts from the task's image with
 // no network, a memory, pids and CPU limit, and lives as long as the episode; each command is
-// `docker exec … bash -lc command`, one at a time, and what it writes is found by the next. The
-// semantics are LocalEpisodeSandbox's (episode.ts): past its wall time a command's processes are
-// killed and it exits 124 with the same note; `maxOutputBytes` of stdout and of stderr are kept and
-// the rest drained, up to `stopOutputAfterBytes`, past which it is killed; a background process does
-// not outlive its command; past `storageBytes` of changed files (the container's writable layer)
-// the sandbox refuses more commands, as does one opened from a snapshot of such files.
+// `docker exec … bash -lc command` in its workdir, one at a time, and what it writes is found by
+// the next. The semantics are LocalEpisodeSandbox's (episode.ts): past its wall time a command's
+// processes are killed and it exits 124 with the same note; `maxOutputBytes` of stdout and of
+// stderr are kept and the rest drained, up to `stopOutputAfterBytes`, past which it is killed; a
+// background process does not outlive its command; past `storageBytes` of changed files (the
+// container's writable layer) the sandbox refuses more commands, as does one opened from a
+// snapshot of such files.
 //
 // Killing "the command's processes" is `kill -9 -1` inside the container: every process but the
 // container's first (a bash loop that holds the container open and reaps orphans), atomically with
@@ -31,7 +32,7 @@ const OWNER = `${hostname()}/${process.pid}`;
 const SNAPSHOT_FORMAT = 'docker-episode/1';
 /** Modal's default stream cap, as episode.ts keeps. */
 const DEFAULT_KEEP_BYTES = 128 * 1024;
-/** The container's own processes besides the commands' (its loop, a sleep, the wrapper, a kill). */
+/** The container's own processes besides the commands' (its loop, its sleep, a command's wrapper, an exec of ours). */
 const OWN_PROCESSES = 4;
 /** How long a command's `docker exec` client may take to end after its processes were killed. */
 const CLIENT_GRACE_MS = 10_000;
@@ -44,9 +45,10 @@ const RUNTIME_PATHS = new Set(['/etc/hostname', '/etc/hosts', '/etc/resolv.conf'
 // pids limit. On SIGUSR1 (`docker kill -s USR1`, from the host) it kills every other process with
 // its builtin kill: no new process is needed, so a fork bomb that holds every pid cannot stop it.
 const KEEPER = "trap 'kill -9 -1' USR1; while :; do sleep 86400 & wait $!; done";
-// Each command: its own login shell, then every process it left behind killed; its status kept.
-// The wrapper's own messages (a job "Killed") go nowhere: stderr is the command's.
-const WRAPPER = 'exec 3>&2 2>/dev/null; bash -lc "$1" 2>&3 3>&-; s=$?; kill -9 -1; exit $s';
+// Each command: its own login shell in its workdir (made when missing, as the local sandbox
+// does; `docker exec -w` refuses a missing one), then every process it left behind killed; its
+// status kept. The wrapper's own messages (a job "Killed") go nowhere: stderr is the command's.
+const WRAPPER = 'exec 3>&2 2>/dev/null; mkdir -p -- "$2"; cd -- "$2" 2>&3 || exit 1; bash -lc "$1" 2>&3 3>&-; s=$?; kill -9 -1; exit $s';
 /** The kernel's count of the container's OOM kills (cgroup v2, then v1). */
 const OOM_KILLS = 'cat /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null; true';
 
@@ -112,7 +114,12 @@ function packSnapshot(header: SnapshotHeader, tar: Buffer): Buffer {
 export function unpackSnapshot(snapshot: Buffer): { header: SnapshotHeader; tar: Buffer } {
   const raw = gunzipSync(snapshot);
   const nl = raw.indexOf(0x0a);
-  const header = nl > 0 ? (JSON.parse(raw.subarray(0, nl).toString('utf8')) as SnapshotHeader) : null;
+  let header: SnapshotHeader | null = null;
+  try {
+    header = nl > 0 ? (JSON.parse(raw.subarray(0, nl).toString('utf8')) as SnapshotHeader) : null;
+  } catch {
+    // not JSON: another sandbox's snapshot, refused below
+  }
   if (header?.format !== SNAPSHOT_FORMAT) throw new SandboxError(`not a Docker episode snapshot (no ${SNAPSHOT_FORMAT} header)`);
   return { header, tar: raw.subarray(nl + 1) };
 }
@@ -188,7 +195,7 @@ export class DockerEpisodeSandbox implements SandboxInterface {
     const timeout = opts.timeout ?? 60;
     const keep = opts.maxOutputBytes ?? DEFAULT_KEEP_BYTES;
     const workdir = posix.resolve('/', opts.workdir ?? '/');
-    const r = await this.exec(['-w', workdir, this.sandboxId, 'bash', '-c', WRAPPER, 'bash', command], opts.stdin ?? '', timeout, keep);
+    const r = await this.exec([this.sandboxId, 'bash', '-c', WRAPPER, 'bash', command, workdir], opts.stdin ?? '', timeout, keep);
     if (r.exitCode === 137 && (await this.oomKilled())) r.stderr += `${r.stderr && !r.stderr.endsWith('\n') ? '\n' : ''}sandbox: the command passed its memory limit`;
     this.full = (await this.changedBytes()) > this.limits.storageBytes;
     if (this.full) {

@@ -189,6 +189,11 @@ describe('the Docker backend', { timeout: 600_000 }, () => {
       expect(await processes(), 'no process of the bomb is left').toBeLessThan(8);
     });
 
+    it('runs a command in its workdir, made when missing, as the local sandbox does', async () => {
+      expect(await sb.runCommand('pwd; echo $PWD', { workdir: '/made/here' })).toMatchObject({ stdout: '/made/here\n/made/here\n', exitCode: 0 });
+      expect((await sb.runCommand('pwd')).stdout).toBe('/\n');
+    });
+
     it('has no network', async () => {
       expect((await sb.runCommand('ls /sys/class/net')).stdout).toBe('lo\n');
       const r = await sb.runCommand(`python3 -c "import socket; socket.create_connection(('1.1.1.1', 53), timeout=5)"`, { timeout: 20 });

@@ -67,6 +67,7 @@ describe('Docker episode snapshots', () => {
 
   it('are told from the local sandbox\'s (a gzipped tar)', () => {
     expect(() => unpackSnapshot(gzipSync(Buffer.alloc(10240)))).toThrow(SandboxError);
+    expect(() => unpackSnapshot(gzipSync(Buffer.from('app/\0\0\n{not json\n')))).toThrow(SandboxError);
   });
 });
 
