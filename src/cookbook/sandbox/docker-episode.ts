@@ -236,12 +236,14 @@ export class DockerEpisodeSandbox implements SandboxInterface {
       let outBytes = 0;
       let errBytes = 0;
       let stoppedFor: 'wall time' | 'output size' | null = null;
+      let killed: Promise<unknown> = Promise.resolve();
+      let grace: NodeJS.Timeout | null = null;
       const stop = (why: 'wall time' | 'output size') => {
         if (stoppedFor) return;
         stoppedFor = why;
         // The processes are in the container: killing the client would leave them running. Once
         // they are killed the client ends by itself; it is killed only if it does not.
-        void this.killAll().finally(() => setTimeout(() => child.kill('SIGKILL'), CLIENT_GRACE_MS).unref());
+        killed = this.killAll().finally(() => (grace = setTimeout(() => child.kill('SIGKILL'), CLIENT_GRACE_MS)));
       };
       const timer = setTimeout(() => stop('wall time'), timeout * 1000);
       const collect = (chunks: Buffer[], count: () => number, add: (n: number) => void) => (chunk: Buffer) => {
@@ -258,8 +260,11 @@ export class DockerEpisodeSandbox implements SandboxInterface {
         clearTimeout(timer);
         reject(new SandboxUnavailableError(`docker could not be run: ${e.message}`));
       });
-      child.on('close', (code) => {
+      child.on('close', async (code) => {
         clearTimeout(timer);
+        // The kill delivered before the answer: it must not reach the sandbox's next command.
+        await killed.catch(() => {});
+        if (grace) clearTimeout(grace);
         const stdout = Buffer.concat(out).toString('utf8');
         let stderr = Buffer.concat(err).toString('utf8');
         // The engine's own refusal (the container gone), not the command's answer.
