@@ -7,9 +7,11 @@
 //
 // One transcript per task, built from the pieces the RL env uses, so that SFT and RL see the same
 // tokens: the env's initial messages (the bash tool declared under the reference's system prompt,
-// then the task's instruction); each command of the task's solution/solve.sh as one `bash` call,
-// answered with the tool's real output from the task's own episode sandbox; then a short closing
-// answer. Each transcript is checked the way an episode is graded: its tests must pass (reward 1)
+// then the task's instruction); a first look at the task's working directory (`ls /app`: the same
+// call in every transcript, which a tiny model learns first, so that its rollouts run commands
+// from the start of RL); each command of the task's solution/solve.sh as one `bash` call; every
+// call answered with the tool's real output from the task's own episode sandbox; then a short
+// closing answer. Each transcript is checked the way an episode is graded: its tests must pass (reward 1)
 // after its commands ran. The outputs of these commands hold no times, so every byte is
 // reproducible: test/cookbook/rl/terminal/sft-data.test.ts regenerates the file and compares.
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -55,7 +57,7 @@ export async function transcript(task: HarborTask, renderer: ToolDeclaringRender
     const bash = bashTool(sandbox);
     const tools = new Map<string, Tool>([[bash.name, bash]]);
     const messages = initialMessages(task, renderer, [bash]);
-    for (const command of solutionCommands(task)) {
+    for (const command of [`ls ${image.workdir}`, ...solutionCommands(task)]) {
       const call: ToolCall = { type: 'function', function: { name: bash.name, arguments: JSON.stringify({ command }) } };
       const { messages: results } = await handleToolCall(tools, call);
       if (results.length !== 1 || results[0].role !== 'tool') throw new Error(`${task.taskName}: bash answered ${JSON.stringify(results)}`);
