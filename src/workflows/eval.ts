@@ -4,9 +4,9 @@
 // finished are in the history and never run again.
 import { proxyActivities, setCurrentDetails, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
 import type { EvalActivities, EvalChunkResult, EvalOutcome, EvalPlan } from '../activities/eval.js';
-import { NON_RETRYABLE_ERROR_TYPES } from '../activities/types.js';
 import type { EvalConfig } from '../cookbook/eval/benchmark-config.js';
 import type { RunRef } from '../cookbook/run-store.js';
+import { chunkActivityOptions, inLanes } from './shared/lanes.js';
 import { progressQuery, type Progress, type RunStatus } from './shared/messages.js';
 import { StatusKey, StepKey } from './shared/search-attributes.js';
 import type { RunResult } from './shared/training-run.js';
@@ -23,11 +23,7 @@ export interface EvalWorkflowResult extends EvalOutcome, RunResult {
 }
 
 export async function evalWorkflow({ run, config }: EvalInput): Promise<EvalWorkflowResult> {
-  const acts = proxyActivities<EvalActivities>({
-    startToCloseTimeout: `${config.durability.step_timeout_s}s`,
-    heartbeatTimeout: `${config.durability.heartbeat_timeout_s}s`,
-    retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '20s', nonRetryableErrorTypes: NON_RETRYABLE_ERROR_TYPES },
-  });
+  const acts = proxyActivities<EvalActivities>(chunkActivityOptions(config.durability));
 
   let status: RunStatus = 'starting';
   let plan: EvalPlan | undefined;
@@ -58,20 +54,14 @@ export async function evalWorkflow({ run, config }: EvalInput): Promise<EvalWork
   upsertSearchAttributes([{ key: StatusKey, value: status }]);
 
   const results: EvalChunkResult[] = [];
-  let next = 0;
-  /** One of `concurrency` lanes: takes the next chunk until none is left. */
-  async function lane(): Promise<void> {
-    while (next < numChunks) {
-      const chunk = next++;
-      const r = await acts.evalChunk.executeWithOptions({ summary: `${config.suite} chunk ${chunk + 1}/${numChunks}` }, [{ run, chunk, baseModel, modelPath }]);
-      results[chunk] = r;
-      chunksDone++;
-      examplesDone += r.examples;
-      correct += r.correct;
-      setCurrentDetails(`${config.suite}: ${examplesDone}/${plan!.numExamples} examples, ${correct} correct`);
-    }
-  }
-  await Promise.all(Array.from({ length: Math.min(config.concurrency, numChunks) }, lane));
+  await inLanes(numChunks, config.concurrency, async (chunk) => {
+    const r = await acts.evalChunk.executeWithOptions({ summary: `${config.suite} chunk ${chunk + 1}/${numChunks}` }, [{ run, chunk, baseModel, modelPath }]);
+    results[chunk] = r;
+    chunksDone++;
+    examplesDone += r.examples;
+    correct += r.correct;
+    setCurrentDetails(`${config.suite}: ${examplesDone}/${plan!.numExamples} examples, ${correct} correct`);
+  });
   upsertSearchAttributes([{ key: StepKey, value: chunksDone }]);
 
   const outcome = await acts.evalFinish({ run, numChunks, baseModel, modelPath });

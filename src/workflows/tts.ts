@@ -5,9 +5,9 @@
 // history and never run again.
 import { proxyActivities, setCurrentDetails, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
 import type { TtsActivities, TtsOutcome, TtsPlan } from '../activities/tts.js';
-import { NON_RETRYABLE_ERROR_TYPES } from '../activities/types.js';
 import type { TtsConfig } from '../cookbook/tts/config.js';
 import type { RunRef } from '../cookbook/run-store.js';
+import { chunkActivityOptions, inLanes } from './shared/lanes.js';
 import { progressQuery, type Progress, type RunStatus } from './shared/messages.js';
 import { StatusKey, StepKey } from './shared/search-attributes.js';
 import type { RunResult } from './shared/training-run.js';
@@ -24,11 +24,7 @@ export interface TtsWorkflowResult extends TtsOutcome, RunResult {
 }
 
 export async function ttsWorkflow({ run, config }: TtsInput): Promise<TtsWorkflowResult> {
-  const acts = proxyActivities<TtsActivities>({
-    startToCloseTimeout: `${config.durability.step_timeout_s}s`,
-    heartbeatTimeout: `${config.durability.heartbeat_timeout_s}s`,
-    retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '20s', nonRetryableErrorTypes: NON_RETRYABLE_ERROR_TYPES },
-  });
+  const acts = proxyActivities<TtsActivities>(chunkActivityOptions(config.durability));
 
   let status: RunStatus = 'starting';
   let plan: TtsPlan | undefined;
@@ -59,20 +55,14 @@ export async function ttsWorkflow({ run, config }: TtsInput): Promise<TtsWorkflo
   status = 'running';
   upsertSearchAttributes([{ key: StatusKey, value: status }]);
 
-  let next = 0;
-  /** One of `concurrency` lanes: takes the next chunk until none is left. */
-  async function lane(): Promise<void> {
-    while (next < numChunks) {
-      const chunk = next++;
-      const r = await acts.ttsChunk.executeWithOptions({ summary: `tts chunk ${chunk + 1}/${numChunks}` }, [{ run, chunk, baseModel, modelPath }]);
-      chunksDone++;
-      problemsDone += r.problems;
-      stepsDone += r.steps;
-      correct += r.correct;
-      setCurrentDetails(`tts: ${problemsDone}/${plan!.numProblems} problems, ${stepsDone} steps scored`);
-    }
-  }
-  await Promise.all(Array.from({ length: Math.min(config.concurrency, numChunks) }, lane));
+  await inLanes(numChunks, config.concurrency, async (chunk) => {
+    const r = await acts.ttsChunk.executeWithOptions({ summary: `tts chunk ${chunk + 1}/${numChunks}` }, [{ run, chunk, baseModel, modelPath }]);
+    chunksDone++;
+    problemsDone += r.problems;
+    stepsDone += r.steps;
+    correct += r.correct;
+    setCurrentDetails(`tts: ${problemsDone}/${plan!.numProblems} problems, ${stepsDone} steps scored`);
+  });
   upsertSearchAttributes([{ key: StepKey, value: chunksDone }]);
 
   const outcome = await acts.ttsFinish({ run, numChunks, baseModel, modelPath });

@@ -57,7 +57,7 @@ function setup(session: SamplingSession, logPath: string, chunk = 0): TerminalEp
     renderer,
     tokenizer,
     sampling: { seed: 7, max_tokens: 64, temperature: 0 },
-    terminal: TerminalEvalSchema.parse({ max_turns: 4 }),
+    terminal: TerminalEvalSchema.parse({ max_turns: 4, sandbox_backend: 'local' }),
     onceFor: (index) => runStoreOnce(store, ['eval', chunk, index]),
     writeTrajectory: (task, text) => {
       writeFileSync(join(logPath, `${task}.txt`), text);
