@@ -62,7 +62,7 @@ describe('forecasting data errors', () => {
 
   it('a market whose snapshots disagree is named', () => {
     const text = `${HEADER}\n${GOOD}\n${GOOD.replace('s1,', 's2,').replace('2025-09-05', '2025-09-06')}\n`;
-    expect(() => loadProphetArenaExamples(csv('changes.csv', text), 'changes.csv')).toThrow(/market EV1:A changes across snapshots/);
+    expect(() => loadProphetArenaExamples(csv('changes.csv', text), 'changes.csv')).toThrow(/^changes\.csv:3: market EV1:A changes across snapshots \(.* from line 2\)/);
   });
 });
 

@@ -149,6 +149,15 @@ function rowToExamples(ctx: RowContext): ForecastExample[] {
 const byTimeTickerMarket = (a: ForecastExample, b: ForecastExample) =>
   a.snapshot_time.compare(b.snapshot_time) || compareCodePoints(a.event_ticker, b.event_ticker) || compareCodePoints(a.market, b.market);
 
+/** What must not change between snapshots of a market. */
+const stableFields = (e: ForecastExample) => JSON.stringify([e.event_title, e.market, e.resolution_criteria, String(e.close_time.us), e.category, e.outcome]);
+
+/** The first snapshot by (snapshot_time, submission_id). */
+function earliest(snapshots: ForecastExample[]): ForecastExample {
+  const key = (e: ForecastExample, best: ForecastExample) => e.snapshot_time.compare(best.snapshot_time) || compareCodePoints(e.submission_id, best.submission_id);
+  return snapshots.reduce((best, e) => (key(e, best) < 0 ? e : best));
+}
+
 function readCsvText(file: string, shownAs: string): string {
   let bytes: Buffer;
   try {
@@ -175,24 +184,27 @@ export function loadProphetArenaExamples(file: string, shownAs = file): Forecast
   }
   const missing = REQUIRED_COLUMNS.filter((c) => !parsed.fieldnames?.includes(c)).sort();
   if (missing.length) throw new DataFormatError(`${shownAs}:1: the header is missing columns ${JSON.stringify(missing)}`);
-  const byMarket = new Map<string, ForecastExample[]>();
+  const byMarket = new Map<string, Array<{ example: ForecastExample; line: number }>>();
   for (const row of parsed.rows) {
     for (const example of rowToExamples(new RowContext(shownAs, row))) {
       const key = JSON.stringify([example.event_ticker, example.market]);
       const list = byMarket.get(key);
-      if (list) list.push(example);
-      else byMarket.set(key, [example]);
+      if (list) list.push({ example, line: row.line });
+      else byMarket.set(key, [{ example, line: row.line }]);
     }
   }
   if (byMarket.size === 0) throw new DataFormatError(`${shownAs}: no Prophet Arena examples`);
   const examples: ForecastExample[] = [];
   for (const snapshots of byMarket.values()) {
-    const stable = new Set(snapshots.map((e) => JSON.stringify([e.event_title, e.market, e.resolution_criteria, String(e.close_time.us), e.category, e.outcome])));
-    if (stable.size !== 1) {
-      const e = snapshots[0];
-      throw new DataFormatError(`${shownAs}: market ${e.event_ticker}:${e.market} changes across snapshots (title, close_time, category or outcome differ)`);
+    const [first] = snapshots;
+    const changed = snapshots.find((s) => stableFields(s.example) !== stableFields(first.example));
+    if (changed) {
+      const e = changed.example;
+      throw new DataFormatError(
+        `${shownAs}:${changed.line}: market ${e.event_ticker}:${e.market} changes across snapshots (title, close_time, category or market_outcome differ from line ${first.line})`,
+      );
     }
-    examples.push(snapshots.reduce((best, e) => (e.snapshot_time.compare(best.snapshot_time) < 0 || (e.snapshot_time.compare(best.snapshot_time) === 0 && compareCodePoints(e.submission_id, best.submission_id) < 0) ? e : best)));
+    examples.push(earliest(snapshots.map((s) => s.example)));
   }
   return examples.sort(byTimeTickerMarket);
 }
