@@ -23,6 +23,7 @@ import { hostname } from 'node:os';
 import { posix } from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { EPISODE_DEFAULTS, type EpisodeSandboxLimits } from './episode.js';
+import { readFileCommand, writeFileCommand } from './file-commands.js';
 import { SandboxError, SandboxTerminatedError, SandboxUnavailableError, type SandboxInterface, type SandboxResult } from './types.js';
 
 const MiB = 1024 * 1024;
@@ -282,17 +283,14 @@ export class DockerEpisodeSandbox implements SandboxInterface {
     });
   }
 
-  /** The reference's read_file: `head -c max_bytes path`, or `cat path`. */
+  /** The reference's read_file. */
   readFile(path: string, opts: { maxBytes?: number | null; timeout?: number } = {}): Promise<SandboxResult> {
-    const cmd = opts.maxBytes != null ? `head -c ${opts.maxBytes} ${shQuote(path)}` : `cat ${shQuote(path)}`;
-    return this.runCommand(cmd, { timeout: opts.timeout });
+    return this.runCommand(readFileCommand(path, opts.maxBytes), { timeout: opts.timeout });
   }
 
-  /** The reference's write_file: `mkdir -p dir && cat > path [&& chmod +x path]`, the content on stdin. */
+  /** The reference's write_file. */
   writeFile(path: string, content: string | Uint8Array, opts: { executable?: boolean; timeout?: number } = {}): Promise<SandboxResult> {
-    let cmd = `mkdir -p ${shQuote(posix.dirname(path))} && cat > ${shQuote(path)}`;
-    if (opts.executable) cmd += ` && chmod +x ${shQuote(path)}`;
-    return this.runCommand(cmd, { timeout: opts.timeout, stdin: content });
+    return this.runCommand(writeFileCommand(path, opts.executable), { timeout: opts.timeout, stdin: content });
   }
 
   /** The container's changes relative to its image (see the top of this file). */
@@ -324,7 +322,6 @@ export class DockerEpisodeSandbox implements SandboxInterface {
   }
 }
 
-const shQuote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
 /** Episode containers of this host whose process is gone (a killed worker's), removed; returns how many. */
 export async function clearStaleEpisodeContainers(): Promise<number> {

@@ -22,6 +22,7 @@ import { gunzipSync, gzipSync } from 'node:zlib';
 import { RunCgroup, type CgroupUsage } from './cgroup.js';
 import { NAMESPACE_TASKS, SETUP_FAILED, episodeIsolatedArgv, missingTools, namespacesRefused, pythonInterpreter, type IsolationLimits } from './isolation.js';
 import { AS_NOBODY, chownTree, containment, execute, nextRunId, perProcessShare, stage, stagingRoot, type Containment } from './local.js';
+import { readFileCommand, writeFileCommand } from './file-commands.js';
 import { RunQueue } from './run-queue.js';
 import { SandboxError, SandboxUnavailableError, type SandboxInterface, type SandboxResult } from './types.js';
 
@@ -166,17 +167,14 @@ export class LocalEpisodeSandbox implements SandboxInterface {
     }
   }
 
-  /** The reference's read_file: `head -c max_bytes path`, or `cat path`. */
+  /** The reference's read_file. */
   readFile(path: string, opts: { maxBytes?: number | null; timeout?: number } = {}): Promise<SandboxResult> {
-    const cmd = opts.maxBytes != null ? `head -c ${opts.maxBytes} ${shQuote(path)}` : `cat ${shQuote(path)}`;
-    return this.runCommand(cmd, { timeout: opts.timeout });
+    return this.runCommand(readFileCommand(path, opts.maxBytes), { timeout: opts.timeout });
   }
 
-  /** The reference's write_file: `mkdir -p dir && cat > path [&& chmod +x path]`, the content on stdin. */
+  /** The reference's write_file. */
   writeFile(path: string, content: string | Uint8Array, opts: { executable?: boolean; timeout?: number } = {}): Promise<SandboxResult> {
-    let cmd = `mkdir -p ${shQuote(posix.dirname(path))} && cat > ${shQuote(path)}`;
-    if (opts.executable) cmd += ` && chmod +x ${shQuote(path)}`;
-    return this.runCommand(cmd, { timeout: opts.timeout, stdin: content });
+    return this.runCommand(writeFileCommand(path, opts.executable), { timeout: opts.timeout, stdin: content });
   }
 
   /**
@@ -223,7 +221,6 @@ function alive(pid: number): boolean {
 }
 
 const mib = (bytes: number) => `${+(bytes / MiB).toFixed(1)} MiB`;
-export const shQuote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
 const signalNumber = (signal: NodeJS.Signals): number => (osConstants.signals as Record<string, number>)[signal] ?? 0;
 

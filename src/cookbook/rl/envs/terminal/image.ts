@@ -10,7 +10,8 @@ import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, s
 import { homedir } from 'node:os';
 import { join, posix, relative, resolve } from 'node:path';
 import { ConfigurationError } from '../../../errors.js';
-import { LocalEpisodeSandbox, shQuote } from '../../../sandbox/episode.js';
+import { LocalEpisodeSandbox } from '../../../sandbox/episode.js';
+import { shQuote } from '../../../sandbox/file-commands.js';
 import { chownTree, AS_NOBODY } from '../../../sandbox/local.js';
 
 /** Bumped when what a build makes of a Dockerfile changes, so cached images are built again. */
