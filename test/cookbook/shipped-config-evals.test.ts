@@ -32,6 +32,15 @@ async function episodes(dataset: RLDataset, batches: number): Promise<number> {
   return n;
 }
 
+/**
+ * Shipped configs of the reference's full-size recipes, which need what this machine cannot have
+ * offline (a hosted model's tokenizer, a Hub dataset); their datasets are built in their own tests
+ * on local stand-ins.
+ */
+const NEEDS_HOSTED: Record<string, string> = {
+  'rl_rubric_prometheus.json': 'Qwen/Qwen3.5-9B and the Hub Feedback Collection (test/cookbook/rl/rubric-prometheus.test.ts builds it on a local copy; it has no test split, so no eval before step 0)',
+};
+
 describe('shipped RL configs: the eval before step 0', () => {
   const configs = shippedRLConfigs();
 
@@ -40,7 +49,7 @@ describe('shipped RL configs: the eval before step 0', () => {
   });
 
   for (const { name, config } of configs) {
-    it(`${name}: evaluates no more episodes before step 0 than its first training batch holds`, async () => {
+    it.skipIf(name in NEEDS_HOSTED)(`${name}: evaluates no more episodes before step 0 than its first training batch holds${NEEDS_HOSTED[name] ? ` (skipped: needs ${NEEDS_HOSTED[name]})` : ''}`, async () => {
       const cfg = RLConfigSchema.parse(config);
       if (cfg.eval_every === 0) return; // no eval before step 0
       const { train, test } = await buildRLDatasets(cfg.dataset, cfg, { baseDir: resolve(configsDir, '..') });
