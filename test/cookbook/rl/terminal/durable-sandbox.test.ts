@@ -86,6 +86,27 @@ describe.skipIf(unavailable)('the durable episode sandbox', { timeout: 60_000 },
     await b.cleanup();
   });
 
+  it('a record another attempt made from the same files is applied, though a sandbox runs here already', async () => {
+    const files = await image();
+    const logPath = mkdtempSync(join(tmpdir(), 'durable-sandbox-'));
+    dirs.push(logPath);
+    const once = runStoreOnce(new RunStore(logPath), [0, 0, 0]);
+    // The first attempt: a read, then an append.
+    const a = durable(once, files);
+    await a.runCommand('cat /app/log');
+    await a.runCommand('echo a >> /app/log');
+    await a.cleanup();
+    // The retry reads something else (it runs: a sandbox opens here), which leaves the files as they
+    // were; the append then matches the first attempt's record and is not run — and what follows
+    // runs on the files that record left, not on the sandbox opened before it.
+    const b = durable(once, files);
+    await b.runCommand('ls /app');
+    await b.runCommand('echo a >> /app/log');
+    expect((await b.runCommand('cat /app/log')).stdout).toBe('start\na\n');
+    expect(b.executed).toBe(2);
+    await b.cleanup();
+  });
+
   it('ends its life after the command time it was given, the same on replay', async () => {
     const files = await image();
     const logPath = mkdtempSync(join(tmpdir(), 'durable-sandbox-'));

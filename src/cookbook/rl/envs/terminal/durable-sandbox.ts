@@ -84,7 +84,9 @@ export class DurableSandbox implements SandboxInterface {
   private async act(request: string, run: (sb: SnapshotSandbox) => Promise<SandboxResult>): Promise<SandboxResult> {
     this.alive();
     const key = ['sandbox', `episode_${this.opts.episode}`, `op_${this.op++}`];
+    let acted = false;
     const record = await this.opts.once<OpRecord>(key, `${request} on ${this.filesHash}`, async () => {
+      acted = true;
       this.live ??= await this.opts.open(this.files);
       const result = await run(this.live);
       this.executed++;
@@ -96,6 +98,12 @@ export class DurableSandbox implements SandboxInterface {
     if (record.snapshot !== null) {
       this.files = Buffer.from(record.snapshot, 'base64');
       this.filesHash = sha(this.files);
+      // A record of another attempt, made from these same files, changed them: a live sandbox no
+      // longer holds them, and the next operation that runs opens one from the record's.
+      if (!acted && this.live) {
+        await this.live.cleanup();
+        this.live = null;
+      }
     }
     this.secondsUsed += Number(record.result.metrics?.seconds ?? 0);
     return record.result;
