@@ -91,6 +91,8 @@ export class LocalEpisodeSandbox implements SandboxInterface {
   private readonly env: Record<string, string>;
   private readonly cgroups: 'auto' | 'off';
   private closed = false;
+  /** Bytes of the root's files: measured at the start and after each command, the only writer. */
+  private usedBytes: number;
 
   private constructor(
     readonly root: string,
@@ -100,6 +102,7 @@ export class LocalEpisodeSandbox implements SandboxInterface {
     this.limits = { ...EPISODE_DEFAULTS, ...Object.fromEntries(Object.entries(opts.limits ?? {}).filter(([, v]) => v !== undefined)) };
     this.env = opts.env ?? {};
     this.cgroups = opts.cgroups ?? ((process.env.COOKBOOK_SANDBOX_CGROUPS as 'auto' | 'off' | undefined) ?? 'auto');
+    this.usedBytes = diskBytes(root);
   }
 
   /** A fresh root (under the staging folder, named by this process so a later one can clear it), filled from `from`. */
@@ -125,13 +128,14 @@ export class LocalEpisodeSandbox implements SandboxInterface {
     await this.sendHeartbeat();
     // Judged from the files alone, so a sandbox opened from a snapshot of a full one refuses too.
     const full = `sandbox: the episode's files passed its storage limit (${mib(this.limits.storageBytes)}); no more commands run`;
-    if (this.overStorage()) return { stdout: '', stderr: full, exitCode: -1, metrics: {} };
+    if (this.usedBytes > this.limits.storageBytes) return { stdout: '', stderr: full, exitCode: -1, metrics: {} };
     const timeout = opts.timeout ?? 60;
     const keep = opts.maxOutputBytes ?? DEFAULT_KEEP_BYTES;
     const workdir = posix.resolve('/', opts.workdir ?? '/');
     const held = await episodeSandboxAvailable(this.cgroups);
     const r = await queue.run(() => this.runNow(command, workdir, timeout, keep, opts.stdin ?? '', held));
-    if (this.overStorage()) r.stderr += `${r.stderr && !r.stderr.endsWith('\n') ? '\n' : ''}${full}`;
+    this.usedBytes = diskBytes(this.root);
+    if (this.usedBytes > this.limits.storageBytes) r.stderr += `${r.stderr && !r.stderr.endsWith('\n') ? '\n' : ''}${full}`;
     return r;
   }
 
@@ -185,10 +189,6 @@ export class LocalEpisodeSandbox implements SandboxInterface {
     await this.sendHeartbeat();
     const tar = await tarOf(this.root, opts.zeroTimes ?? false);
     return gzipSync(tar, { level: 1 });
-  }
-
-  private overStorage(): boolean {
-    return diskBytes(this.root) > this.limits.storageBytes;
   }
 
   async cleanup(): Promise<void> {

@@ -109,11 +109,6 @@ export class DurableSandbox implements SandboxInterface {
     return record.result;
   }
 
-  /** Operations recorded or replayed so far. */
-  get operations(): number {
-    return this.op;
-  }
-
   async cleanup(): Promise<void> {
     this.closed = true;
     await this.live?.cleanup();

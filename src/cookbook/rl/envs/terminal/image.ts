@@ -7,8 +7,8 @@
 // keyed by the Dockerfile and every file of its context, so a task is built once per machine.
 import { createHash } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, statSync, writeFileSync } from 'node:fs';
-import { homedir } from 'node:os';
 import { join, posix, relative, resolve } from 'node:path';
+import { cacheRoot } from '../../../../stack/cache.mjs';
 import { ConfigurationError } from '../../../errors.js';
 import { LocalEpisodeSandbox } from '../../../sandbox/episode.js';
 import { shQuote } from '../../../sandbox/file-commands.js';
@@ -114,7 +114,7 @@ function contextHash(dockerfile: string, contextDir: string): string {
   return h.digest('hex').slice(0, 32);
 }
 
-export const defaultImageCache = () => join(process.env.DURABLE_COOKBOOK_CACHE ?? join(homedir(), '.cache', 'durable-cookbook'), 'terminal-images');
+export const defaultImageCache = () => join(cacheRoot(), 'terminal-images');
 
 /** The image of `environment/` (its Dockerfile and context), from the cache or built now. */
 export async function buildTaskImage(envDir: string, opts: BuildOptions): Promise<BuiltImage> {
