@@ -15,6 +15,7 @@ import type { ExampleResult } from '../cookbook/eval/suites/index.js';
 import { rendererForModel } from '../cookbook/renderers/for-model.js';
 import { RunDirInUseError, RunStore, writeFileAtomic, type RunRef } from '../cookbook/run-store.js';
 import { isAgenticSuite } from '../cookbook/eval/suites/terminal.js';
+import { runStoreOnce } from '../cookbook/rl/side-effects.js';
 import { callBackend, heartbeating, type ActivityDeps } from './context.js';
 import { terminalEvalChunk, terminalEvalData, terminalEvalFinish } from './eval-terminal.js';
 import { readRunConfig } from './training.js';
@@ -123,7 +124,9 @@ export function evalActivities(deps: ActivityDeps): EvalActivities {
       const backend = deps.backendFor(cfg.base_url);
       const sampler = await callBackend('create sampling session', 'bad-path', () => backend.createSamplingSession(modelPath ? { modelPath } : { baseModel }));
       const results = await callBackend(`${suite.name} chunk ${chunk}`, 'session-lost', () =>
-        heartbeating(sampleAndGrade(suite, examples, sampler, renderer, cfg, benchmarkSeeds(cfg.seed, suite.name)), { chunk }),
+        heartbeating(sampleAndGrade(suite, examples, sampler, renderer, cfg, benchmarkSeeds(cfg.seed, suite.name), (index, sample) => runStoreOnce(store, ['eval', index, sample])), {
+          chunk,
+        }),
       );
       store.writeBlob(chunkBlobPath(chunk), JSON.stringify({ format: 'eval_chunk/v1', suite: suite.name, chunk, results } satisfies ChunkBlob));
       return summary(results);

@@ -47,7 +47,7 @@ describe('eval workflow', () => {
         expect(file.examples.map((e) => e.id)).toEqual(items.map((i) => i.id));
         for (const [i, e] of file.examples.entries()) {
           expect(e.response.length).toBeGreaterThan(0);
-          expect(suite.grade(e.response, items[i]).correct).toBe(e.correct);
+          expect((await suite.grade(e.response, items[i])).correct).toBe(e.correct);
         }
         expect(result.metrics).toEqual(aggregateResults(suite, file.examples));
         expect(file.metrics.num_examples).toBe(items.length);

@@ -7,6 +7,7 @@ import { getTextContent } from '../renderers/content.js';
 import type { Renderer } from '../renderers/types.js';
 import { deriveSeed } from '../rl/seeds.js';
 import { meanPassAtK } from './pass-at-k.js';
+import { actAlways, type Once } from '../rl/side-effects.js';
 import type { EvalItem, ExampleResult, SampleResult, Suite } from './suites/index.js';
 
 export interface BenchmarkSampling {
@@ -44,14 +45,17 @@ export async function sampleAndGrade(
   renderer: Renderer,
   sampling: BenchmarkSampling,
   seedFor: (index: number, sample: number) => number,
+  /** Where a sample's grading effects are recorded (default: nowhere, they act every time). */
+  onceFor: (index: number, sample: number) => Once = () => actAlways,
 ): Promise<ExampleResult[]> {
   const stop = renderer.getStopSequences();
   const sampleOne = async (index: number, item: EvalItem, prompt: ReturnType<Renderer['buildGenerationPrompt']>, sample: number): Promise<SampleResult> => {
     const res = await sampler.sample(prompt, 1, { max_tokens: sampling.max_tokens, temperature: sampling.temperature, stop, seed: seedFor(index, sample) });
     const tokens = res.sequences[0]?.tokens;
     if (!tokens) throw new Error(`the sampler returned no sequence for ${suite.name} example ${index} (sample ${sample})`);
-    const response = getTextContent(renderer.parseResponse(tokens).message);
-    const grade = suite.grade(response, item);
+    const { message } = renderer.parseResponse(tokens);
+    const response = getTextContent(message);
+    const grade = await suite.grade(response, item, { message, once: onceFor(index, sample) });
     return { response, extracted: grade.extracted, correct: grade.correct, ...(grade.metrics ? { metrics: grade.metrics } : {}) };
   };
   return Promise.all(

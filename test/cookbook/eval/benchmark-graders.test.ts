@@ -55,25 +55,25 @@ describe('multiple-choice letters', () => {
 describe('suite graders', () => {
   const item = (suite: string, row: Record<string, unknown>) => SUITES[suite].parseRow(row, 'x.jsonl:1', null);
 
-  it('gsm8k: the number after #### is the target', () => {
+  it('gsm8k: the number after #### is the target', async () => {
     const it = item('gsm8k', { question: 'How many?', answer: 'work\n#### 1,125' });
     expect(it.target).toBe('1,125');
-    expect(SUITES.gsm8k.grade('so it is **1125**', it)).toEqual({ correct: true, extracted: '1125' });
+    expect(await SUITES.gsm8k.grade('so it is **1125**', it)).toEqual({ correct: true, extracted: '1125' });
   });
 
-  it('math500: the last box of the response against the solution box, by math equivalence', () => {
+  it('math500: the last box of the response against the solution box, by math equivalence', async () => {
     const it = item('math500', { problem: 'Simplify 6/8.', solution: 'It is $\\boxed{\\frac{3}{4}}$.' });
     expect(it.messages[0].content).toBe('Simplify 6/8. Put your final answer in \\boxed{}.');
-    expect(SUITES.math500.grade('maybe \\boxed{1} no: \\boxed{0.75}', it).correct).toBe(true);
-    expect(SUITES.math500.grade('\\boxed{3/5}', it).correct).toBe(false);
-    expect(SUITES.math500.grade('three quarters', it)).toEqual({ correct: false, extracted: '' });
+    expect((await SUITES.math500.grade('maybe \\boxed{1} no: \\boxed{0.75}', it)).correct).toBe(true);
+    expect((await SUITES.math500.grade('\\boxed{3/5}', it)).correct).toBe(false);
+    expect(await SUITES.math500.grade('three quarters', it)).toEqual({ correct: false, extracted: '' });
   });
 
-  it('mmlu: the reference prompt, the letter of the answer index, accuracy per subject', () => {
+  it('mmlu: the reference prompt, the letter of the answer index, accuracy per subject', async () => {
     const it = item('mmlu', { question: 'Q?', subject: 'anatomy', choices: ['a', 'b', 'c', 'd'], answer: 3 });
     expect(it.messages[0].content).toBe('Q?\n\n(A) a\n(B) b\n(C) c\n(D) d\n\nAnswer with just the letter (A, B, C, or D).');
-    expect(SUITES.mmlu.grade('The answer is (D)', it).correct).toBe(true);
-    expect(SUITES.mmlu.grade('A', it).correct).toBe(false);
+    expect((await SUITES.mmlu.grade('The answer is (D)', it)).correct).toBe(true);
+    expect((await SUITES.mmlu.grade('A', it)).correct).toBe(false);
     const r = (group: string, correct: boolean) => ({ index: 0, id: '', group, prompt: '', response: '', expected: '', extracted: '', correct });
     expect(SUITES.mmlu.aggregate!([r('b', true), r('a', false), r('b', false)])).toEqual({ 'a/accuracy': 0, 'b/accuracy': 0.5 });
   });

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { CHECKERS, followsLoose, followsStrict } from '../../../src/cookbook/eval/ifeval/checkers.js';
 import { detectLanguage } from '../../../src/cookbook/eval/ifeval/language.js';
 import { countSentences, countWords } from '../../../src/cookbook/eval/ifeval/text.js';
-import { SUITES } from '../../../src/cookbook/eval/suites/index.js';
+import { SUITES, type Grade } from '../../../src/cookbook/eval/suites/index.js';
 
 type Case = [id: string, kwargs: Record<string, unknown>, follows: string, fails: string];
 
@@ -80,7 +80,7 @@ describe('IFEval aggregate', () => {
     const row = { key: 7, prompt: 'P', instruction_id_list: ['punctuation:no_comma', 'detectable_format:json_format'], kwargs: [{}, { keywords: null }] };
     const item = suite.parseRow(row, 'f:1', null);
     const graded = ['{"a": 1}', 'Here:\n{"a": 1}', 'a, b'].map((response) => {
-      const g = suite.grade(response, item);
+      const g = suite.grade(response, item) as Grade;
       return { index: 0, id: item.id, prompt: '', response, expected: '', extracted: g.extracted, correct: g.correct, metrics: g.metrics };
     });
     expect(graded.map((g) => g.correct)).toEqual([true, false, false]);

@@ -13,4 +13,5 @@ export const SUITE_NAMES = Object.keys(SUITES) as [string, ...string[]];
 export const AGENTIC_SUITES = { [TERMINAL_SUITE.name]: TERMINAL_SUITE };
 export const EVAL_SUITE_NAMES = [...SUITE_NAMES, ...Object.keys(AGENTIC_SUITES)] as [string, ...string[]];
 
-export type { EvalItem, ExampleResult, Grade, SampleResult, Suite } from './types.js';
+export type { EvalItem, ExampleResult, Grade, GradeContext, SampleResult, Suite } from './types.js';
+export { NO_EFFECTS } from './types.js';

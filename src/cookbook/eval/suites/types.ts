@@ -2,6 +2,7 @@
 // sample shipped under data/eval/), how a row becomes a prompt and a target, how a response is
 // graded, and which metrics beyond accuracy it reports.
 import type { Message } from '../../renderers/types.js';
+import { actAlways, type Once } from '../../rl/side-effects.js';
 
 /** One example, ready to sample: the prompt's messages and what grading needs (plain JSON). */
 export interface EvalItem {
@@ -46,6 +47,20 @@ export interface ExampleResult {
   samples?: SampleResult[];
 }
 
+/** What a grader may use beyond the response's text. */
+export interface GradeContext {
+  /** The parsed response, tool calls included (a tool-call benchmark grades those). */
+  message: Message | null;
+  /**
+   * Sandbox runs and judge calls, once per key for this sample: recorded in the eval run's store,
+   * so a retried chunk reads them back instead of running them again (DESIGN §3.9).
+   */
+  once: Once;
+}
+
+/** Grading outside a run (tests, ad-hoc checks): effects act every time. */
+export const NO_EFFECTS: GradeContext = { message: null, once: actAlways };
+
 export interface Suite {
   name: string;
   description: string;
@@ -55,7 +70,8 @@ export interface Suite {
   sample: string;
   /** A row of the dataset → an example; a string is the reason the row cannot be used (its errors name `at`). */
   parseRow(row: Record<string, unknown>, at: string, systemPrompt: string | null): EvalItem;
-  grade(response: string, item: EvalItem): Grade;
+  /** A pure grader returns its grade; one that runs code or asks a judge awaits `ctx.once`. */
+  grade(response: string, item: EvalItem, ctx?: GradeContext): Grade | Promise<Grade>;
   /** The expected answer as results show it. */
   expected(item: EvalItem): string;
   /** Metrics beyond score / num_correct / num_examples. */
