@@ -1,15 +1,20 @@
-// A suite's examples from local files in the public dataset's layout (the hf loader's layouts:
+// A suite's examples from files in the public dataset's layout (the hf loader's layouts:
 // parquet/jsonl/json/arrow shards, config folders, split names): the shipped sample under
-// data/eval/<suite>/ by default, the full set from a user's path. `limit` keeps the first rows in
-// file order, as the reference's limit_dataset does without a shuffle seed.
+// data/eval/<suite>/ by default, the full set from a user's folder or file, or from a Hub id (read
+// from the Hugging Face cache when it is there, else downloaded: hf/hub.ts), as the reference's
+// load_dataset(path) takes either. A multi-config suite (MMLU-Redux, C-Eval) reads each subject's
+// config in turn. `limit` picks examples as the suite's reference does (suite.limitPick): the
+// first rows in file order by default, as limit_dataset without a shuffle seed.
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DataFormatError } from '../errors.js';
 import { HfSourceSchema } from '../hf/config.js';
 import { readRows } from '../hf/readers.js';
-import { splitFiles } from '../hf/source.js';
+import { isLocalPath, shuffled, splitFiles } from '../hf/source.js';
+import { pyShuffled } from '../python-random.js';
 import { SUITES, type EvalItem, type Suite } from './suites/index.js';
+import type { LimitPick } from './suites/types.js';
 
 export interface BenchmarkDataOptions {
   suite: string;
@@ -50,18 +55,66 @@ export function suiteNamed(name: string): Suite {
   return suite;
 }
 
+/**
+ * `--data` / data_path as the loader will read it: an existing local path made absolute, or a Hub
+ * id kept as it is (read from the Hugging Face cache, or the Hub); anything else is an error.
+ */
+export function benchmarkDataPath(p: string, cwd: string = process.cwd()): string {
+  if (!isLocalPath(p, cwd)) return p;
+  const abs = path.resolve(cwd, p);
+  if (existsSync(abs)) return abs;
+  throw new DataFormatError(
+    `${p} does not exist (a local folder or file in the dataset's layout, or a Hub id such as cais/mmlu; fetch one with \`huggingface-cli download <id> --repo-type dataset\`)`,
+  );
+}
+
+/** The configs to read: the one asked for, the suite's one, or each of its subjects. */
+function configsToRead(suite: Suite, dataName: string | null): Array<string | null> {
+  if (dataName !== null) return [dataName];
+  return suite.dataset.configs ? [...suite.dataset.configs] : [suite.dataset.name];
+}
+
+/** The first `limit` of `items` as the suite's reference picks them. */
+export function pickLimit<T>(items: readonly T[], limit: number | null, pick: LimitPick | undefined): T[] {
+  if (limit === null) return [...items];
+  if (pick?.kind === 'hf_shuffle') return shuffled(items, pick.seed).slice(0, limit);
+  if (pick?.kind === 'python_shuffle' && limit < items.length) return pyShuffled(items, pick.seed).slice(0, limit);
+  return items.slice(0, limit);
+}
+
 export async function loadBenchmark(opts: BenchmarkDataOptions): Promise<BenchmarkData> {
   const suite = suiteNamed(opts.suite);
   const dataPath = opts.data_path ?? path.join(samplesDir(), suite.sample);
-  const source = HfSourceSchema.parse({ path: dataPath, name: opts.data_name ?? suite.dataset.name, split: opts.data_split ?? suite.dataset.split });
-  const files = await splitFiles(source, source.split);
+  const split = opts.data_split ?? suite.dataset.split;
+  const configs = configsToRead(suite, opts.data_name);
+  // Without a shuffle, reading stops at `limit`; a shuffle needs every row first.
+  const stopAt = suite.limitPick ? null : opts.limit;
   const items: EvalItem[] = [];
-  outer: for (const file of files) {
-    for await (const row of readRows(file)) {
-      if (opts.limit !== null && items.length >= opts.limit) break outer;
-      items.push(suite.parseRow(row.data, row.at, opts.system_prompt));
+  const missing: string[] = [];
+  outer: for (const config of configs) {
+    const source = HfSourceSchema.parse({ path: dataPath, name: config, split });
+    let files;
+    try {
+      files = await splitFiles(source, split);
+    } catch (err) {
+      // As the reference: a subject the data lacks is left out (at least one must be there).
+      if (configs.length > 1 && err instanceof DataFormatError) {
+        missing.push(`${config}: ${err.message}`);
+        continue;
+      }
+      throw err;
+    }
+    for (const file of files) {
+      for await (const row of readRows(file)) {
+        if (stopAt !== null && items.length >= stopAt) break outer;
+        if (suite.include && !suite.include(row.data)) continue;
+        items.push(suite.parseRow(row.data, row.at, opts.system_prompt, config));
+      }
     }
   }
-  if (items.length === 0) throw new DataFormatError(`${dataPath}: no ${suite.name} examples in split "${source.split}"`);
-  return { suite, items, source: dataPath };
+  if (items.length === 0) {
+    const why = missing.length === configs.length ? `; none of its ${configs.length} configs is there (${missing[0]})` : '';
+    throw new DataFormatError(`${dataPath}: no ${suite.name} examples in split "${split}"${why}`);
+  }
+  return { suite, items: pickLimit(items, opts.limit, suite.limitPick), source: dataPath };
 }

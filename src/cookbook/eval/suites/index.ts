@@ -1,12 +1,17 @@
 // The benchmark suites `cookbook eval` and the `benchmark` evaluator entry know by name.
+import { ceval } from './ceval.js';
+import { gpqa } from './gpqa.js';
 import { gsm8k } from './gsm8k.js';
 import { ifeval } from './ifeval.js';
 import { math500 } from './math500.js';
 import { mmlu } from './mmlu.js';
+import { mmluPro } from './mmlu-pro.js';
+import { mmluRedux } from './mmlu-redux.js';
+import { supergpqa } from './supergpqa.js';
 import { TERMINAL_SUITE } from './terminal.js';
 import type { Suite } from './types.js';
 
-export const SUITES: Record<string, Suite> = { gsm8k, math500, ifeval, mmlu };
+export const SUITES: Record<string, Suite> = { gsm8k, math500, ifeval, mmlu, gpqa, mmlu_pro: mmluPro, mmlu_redux: mmluRedux, supergpqa, ceval };
 export const SUITE_NAMES = Object.keys(SUITES) as [string, ...string[]];
 
 /** Suites `cookbook eval` runs as agent episodes, not single samples (none is a training evaluator). */

@@ -61,15 +61,36 @@ export interface GradeContext {
 /** Grading outside a run (tests, ad-hoc checks): effects act every time. */
 export const NO_EFFECTS: GradeContext = { message: null, once: actAlways };
 
+/**
+ * The reference's ways of picking `limit` examples: `hf_shuffle`, limit_dataset's HF
+ * `shuffle(seed)` before taking the first `limit` (the order changes even when nothing is cut);
+ * `python_shuffle`, `random.Random(seed).shuffle` of all rows, only when `limit` cuts.
+ */
+export interface LimitPick {
+  kind: 'hf_shuffle' | 'python_shuffle';
+  seed: number;
+}
+
 export interface Suite {
   name: string;
   description: string;
-  /** The public dataset whose layout the loader reads: Hub id, config, split. */
-  dataset: { hubId: string; name: string | null; split: string };
+  /**
+   * The public dataset whose layout the loader reads: Hub id, config, split. With `configs`, one
+   * config per subject (MMLU-Redux, C-Eval): each is loaded in turn and their rows concatenated
+   * (`name` is then null); a config missing from the data is left out, as the reference does.
+   */
+  dataset: { hubId: string; name: string | null; split: string; configs?: readonly string[] };
   /** The shipped sample (relative to data/eval/). */
   sample: string;
-  /** A row of the dataset → an example; a string is the reason the row cannot be used (its errors name `at`). */
-  parseRow(row: Record<string, unknown>, at: string, systemPrompt: string | null): EvalItem;
+  /** How `limit` picks its examples; default: the first rows in file order. */
+  limitPick?: LimitPick;
+  /** Rows the reference evaluates (MMLU-Redux: only error_type "ok"); the others are dropped before `limit`. */
+  include?(row: Record<string, unknown>): boolean;
+  /**
+   * A row of the dataset → an example; a row that cannot be used is a DataFormatError naming `at`.
+   * `config` is the config the row was read from (a multi-config suite's subject).
+   */
+  parseRow(row: Record<string, unknown>, at: string, systemPrompt: string | null, config?: string | null): EvalItem;
   /** A pure grader returns its grade; one that runs code or asks a judge awaits `ctx.once`. */
   grade(response: string, item: EvalItem, ctx?: GradeContext): Grade | Promise<Grade>;
   /** The expected answer as results show it. */
