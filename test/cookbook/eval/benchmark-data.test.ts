@@ -53,7 +53,7 @@ describe('loading benchmark data', () => {
     await expect(loadBenchmark(opts('ifeval', { data_path: root, limit: 1 }))).resolves.toMatchObject({ items: [{ id: 'ifeval_1' }] });
     writeJsonl(path.join(dir, 'empty', 'test.jsonl'), []);
     await expect(loadBenchmark(opts('math500', { data_path: path.join(dir, 'empty') }))).rejects.toThrow('no math500 examples in split "test"');
-    await expect(loadBenchmark(opts('nosuch'))).rejects.toThrow('unknown suite "nosuch" (available: gsm8k, math500, ifeval, mmlu)');
+    await expect(loadBenchmark(opts('nosuch'))).rejects.toThrow(`unknown suite "nosuch" (available: ${Object.keys(SUITES).join(', ')})`);
   });
 });
 
