@@ -3,7 +3,9 @@ import { ceval } from './ceval.js';
 import { gpqa } from './gpqa.js';
 import { gsm8k } from './gsm8k.js';
 import { ifeval } from './ifeval.js';
+import { livecodebench } from './livecodebench.js';
 import { math500 } from './math500.js';
+import { mbpp } from './mbpp.js';
 import { mmlu } from './mmlu.js';
 import { mmluPro } from './mmlu-pro.js';
 import { mmluRedux } from './mmlu-redux.js';
@@ -11,7 +13,7 @@ import { supergpqa } from './supergpqa.js';
 import { TERMINAL_SUITE } from './terminal.js';
 import type { Suite } from './types.js';
 
-export const SUITES: Record<string, Suite> = { gsm8k, math500, ifeval, mmlu, gpqa, mmlu_pro: mmluPro, mmlu_redux: mmluRedux, supergpqa, ceval };
+export const SUITES: Record<string, Suite> = { gsm8k, math500, ifeval, mmlu, gpqa, mmlu_pro: mmluPro, mmlu_redux: mmluRedux, supergpqa, ceval, mbpp, livecodebench };
 export const SUITE_NAMES = Object.keys(SUITES) as [string, ...string[]];
 
 /** Suites `cookbook eval` runs as agent episodes, not single samples (none is a training evaluator). */

@@ -11,7 +11,8 @@ import { ConfigurationError } from '../../../errors.js';
 import { pyJsonDumps } from '../../../pyjson.js';
 import { getTextContent } from '../../../renderers/content.js';
 import type { Message, Renderer, ToolSpec } from '../../../renderers/types.js';
-import { LocalSandbox, SandboxBackend, SandboxFusionClient, type CodeRunner } from '../../../sandbox/index.js';
+import { SandboxBackend, type CodeRunner } from '../../../sandbox/index.js';
+import { codeRunner } from '../../../sandbox/shared-runner.js';
 import { modelInputFromInts } from '../../../model-input.js';
 import { buildAgentToolEnv, durableToolCalls, simpleToolResult, tool, toolDeclaring, type AgentToolMessageEnv, type RewardResult, type Tool, type ToolDeclaringRenderer } from '../../../tool-use/index.js';
 import type { EnvFromMessageEnv } from '../../message-env.js';
@@ -185,14 +186,7 @@ export const CodeRLArgsSchema = z
     if (a.hf !== null && a.test_file !== null) ctx.addIssue({ code: 'custom', path: ['test_file'], message: 'set test_file with train_file; with hf, hf.test_subsets name the test set' });
   });
 
-// One runner per process and backend, as the reference's module-level clients.
-const runners = new Map<string, CodeRunner>();
-export function codeRunner(backend: SandboxBackend | null): CodeRunner {
-  const chosen = backend ?? (process.env.SANDBOX_URL ? SandboxBackend.SANDBOXFUSION : SandboxBackend.LOCAL);
-  const key = chosen === SandboxBackend.SANDBOXFUSION ? `${chosen} ${process.env.SANDBOX_URL ?? ''}` : chosen;
-  if (!runners.has(key)) runners.set(key, chosen === SandboxBackend.SANDBOXFUSION ? new SandboxFusionClient() : new LocalSandbox());
-  return runners.get(key)!;
-}
+export { codeRunner };
 
 /** Rows dropped under skip_bad_rows, said once per load (the first few by name). */
 function warnSkipped(loaded: LoadedCodeTasks, what: string): void {
