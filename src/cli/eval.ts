@@ -1,93 +1,30 @@
 // `cookbook eval <model or checkpoint> <suite> [--limit N] [--data PATH] [--set key=value …]`:
 // resolve and check the eval config and its data, start the eval workflow, print progress lines
 // and the results table; results.json and results.md land in the eval run's folder.
-import { existsSync } from 'node:fs';
-import { isAbsolute, resolve } from 'node:path';
 import type { Client } from '@temporalio/client';
-import { EvalConfigSchema, type EvalConfig } from '../cookbook/eval/benchmark-config.js';
 import { loadBenchmark } from '../cookbook/eval/benchmark-data.js';
 import { AGENTIC_SUITES, EVAL_SUITE_NAMES, SUITES } from '../cookbook/eval/suites/index.js';
-import { isAgenticSuite, loadTerminalEval, TERMINAL_CONFIG_DEFAULTS, terminalDataDir } from '../cookbook/eval/suites/terminal.js';
-import { applyOverrides, ConfigError, parseConfig } from '../cookbook/config/overrides.js';
-import type { RunRef } from '../cookbook/run-store.js';
-import { DEFAULT_TASK_QUEUE } from '../workers/worker.js';
+import { isAgenticSuite, loadTerminalEval } from '../cookbook/eval/suites/terminal.js';
+import { ConfigError } from '../cookbook/config/overrides.js';
+import { resolveEval, type EvalArgs, type ResolvedEval } from '../cookbook/eval/resolve-eval.js';
+import { DEFAULT_TASK_QUEUE } from '../workers/task-queue.js';
 import { checkBackend } from './train.js';
 import type { EvalWorkflowResult } from '../workflows/eval.js';
 import type { Progress } from '../workflows/shared/messages.js';
 import { followRun } from './follow.js';
 import { KindKey, ModelKey, StatusKey, StepKey } from '../workflows/shared/search-attributes.js';
 
+export { resolveEval, type EvalArgs, type ResolvedEval };
+
 export const EVAL_USAGE = `  eval <model or checkpoint> <suite>    evaluate a base model or a tinker:// checkpoint on a benchmark
         [--limit N] [--data PATH]           (suites: ${EVAL_SUITE_NAMES.join(', ')}); --data: the full set in its
         [--set key=value …] [--detach]      public layout (default: the shipped sample); results.json in the run folder
         [--samples N] [--pass-at-k 1,5]     N samples per example, pass@k for each k ≤ N (default 1, 5, …, N)
-  eval --list                         the benchmark suites`;
-
-export interface ResolvedEval {
-  workflowId: string;
-  config: EvalConfig;
-  run: RunRef;
-}
-
-export interface EvalArgs {
-  limit?: string;
-  data?: string;
-  set?: string[];
-  samples?: string;
-  passAtK?: string;
-}
-
-function timestamp(d = new Date()): string {
-  const p = (n: number) => String(n).padStart(2, '0');
-  return `${d.getFullYear()}${p(d.getMonth() + 1)}${p(d.getDate())}-${p(d.getHours())}${p(d.getMinutes())}${p(d.getSeconds())}`;
-}
-
-const slug = (s: string) => s.replace(/^tinker:\/\//, '').replace(/[^A-Za-z0-9_.-]+/g, '_').replace(/^[_.-]+|[_.-]+$/g, '').slice(-40) || 'model';
-
-/** The eval config from the command line: positionals, flags, then `--set` overrides (dotted keys). */
-export function resolveEval(model: string, suite: string, args: EvalArgs, opts: { runsDir?: string; workflowId?: string } = {}): ResolvedEval {
-  // The terminal suite's own defaults (the reference eval's), under any flag or --set.
-  const raw: Record<string, unknown> = { ...(isAgenticSuite(suite) ? structuredClone(TERMINAL_CONFIG_DEFAULTS) : {}), model, suite };
-  if (args.limit !== undefined) {
-    if (!/^\d+$/.test(args.limit)) throw new ConfigError(`--limit: "${args.limit}" is not a positive integer`);
-    raw.limit = Number(args.limit);
-  }
-  if (args.data !== undefined) raw.data_path = args.data;
-  if (args.samples !== undefined) {
-    if (!/^\d+$/.test(args.samples) || Number(args.samples) < 1) throw new ConfigError(`--samples: "${args.samples}" is not a positive integer`);
-    raw.num_samples = Number(args.samples);
-  }
-  if (args.passAtK !== undefined) {
-    const ks = args.passAtK.split(',').map((k) => k.trim());
-    if (ks.some((k) => !/^\d+$/.test(k) || Number(k) < 1)) throw new ConfigError(`--pass-at-k: "${args.passAtK}" is not a comma-separated list of positive integers`);
-    raw.pass_at_k = ks.map(Number);
-  }
-  const config = parseConfig(EvalConfigSchema, applyOverrides(raw, args.set ?? []), 'eval');
-  for (const key of ['data_path', 'tokenizer_path'] as const) {
-    const p = config[key];
-    if (p === null) continue;
-    if (key === 'data_path' && isAgenticSuite(config.suite)) {
-      // A folder of task folders, or the name of a downloaded Harbor dataset.
-      try {
-        config.data_path = terminalDataDir(p, process.cwd());
-      } catch (err) {
-        throw new ConfigError(`--data: ${(err as Error).message}`);
-      }
-      continue;
-    }
-    config[key] = isAbsolute(p) ? p : resolve(p);
-    if (existsSync(config[key]!)) continue;
-    const hint = key === 'data_path' ? ' (a local folder or file in the dataset\'s layout; fetch one with `huggingface-cli download <id> --repo-type dataset --local-dir DIR`)' : '';
-    throw new ConfigError(`${key === 'data_path' ? '--data' : key}: ${p} does not exist${hint}`);
-  }
-  // A local model folder is passed on as an absolute path, like `train`'s model_name.
-  if (config.model.startsWith('./') || config.model.startsWith('../')) config.model = resolve(config.model);
-  const workflowId = opts.workflowId ?? `eval-${config.run_name ?? `${config.suite}-${slug(config.model)}`}-${timestamp()}`;
-  const logPath = resolve(config.log_path ?? resolve(opts.runsDir ?? 'runs', workflowId));
-  config.log_path = logPath;
-  if (existsSync(resolve(logPath, '.cookbook', 'run.json'))) throw new ConfigError(`log_path: ${logPath} already holds another run; choose another log_path or run_name`);
-  return { workflowId, config, run: { workflowId, kind: 'eval', logPath } };
-}
+  eval <model or checkpoint> --benchmarks a,b,c   one eval per benchmark, then a summary table of them all
+  eval <run id or log dir> --every 30m --benchmarks a,b   a schedule: each firing evaluates the run's sampler
+        [--id <schedule id>]                checkpoints not evaluated yet (<log dir>/evals/<checkpoint>/<benchmark>)
+  eval --list                         the benchmark suites and the eval schedules
+  eval --unschedule <schedule id>     delete an eval schedule`;
 
 /** Loads the data as the workflow will, so a bad row fails here (naming file and line) before any run exists. */
 export async function checkEvalData(r: ResolvedEval): Promise<number> {
@@ -152,20 +89,51 @@ export interface EvalCommandOptions extends EvalArgs {
   list?: boolean;
   detach?: boolean;
   workflowId?: string;
+  benchmarks?: string;
+  every?: string;
+  unschedule?: string;
   engineUrl: string;
   taskQueue?: string;
   connect: () => Promise<Client>;
+  /** Where eval run folders go (default ./runs). */
+  runsDir?: string;
+  /** A workflow id's log dir (asks Temporal). */
+  logDirOf?: (client: Client, id: string) => Promise<string>;
 }
+
+const USAGE_LINE = 'eval: usage `cookbook eval <model or checkpoint> <suite>` or `cookbook eval <model or checkpoint> --benchmarks a,b` [--limit N] [--data PATH] [--set key=value …] (suites: `cookbook eval --list`)';
 
 /** The `eval` command: 0 when the results are printed (or the run started with --detach). */
 export async function evalCommand(rest: string[], o: EvalCommandOptions): Promise<number> {
+  const schedules = await import('./eval-schedule.js');
   if (o.list) {
     console.log(formatSuites());
+    let listed: string;
+    try {
+      listed = schedules.formatEvalSchedules(await schedules.listEvalSchedules(await o.connect()));
+    } catch (err) {
+      listed = `(eval schedules not listed: ${(err as Error).message})`;
+    }
+    console.log(`\neval schedules\n${listed}`);
     return 0;
   }
-  const [model, suite] = rest;
-  if (!model || !suite) throw new ConfigError('eval: usage `cookbook eval <model or checkpoint> <suite> [--limit N] [--data PATH] [--set key=value …]` (suites: `cookbook eval --list`)');
-  const resolved = resolveEval(model, suite, o, { workflowId: o.workflowId });
+  if (o.unschedule !== undefined) {
+    await schedules.unscheduleEval(await o.connect(), o.unschedule);
+    console.log(`deleted schedule ${o.unschedule} (evals it started go on; their results stay in the run's evals/ folder)`);
+    return 0;
+  }
+  const [target, suite] = rest;
+  if (!target) throw new ConfigError(USAGE_LINE);
+  if (suite && o.benchmarks !== undefined) throw new ConfigError(`eval: give the suite as "${suite}" or as --benchmarks, not both`);
+  const benchmarks = o.benchmarks !== undefined ? schedules.parseBenchmarks(o.benchmarks) : suite ? [suite] : [];
+  if (benchmarks.length === 0) throw new ConfigError(USAGE_LINE);
+  if (o.every !== undefined) return scheduleCommand(target, benchmarks, o);
+  if (benchmarks.length === 1 && o.benchmarks === undefined) return singleEval(target, benchmarks[0]!, o);
+  return multiEval(target, benchmarks, o);
+}
+
+async function singleEval(model: string, suite: string, o: EvalCommandOptions): Promise<number> {
+  const resolved = resolveEval(model, suite, o, { workflowId: o.workflowId, runsDir: o.runsDir });
   const n = await checkEvalData(resolved);
   if (!resolved.config.model.startsWith('tinker://')) await checkBackend(resolved.config.base_url ?? o.engineUrl, resolved.config.model);
   const client = await o.connect();
@@ -175,5 +143,58 @@ export async function evalCommand(rest: string[], o: EvalCommandOptions): Promis
   if (o.detach) return 0;
   const result = await watchEval(client, resolved.workflowId, resolved.config.suite);
   console.log(`\n${result.table}\n\nresults  ${result.resultsPath}`);
+  return 0;
+}
+
+export interface BenchmarkSummary {
+  suite: string;
+  metrics: Record<string, number>;
+  resultsPath: string;
+}
+
+/** One line per benchmark: its score, how many of how many, and where its results.json is. */
+export function benchmarkSummaryTable(model: string, rows: readonly BenchmarkSummary[]): string {
+  const cells = [
+    ['benchmark', 'score', 'correct', 'examples', 'results'],
+    ...rows.map((r) => [r.suite, (r.metrics.score ?? NaN).toFixed(4), String(r.metrics.num_correct ?? '?'), String(r.metrics.num_examples ?? '?'), r.resultsPath]),
+  ];
+  const widths = cells[0]!.map((_, c) => Math.max(...cells.map((row) => row[c]!.length)));
+  const line = (row: string[]) => `| ${row.map((cell, c) => (c >= 1 && c <= 3 ? cell.padStart(widths[c]!) : cell.padEnd(widths[c]!))).join(' | ')} |`;
+  const rule = `| ${widths.map((w, c) => (c >= 1 && c <= 3 ? `${'-'.repeat(w - 1)}:` : '-'.repeat(w))).join(' | ')} |`;
+  return [`model ${model}`, '', line(cells[0]!), rule, ...cells.slice(1).map(line)].join('\n');
+}
+
+/**
+ * `--benchmarks a,b,c`: one eval run (its own folder, results.json and workflow) per benchmark, all
+ * resolved and checked before any starts, run side by side, then one summary table.
+ */
+async function multiEval(model: string, benchmarks: string[], o: EvalCommandOptions): Promise<number> {
+  const resolved = benchmarks.map((b) => resolveEval(model, b, o, { workflowId: o.workflowId ? `${o.workflowId}-${b}` : undefined, runsDir: o.runsDir }));
+  const counts = [];
+  for (const r of resolved) counts.push(await checkEvalData(r));
+  if (!resolved[0]!.config.model.startsWith('tinker://')) await checkBackend(resolved[0]!.config.base_url ?? o.engineUrl, resolved[0]!.config.model);
+  const client = await o.connect();
+  for (const [i, r] of resolved.entries()) {
+    await startEval(client, r, o.taskQueue);
+    console.log(`started ${r.workflowId}: ${r.config.suite} on ${r.config.model}, ${counts[i]} ${isAgenticSuite(r.config.suite) ? 'tasks' : 'examples'} · log dir ${r.run.logPath}`);
+  }
+  if (o.detach) return 0;
+  const results = await Promise.all(resolved.map((r) => watchEval(client, r.workflowId, r.config.suite)));
+  console.log(`\n${benchmarkSummaryTable(resolved[0]!.config.model, results.map((res, i) => ({ suite: resolved[i]!.config.suite, metrics: res.metrics, resultsPath: res.resultsPath })))}`);
+  return 0;
+}
+
+async function scheduleCommand(target: string, benchmarks: string[], o: EvalCommandOptions): Promise<number> {
+  const [{ parentLogDir }, schedules] = await Promise.all([import('./continue.js'), import('./eval-schedule.js')]);
+  const client = await o.connect();
+  const logPath = await parentLogDir(target, async (id) => {
+    if (!o.logDirOf) throw new ConfigError(`${target}: no such log dir`);
+    return o.logDirOf(client, id);
+  });
+  const s = schedules.resolveEvalSchedule(logPath, benchmarks, o.every!, o, { scheduleId: o.workflowId });
+  await schedules.createEvalSchedule(client, s, o.taskQueue);
+  console.log(`created schedule ${s.scheduleId}: every ${s.every}, ${benchmarks.join(', ')} on each sampler checkpoint of ${s.runWorkflowId} not evaluated yet`);
+  console.log(`results  ${logPath}/evals/<checkpoint>/<benchmark>/results.json (curves: \`cookbook report ${s.runWorkflowId}\`)`);
+  console.log(`now      \`temporal schedule trigger --schedule-id ${s.scheduleId}\` fires it at once; \`cookbook eval --unschedule ${s.scheduleId}\` deletes it`);
   return 0;
 }

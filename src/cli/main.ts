@@ -99,6 +99,9 @@ async function main(argv: string[]): Promise<number> {
       'pass-at-k': { type: 'string' },
       set: { type: 'string', multiple: true },
       list: { type: 'boolean', default: false },
+      benchmarks: { type: 'string' },
+      every: { type: 'string' },
+      unschedule: { type: 'string' },
       verbose: { type: 'boolean', default: false },
       catalogue: { type: 'boolean', default: false },
       wide: { type: 'boolean', default: false },
@@ -211,7 +214,7 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case 'eval':
-      return (await import('./eval.js')).evalCommand(rest, { limit: values.limit, data: values.data, samples: values.samples, passAtK: values['pass-at-k'], set: values.set, list: values.list, detach: values.detach, workflowId: values.id, engineUrl: engineUrl(flags), taskQueue: flags.taskQueue, connect: () => connectClient(flags) });
+      return (await import('./eval.js')).evalCommand(rest, { limit: values.limit, data: values.data, samples: values.samples, passAtK: values['pass-at-k'], set: values.set, list: values.list, detach: values.detach, workflowId: values.id, benchmarks: values.benchmarks, every: values.every, unschedule: values.unschedule, engineUrl: engineUrl(flags), taskQueue: flags.taskQueue, connect: () => connectClient(flags), logDirOf });
     case 'tts':
       return (await import('./tts.js')).ttsCommand(rest, { limit: values.limit, data: values.data, set: values.set, detach: values.detach, workflowId: values.id, engineUrl: engineUrl(flags), taskQueue: flags.taskQueue, connect: () => connectClient(flags) });
     case 'track': {

@@ -23,6 +23,8 @@ export interface ReportModel {
   timingSection?: string;
   /** The True-Thinking Score results of `cookbook tts` runs (report/tts.ts), rendered. */
   ttsSection?: string;
+  /** Scores of the scheduled evals over the checkpoints' steps (report/scheduled-evals.ts), rendered. */
+  scheduledEvalsSection?: string;
 }
 
 export const esc = (s: unknown) =>
@@ -96,7 +98,7 @@ function kv(obj: Record<string, unknown>): string {
   return entries.length ? `<div class="kv">${entries.map(([k, v]) => `<b>${esc(k)}</b> ${esc(fmt(v))}`).join(' · ')}</div>` : '';
 }
 
-function table(headers: string[], rows: unknown[][]): string {
+export function table(headers: string[], rows: unknown[][]): string {
   const cell = (v: unknown) => (typeof v === 'number' ? `<td class="num">${esc(fmt(v))}</td>` : `<td>${esc(fmt(v))}</td>`);
   return `<table><thead><tr>${headers.map((h) => `<th>${esc(h)}</th>`).join('')}</tr></thead><tbody>${rows.map((r) => `<tr>${r.map(cell).join('')}</tr>`).join('')}</tbody></table>`;
 }
@@ -228,6 +230,7 @@ export function renderHtml(m: ReportModel): string {
     ...m.groups.map((g) => `<a href="#metrics-${slug(g.name)}">${esc(g.name)}</a>`),
     ...(m.timingSection ? ['<a href="#timing">timing</a>'] : []),
     ...(m.ttsSection ? ['<a href="#tts">true-thinking score</a>'] : []),
+    ...(m.scheduledEvalsSection ? ['<a href="#scheduled-evals">scheduled evals</a>'] : []),
     '<a href="#config">config</a>',
     '<a href="#checkpoints">checkpoints</a>',
     ...(hasRollouts ? ['<a href="#rollouts">rollouts</a>'] : []),
@@ -235,7 +238,7 @@ export function renderHtml(m: ReportModel): string {
   const status = `<div id="status" class="muted">generated ${esc(m.generatedAt.toISOString().replace('T', ' ').slice(0, 19))} UTC${m.live ? ` · live, refreshing every ${m.live.refreshSeconds}s` : ''}</div>`;
   const notice = m.notice ? `<div class="notice">${esc(m.notice)}</div>` : '';
   const content = m.runs.length
-    ? `<div id="content">${notice}${m.sweepSection ?? ''}${runsTable(m.runs)}${m.ttsSection ?? ''}${metricsSection(m)}${m.timingSection ?? ''}${configSection(m.runs)}${checkpointsSection(m.runs)}${rolloutsSection(m)}</div>`
+    ? `<div id="content">${notice}${m.sweepSection ?? ''}${runsTable(m.runs)}${m.ttsSection ?? ''}${metricsSection(m)}${m.scheduledEvalsSection ?? ''}${m.timingSection ?? ''}${configSection(m.runs)}${checkpointsSection(m.runs)}${rolloutsSection(m)}</div>`
     : `<div id="content">${notice}</div>`;
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">

@@ -9,6 +9,7 @@ import { DEFAULT_MAX_ITERATIONS, loadRollouts } from './rollouts.js';
 import { isSweepRun, loadSweepTable, renderSweepSection } from './sweep.js';
 import { renderTimingSection } from './timing.js';
 import { loadTtsReport, renderTtsSection } from './tts.js';
+import { renderScheduledEvalsSection } from './scheduled-evals.js';
 
 export interface ReportOptions {
   /** Looks up workflow ids that name no directory (the CLI asks Temporal). */
@@ -70,7 +71,8 @@ export async function buildReportHtml(logDirs: readonly string[], opts: ReportOp
     return i === -1 ? undefined : runColor(i);
   });
   const timingSection = await renderTimingSection(runs);
-  return renderHtml({ runs, groups, charts, rollouts, generatedAt: new Date(), live: opts.live, notice, sweepSection: sweepSection || undefined, timingSection: timingSection || undefined, ttsSection: renderTtsSection(tts) || undefined });
+  const scheduledEvalsSection = await renderScheduledEvalsSection(runs);
+  return renderHtml({ runs, groups, charts, rollouts, generatedAt: new Date(), live: opts.live, notice, sweepSection: sweepSection || undefined, timingSection: timingSection || undefined, ttsSection: renderTtsSection(tts) || undefined, scheduledEvalsSection: scheduledEvalsSection || undefined });
 }
 
 /** Writes the report (by default `report.html` in the first run's log dir) and returns its path. */

@@ -11,3 +11,4 @@ export { evalWorkflow } from './eval.js';
 export { ttsWorkflow } from './tts.js';
 export { promptDistillWorkflow } from './prompt-distillation.js';
 export { sdftWorkflow } from './sdft.js';
+export { evalScheduleWorkflow } from './eval-schedule.js';

@@ -1,0 +1,65 @@
+// The activity of a scheduled evaluation's firing: the run's sampler checkpoints (checkpoints.jsonl,
+// expired ones left out) times the benchmarks, less those whose results.json is written, each with
+// its eval config resolved as `cookbook eval <sampler path> <benchmark>` would, into the checkpoint's
+// folder under the run. A pair whose folder an earlier firing claimed keeps that firing's config.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { ApplicationFailure } from '@temporalio/activity';
+import { resolveEval } from '../cookbook/eval/resolve-eval.js';
+import { rowExpired } from '../cookbook/checkpoint-expiry.js';
+import type { EvalConfig } from '../cookbook/eval/benchmark-config.js';
+import { scheduledEvalDir, scheduledEvalId, type EvalScheduleInput } from '../cookbook/eval/scheduled.js';
+import { RunStore, type RunRef } from '../cookbook/run-store.js';
+import { readRunConfig } from './run-config.js';
+import { ErrorTypes } from './types.js';
+
+export interface PendingEval {
+  checkpoint: string;
+  /** The checkpoint's step (its row's `batch`); null when the row has none. */
+  step: number | null;
+  benchmark: string;
+  workflowId: string;
+  run: RunRef;
+  config: EvalConfig;
+}
+
+export interface EvalScheduleActivities {
+  evalSchedulePending(input: EvalScheduleInput): Promise<{ pending: PendingEval[]; done: number }>;
+}
+
+export function evalScheduleActivities(): EvalScheduleActivities {
+  return {
+    async evalSchedulePending({ logPath, benchmarks, set }) {
+      let runId: string;
+      try {
+        runId = new RunStore(logPath).read().workflowId;
+      } catch (err) {
+        throw ApplicationFailure.nonRetryable(`${logPath}: ${(err as Error).message}`, ErrorTypes.config);
+      }
+      const rows = new RunStore(logPath).readCheckpoints().filter((r) => typeof r.sampler_path === 'string' && !rowExpired(r));
+      const pending: PendingEval[] = [];
+      let done = 0;
+      for (const row of rows) {
+        for (const benchmark of benchmarks) {
+          const dir = scheduledEvalDir(logPath, row.name, benchmark);
+          if (existsSync(join(dir, 'results.json'))) {
+            done++;
+            continue;
+          }
+          const workflowId = scheduledEvalId(runId, row.name, benchmark);
+          const run: RunRef = { workflowId, kind: 'eval', logPath: dir };
+          let config: EvalConfig;
+          try {
+            config = existsSync(join(dir, '.cookbook', 'run.json'))
+              ? readRunConfig<EvalConfig>(run)
+              : resolveEval(row.sampler_path!, benchmark, { set: [...set, `log_path=${dir}`] }, { workflowId }).config;
+          } catch (err) {
+            throw ApplicationFailure.nonRetryable(`eval of checkpoint "${row.name}" on ${benchmark}: ${(err as Error).message}`, ErrorTypes.config);
+          }
+          pending.push({ checkpoint: row.name, step: typeof row.batch === 'number' ? row.batch : null, benchmark, workflowId, run, config });
+        }
+      }
+      return { pending, done };
+    },
+  };
+}

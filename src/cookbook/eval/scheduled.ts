@@ -1,0 +1,24 @@
+// Where scheduled evaluations of a training run live (`cookbook eval <run> --every …`): one eval
+// run folder per (checkpoint, benchmark) under the training run's own folder, and one workflow id
+// per (run, checkpoint, benchmark), so a schedule firing twice finds the same eval both times.
+import { join } from 'node:path';
+
+export const SCHEDULED_EVALS_DIR = 'evals';
+
+/** A checkpoint name as a folder name (names are `000010`, `final`, …; anything else is made safe). */
+const folderName = (name: string) => name.replace(/[^A-Za-z0-9_.-]+/g, '_') || '_';
+
+export const scheduledEvalDir = (runLogPath: string, checkpoint: string, benchmark: string) => join(runLogPath, SCHEDULED_EVALS_DIR, folderName(checkpoint), benchmark);
+
+export const scheduledEvalId = (runWorkflowId: string, checkpoint: string, benchmark: string) => `${runWorkflowId}/eval/${checkpoint}/${benchmark}`;
+
+/** The input of one firing of an eval schedule: what to evaluate, and how. */
+export interface EvalScheduleInput {
+  /** The training run's log dir. */
+  logPath: string;
+  benchmarks: string[];
+  /** `--set key=value` overrides of each eval's config (limit, max_tokens, …). */
+  set: string[];
+  /** Evals run at once. */
+  concurrency: number;
+}
