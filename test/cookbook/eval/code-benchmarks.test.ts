@@ -110,6 +110,8 @@ describe('LiveCodeBench in the sandbox', () => {
     expect(suite.parseRow({ ...q, public_test_cases: [{ input: '1\n', output: '1\n', testtype: 'stdin' }] }, 'r:1', null).target).toEqual(tests);
     expect(suite.parseRow({ ...q, difficulty: null, public_test_cases: JSON.stringify([{ input: '1\n', output: '1\n' }]) }, 'r:1', null).group).toBeUndefined();
     expect(suite.parseRow({ question_content: 'Q', public_test_cases: [{ input: 'a', output: 'b' }] }, 'r:1', null).group).toBe('unknown');
+    // The private tests (base64 of zlib of a pickle) are never read, as the reference's benchmark never reads them.
+    expect(suite.parseRow({ ...q, input_output: JSON.stringify(tests), private_test_cases: 'not base64 at all' }, 'r:1', null).target).toEqual(tests);
     expect(() => suite.parseRow({ ...q, public_test_cases: 'not json' }, 'test6.jsonl:7', null)).toThrow(/test6.jsonl:7: no tests/);
     expect(() => suite.parseRow({ ...q, input_output: JSON.stringify({ inputs: ['1'], outputs: [] }) }, 'r:2', null)).toThrow(/r:2: "input_output" needs as many outputs as inputs/);
     expect(() => suite.parseRow({ ...q, input_output: JSON.stringify({ inputs: [1], outputs: [1] }) }, 'r:3', null)).toThrow(/r:3: the tests of "input_output" must be text/);
