@@ -78,7 +78,9 @@ export function livecodebenchSuite(runner: RunnerSource = sharedRunner): Suite {
   return {
     name: 'livecodebench',
     description: 'competitive programming (LeetCode, AtCoder, Codeforces); the answer program must pass every public stdin/stdout test in the sandbox',
-    dataset: { hubId: 'livecodebench/code_generation_lite', name: null, split: 'test' },
+    // The reference reads test6.jsonl alone (its fallback: `datasets` refuses the dataset's loading
+    // script); as a split name, `test6` selects that file, where `test` would read every test*.jsonl.
+    dataset: { hubId: 'livecodebench/code_generation_lite', name: null, split: 'test6' },
     sample: 'livecodebench',
     parseRow(row, at, systemPrompt) {
       if (systemPrompt) throw new ConfigurationError('system_prompt: livecodebench sends the problem alone (the reference’s LiveCodeBenchEnv takes no system prompt); leave it unset');
