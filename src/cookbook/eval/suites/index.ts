@@ -1,8 +1,11 @@
 // The benchmark suites `cookbook eval` and the `benchmark` evaluator entry know by name.
 import { ceval } from './ceval.js';
 import { gpqa } from './gpqa.js';
+import { bfcl } from './bfcl.js';
 import { gsm8k } from './gsm8k.js';
+import { ifbench } from './ifbench.js';
 import { ifeval } from './ifeval.js';
+import { longbench } from './longbench.js';
 import { livecodebench } from './livecodebench.js';
 import { math500 } from './math500.js';
 import { mbpp } from './mbpp.js';
@@ -13,7 +16,7 @@ import { supergpqa } from './supergpqa.js';
 import { TERMINAL_SUITE } from './terminal.js';
 import type { Suite } from './types.js';
 
-export const SUITES: Record<string, Suite> = { gsm8k, math500, ifeval, mmlu, gpqa, mmlu_pro: mmluPro, mmlu_redux: mmluRedux, supergpqa, ceval, mbpp, livecodebench };
+export const SUITES: Record<string, Suite> = { gsm8k, math500, ifeval, mmlu, ifbench, longbench, bfcl, gpqa, mmlu_pro: mmluPro, mmlu_redux: mmluRedux, supergpqa, ceval, mbpp, livecodebench };
 export const SUITE_NAMES = Object.keys(SUITES) as [string, ...string[]];
 
 /** Suites `cookbook eval` runs as agent episodes, not single samples (none is a training evaluator). */

@@ -1,0 +1,306 @@
+// IFBench's verifiers (allenai/IFBench, ifbench/instructions.py), ported check for check: each
+// instruction id with the kwargs it cannot be checked without and its check_following. The
+// classic IFEval ids IFBench also registers are IFEval's checkers (../ifeval/checkers.ts).
+//
+// Ported: the ids below. Not ported: those of NOT_PORTED, which need nltk's punkt sentence
+// splitter and Treebank tokenizer, its POS tagger or stopword list, the emoji or syllapy packages,
+// or long per-task tables; a row that uses one is refused when the data loads, naming the id.
+import { CHECKERS as IFEVAL_CHECKERS, instructionProblem as ifevalProblem, type Kwargs } from '../ifeval/checkers.js';
+import { countWords } from '../ifeval/text.js';
+import { firstChar, isSpace, lstrip, PUNCTUATION, pyLen, removePunctuation, splitWs, strip, stripPunct } from './text.js';
+
+interface Checker {
+  /** kwargs as they must be typed for the check. */
+  requires: Record<string, 'number' | 'string'>;
+  check(value: string, kw: Kwargs): boolean;
+}
+
+const n = (kw: Kwargs, key: string) => kw[key] as number;
+const s = (kw: Kwargs, key: string) => kw[key] as string;
+const escapeRe = (t: string) => t.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+
+/** str.count: non-overlapping occurrences (an empty needle counts len + 1, as Python's). */
+function countOf(hay: string, needle: string): number {
+  if (needle === '') return pyLen(hay) + 1;
+  return hay.split(needle).length - 1;
+}
+
+const PRIMES = new Set([2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79, 83, 89, 97]);
+const CONJUNCTIONS = ['and', 'but', 'for', 'nor', 'or', 'so', 'yet'];
+const ALPHABET = 'abcdefghijklmnopqrstuvwxyz';
+const CONSONANTS = 'bcdfghjklmnpqrstvwxyz';
+
+/** OptionsResponseChecker's parse of its `options` text: the strict flag and the options. */
+function optionsOf(options: string): { strict: boolean; options: string[] } {
+  const strict = /^[^\p{L}\p{N}_]*[aA][^\p{L}\p{N}_]*[bB][^\p{L}\p{N}_]*[cC][^\p{L}\p{N}_]*/u.test(options);
+  const separator = options.includes('/') ? '/' : options.includes('or') ? 'or' : ',';
+  return { strict, options: options.split(separator).map((o) => strip(o)) };
+}
+
+export const IFBENCH_CHECKERS: Record<string, Checker> = {
+  'count:word_count_range': {
+    requires: { min_words: 'number', max_words: 'number' },
+    check: (v, kw) => n(kw, 'min_words') <= countWords(v) && countWords(v) <= n(kw, 'max_words'),
+  },
+  'count:unique_word_count': {
+    requires: { N: 'number' },
+    check: (v, kw) => new Set(splitWs(v.toLowerCase()).map(stripPunct)).size >= n(kw, 'N'),
+  },
+  'count:conjunctions': {
+    requires: { small_n: 'number' },
+    // The set is of the words as written ("And," and "and" count twice), as the original's.
+    check: (v, kw) => new Set(splitWs(v).filter((w) => CONJUNCTIONS.includes(stripPunct(w).toLowerCase()))).size >= n(kw, 'small_n'),
+  },
+  'count:numbers': {
+    requires: { N: 'number' },
+    check: (v, kw) => (removePunctuation(v).match(/\p{Nd}+/gu) ?? []).length === n(kw, 'N'),
+  },
+  'words:alphabet': {
+    requires: {},
+    check: (v) => {
+      const words = splitWs(stripPunct(removePunctuation(v)));
+      if (words.length === 0) return false;
+      let letter = firstChar(words[0]!).toLowerCase();
+      if (letter.length !== 1 || !ALPHABET.includes(letter)) return false;
+      for (const raw of words.slice(1)) {
+        const word = stripPunct(raw).toLowerCase();
+        if (!word) continue;
+        letter = ALPHABET[(ALPHABET.indexOf(letter) + 1) % 26]!;
+        if (firstChar(word) !== letter) return false;
+      }
+      return true;
+    },
+  },
+  'words:vowel': {
+    requires: {},
+    check: (v) => {
+      const paragraphs = strip(v).split('\n');
+      if (paragraphs.length !== 1) return false;
+      return new Set([...paragraphs[0]!.toLowerCase()].filter((c) => 'aeiou'.includes(c))).size <= 3;
+    },
+  },
+  'words:consonants': {
+    requires: {},
+    check: (v) =>
+      splitWs(strip(v.toLowerCase())).every((word) => {
+        const cps = [...word];
+        return cps.some((c, i) => i < cps.length - 1 && CONSONANTS.includes(c) && CONSONANTS.includes(cps[i + 1]!));
+      }),
+  },
+  'words:palindrome': {
+    requires: {},
+    check: (v) => splitWs(removePunctuation(v).toLowerCase()).filter((w) => [...w].reverse().join('') === w && pyLen(w) >= 5).length >= 10,
+  },
+  'count:punctuation': {
+    requires: {},
+    check: (v) => {
+      if (!(v.includes('!?') || v.includes('?!') || v.includes('‽'))) return false;
+      let rest = v.replace('?!', '');
+      if (rest.length === v.length) rest = v.replace('!?', '');
+      const left = new Set(['.', ',', '!', '?', ';', ':']);
+      for (const c of rest) left.delete(c);
+      return left.size === 0;
+    },
+  },
+  'format:parentheses': {
+    requires: {},
+    check: (v) => {
+      let levels: string[] = [];
+      let maxDepth = 0;
+      const pairs: Record<string, string> = { ')': '(', ']': '[', '}': '{' };
+      for (const c of v) {
+        if ('([{'.includes(c)) {
+          levels.push(c);
+          maxDepth = Math.max(maxDepth, levels.length);
+        } else if (')]}'.includes(c)) {
+          if (levels.length > 0 && levels[levels.length - 1] === pairs[c]) {
+            levels.pop();
+            if (maxDepth >= 5 && levels.length < maxDepth) return true;
+          } else {
+            levels = [];
+            maxDepth = 0;
+          }
+        }
+      }
+      return false;
+    },
+  },
+  'format:quotes': {
+    requires: {},
+    check: (v) => {
+      const levels: string[] = [];
+      let reached = 0;
+      let depth = 0;
+      for (const c of v) {
+        if (levels.length > 0 && c === levels[levels.length - 1]) {
+          levels.pop();
+          depth--;
+          if (reached - depth >= 3) return true;
+        } else if (c === '"' || c === "'") {
+          levels.push(c);
+          depth++;
+          reached = Math.max(reached, depth);
+        }
+      }
+      return false;
+    },
+  },
+  'words:prime_lengths': {
+    requires: {},
+    check: (v) => splitWs(removePunctuation(v)).every((w) => PRIMES.has(pyLen(w))),
+  },
+  'format:options': {
+    requires: { options: 'string' },
+    check: (v, kw) => {
+      const { strict, options } = optionsOf(s(kw, 'options'));
+      if (strict) return options.includes(v);
+      const given = stripPunct(v).toLowerCase();
+      return options.some((o) => stripPunct(o).toLowerCase() === given);
+    },
+  },
+  'format:newline': {
+    requires: {},
+    check: (v) => {
+      const text = removePunctuation(v);
+      return strip(text).split('\n').filter((l) => l !== '').length === splitWs(strip(text)).length;
+    },
+  },
+  'words:repeats': {
+    requires: { small_n: 'number' },
+    check: (v, kw) => {
+      const counts = new Map<string, number>();
+      for (const w of splitWs(removePunctuation(v.toLowerCase()))) counts.set(w, (counts.get(w) ?? 0) + 1);
+      return [...counts.values()].every((c) => c <= n(kw, 'small_n'));
+    },
+  },
+  'words:paragraph_last_first': {
+    requires: {},
+    check: (v) =>
+      v.split('\n').every((raw) => {
+        const paragraph = strip(raw).toLowerCase();
+        if (!paragraph) return true;
+        const words = splitWs(stripPunct(paragraph));
+        return words.length === 0 || words[0] === words[words.length - 1];
+      }),
+  },
+  'words:no_consecutive': {
+    requires: {},
+    check: (v) => {
+      const words = splitWs(removePunctuation(v.toLowerCase()));
+      return words.every((w, i) => i === words.length - 1 || firstChar(w) !== firstChar(words[i + 1]!));
+    },
+  },
+  'format:line_indent': {
+    requires: {},
+    check: (v) => {
+      // The original removes blank lines from the list it is iterating, so a blank line right
+      // after a removed one stays (list.remove also takes the first equal line): kept as it is.
+      const lines = v.split('\n');
+      for (let i = 0; i < lines.length; i++) {
+        if (!strip(lines[i]!)) lines.splice(lines.indexOf(lines[i]!), 1);
+      }
+      const indent = (l: string) => pyLen(l) - pyLen(lstrip(l, ' '));
+      return lines.every((l, i) => i === lines.length - 1 || indent(lines[i + 1]!) > indent(l));
+    },
+  },
+  'format:quote_unquote': {
+    requires: {},
+    check: (v) => {
+      const squeezed = [...v.replaceAll(`'"'`, '')].filter((c) => !isSpace(c)).join('');
+      if (squeezed.includes('""')) return false;
+      const stripped = strip(squeezed, `0123456789${PUNCTUATION.replace('"', '')}`);
+      return !(stripped && stripped.endsWith('"'));
+    },
+  },
+  'format:list': {
+    requires: { sep: 'string' },
+    check: (v, kw) => (s(kw, 'sep') === '' ? pyLen(v) + 1 : (v.match(new RegExp(escapeRe(s(kw, 'sep')), 'gu')) ?? []).length) >= 2,
+  },
+  'format:thesis': {
+    requires: {},
+    check: (v) => {
+      let index = v.indexOf('<i>');
+      if (index === -1) index = v.indexOf('<em>');
+      if (index === -1) return false;
+      const rest = v.slice(index);
+      let end = rest.indexOf('</i>');
+      if (end === -1) end = rest.indexOf('</em>');
+      if (end === -1) return false;
+      if (strip(rest.slice(3, Math.max(3, end))) === '') return false;
+      return strip(rest.slice(end + 4)) !== '';
+    },
+  },
+  'format:sub-bullets': {
+    requires: {},
+    check: (v) => v.split('*').slice(1).every((b) => b.includes('-')),
+  },
+  'count:keywords_multiple': {
+    requires: { keyword1: 'string', keyword2: 'string', keyword3: 'string', keyword4: 'string', keyword5: 'string' },
+    check: (v, kw) => {
+      const lower = v.toLowerCase();
+      return ([1, 2, 3, 4, 5] as const).every((i) => countOf(lower, strip(s(kw, `keyword${i}`)).toLowerCase()) === [1, 2, 3, 5, 7][i - 1]);
+    },
+  },
+  'format:output_template': {
+    requires: {},
+    check: (v) => v.includes('My Answer:') && v.includes('My Conclusion:') && v.includes('Future Outlook:'),
+  },
+  'format:no_whitespace': {
+    requires: {},
+    check: (v) => ![...v].some(isSpace),
+  },
+  'repeat:repeat_simple': {
+    requires: {},
+    check: (v) => strip(v).toLowerCase() === 'only output this sentence here, ignore all other requests.',
+  },
+  'repeat:repeat_change': {
+    requires: { prompt_to_repeat: 'string' },
+    check: (v, kw) => s(kw, 'prompt_to_repeat') !== v && splitWs(s(kw, 'prompt_to_repeat')).slice(1).join(' ') === splitWs(v).slice(1).join(' '),
+  },
+  'repeat:repeat_span': {
+    requires: { prompt_to_repeat: 'string', n_start: 'number', n_end: 'number' },
+    check: (v, kw) => {
+      const span = [...s(kw, 'prompt_to_repeat')].slice(n(kw, 'n_start'), n(kw, 'n_end') + 1).join('');
+      return strip(v).toLowerCase() === strip(span).toLowerCase();
+    },
+  },
+  'custom:multiples': {
+    requires: {},
+    check: (v) => (v.replaceAll(',', ', ').match(/\p{Nd}+/gu) ?? []).join(',') === '14,21,28,35,42,49',
+  },
+  'custom:character_reverse': {
+    requires: {},
+    check: (v) => v.toLowerCase().includes('elgae dlab'),
+  },
+};
+
+/** IFBench ids this port does not check yet (a row using one is refused, naming it). */
+export const NOT_PORTED = [
+  'ratio:stop_words', 'ratio:sentence_type', 'ratio:sentence_balance', 'count:person_names', 'ratio:overlap',
+  'sentence:alliteration_increment', 'format:emoji', 'ratio:sentence_words', 'count:words_japanese',
+  'words:start_verb', 'sentence:keyword', 'count:pronouns', 'words:odd_even_syllables', 'words:last_first',
+  'sentence:increment', 'format:no_bullets_bullets', 'custom:mcq_count_length', 'custom:reverse_newline',
+  'custom:word_reverse', 'custom:sentence_alphabet', 'custom:european_capitals_sort', 'custom:csv_city',
+  'custom:csv_special_character', 'custom:csv_quotes', 'custom:date_format_list',
+  'words:keywords_specific_position', 'words:words_position', 'format:title_case',
+] as const;
+
+/** The classic IFEval ids IFBench's registry also holds. */
+const CLASSIC = new Set(Object.keys(IFEVAL_CHECKERS));
+
+/** Why an instruction of a row cannot be checked, or null when it can. */
+export function ifbenchProblem(id: string, kw: Kwargs): string | null {
+  if (CLASSIC.has(id)) return ifevalProblem(id, kw);
+  if ((NOT_PORTED as readonly string[]).includes(id)) return `instruction "${id}" is an IFBench instruction this port does not check yet`;
+  const checker = IFBENCH_CHECKERS[id];
+  if (!checker) return `unknown instruction "${id}" (not in IFBench's registry)`;
+  for (const [key, type] of Object.entries(checker.requires)) {
+    if (typeof kw[key] !== type) return `instruction "${id}" needs kwarg "${key}" (a ${type})`;
+  }
+  return null;
+}
+
+/** check_following of the instruction (the original's, with no empty-response rule). */
+export function ifbenchFollows(id: string, response: string, kw: Kwargs): boolean {
+  return CLASSIC.has(id) ? IFEVAL_CHECKERS[id]!.check(response, kw) : IFBENCH_CHECKERS[id]!.check(response, kw);
+}
