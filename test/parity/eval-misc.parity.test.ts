@@ -51,7 +51,7 @@ const BFCL_RESPONSES = [
 ];
 
 const IFBENCH_ROWS: Array<Record<string, unknown>> = [
-  ...jsonl('data/eval/ifbench/IFBench_test.jsonl'),
+  ...jsonl('data/eval/ifbench/train.jsonl'),
   { key: 'k', prompt: 'Say it. Use at least 2 unique words.', instruction_id_list: ['count:unique_word_count', 'format:no_whitespace'], kwargs: ['{"N": 2, "options": null}', null] },
 ];
 const IFBENCH_AGGREGATE = { rewards: [1, 0, 0, 1, 0], fractions: [1, 0.5, 0, 1, 1 / 3] };

@@ -22,7 +22,7 @@ describe('loading benchmark data', () => {
     for (const name of Object.keys(SUITES)) {
       const { items, source } = await loadBenchmark(opts(name));
       expect(items.length).toBeGreaterThanOrEqual(4);
-      expect(source).toMatch(new RegExp(`data/eval/${name}$`));
+      expect(source).toMatch(new RegExp(`data/eval/${name}($|/)`));
       expect(new Set(items.map((i) => i.id)).size).toBe(items.length);
     }
   });
