@@ -19,6 +19,7 @@ import { PIPELINE_STAGE_KINDS } from '../cookbook/config/pipeline-kinds.js';
 import { resolveSweep, SweepConfigSchema } from '../cookbook/config/sweep.js';
 import { expandPoints, withParams } from '../cookbook/config/sweep-points.js';
 import { checkEvaluatorData, type EvaluatorConfig } from '../cookbook/eval/custom-sampling.js';
+import { benchmarkDataPath } from '../cookbook/eval/benchmark-data.js';
 import { isLocalPath } from '../cookbook/hf/source.js';
 import { buildPreferenceDatasets } from '../cookbook/preference/dataset.js';
 import { RLConfigSchema } from '../cookbook/config/rl.js';
@@ -271,6 +272,15 @@ function resolvePaths(cfg: Record<string, any>, baseDir: string): void {
       // A custom evaluator's file_path; a benchmark entry's data_path (null: the shipped sample).
       for (const key of ['file_path', 'data_path']) {
         if (typeof e[key] !== 'string') continue;
+        if (key === 'data_path' && e.kind === 'benchmark') {
+          // A local folder or file, or an owner/name Hub id (read from the Hugging Face cache when it is there).
+          try {
+            e[key] = benchmarkDataPath(e[key].replace(/^~(?=$|\/)/, homedir()), baseDir);
+          } catch (err) {
+            throw new ConfigError(`${set}.${i}.${key}: ${(err as Error).message}`);
+          }
+          continue;
+        }
         e[key] = abs(e[key]);
         mustExist(e[key], `${set}.${i}.${key}`);
       }

@@ -72,8 +72,7 @@ export function resolveEval(model: string, suite: string, args: EvalArgs, opts: 
     }
     config[key] = isAbsolute(p) ? p : resolve(p);
     if (existsSync(config[key]!)) continue;
-    const hint = key === 'data_path' ? ' (a local folder or file in the dataset\'s layout; fetch one with `huggingface-cli download <id> --repo-type dataset --local-dir DIR`)' : '';
-    throw new ConfigError(`${key === 'data_path' ? '--data' : key}: ${p} does not exist${hint}`);
+    throw new ConfigError(`${key}: ${p} does not exist`);
   }
   // A local model folder is passed on as an absolute path, like `train`'s model_name.
   if (config.model.startsWith('./') || config.model.startsWith('../')) config.model = resolve(config.model);

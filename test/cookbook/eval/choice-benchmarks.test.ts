@@ -7,6 +7,7 @@ import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { resolveEval } from '../../../src/cli/eval.js';
 import { benchmarkDataPath, loadBenchmark, pickLimit, samplesDir, type BenchmarkDataOptions } from '../../../src/cookbook/eval/benchmark-data.js';
 import { numpyPermutation } from '../../../src/cookbook/shuffle.js';
 import { pyShuffled } from '../../../src/cookbook/python-random.js';
@@ -103,6 +104,12 @@ describe('--data with a Hub id', () => {
     expect(fromHub.source).toBe('ceval/ceval-exam');
     // Not in the cache and offline: the Hub loader says so.
     await expect(loadBenchmark(opts('ceval', { data_path: 'someone/not-cached', data_name: 'logic' }))).rejects.toThrow(/HF_HUB_OFFLINE is set/);
+  });
+
+  it('`cookbook eval … --data owner/name` keeps the Hub id; a bare missing name is a missing folder', () => {
+    const runsDir = path.join(dir, 'runs');
+    expect(resolveEval('tiny-qwen3', 'ceval', { data: 'ceval/ceval-exam' }, { runsDir, workflowId: 'h56b-hub' }).config.data_path).toBe('ceval/ceval-exam');
+    expect(() => resolveEval('tiny-qwen3', 'ceval', { data: 'missing-dir' }, { runsDir, workflowId: 'h56b-missing' })).toThrow('--data: missing-dir does not exist');
   });
 
   it('a local path is made absolute; a missing one is an error that names it', () => {
