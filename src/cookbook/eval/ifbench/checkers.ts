@@ -16,6 +16,8 @@ interface Checker {
 }
 
 const n = (kw: Kwargs, key: string) => kw[key] as number;
+/** str.isdigit(): decimal digits and the digit-valued super/subscripts and circled digits. */
+const isDigits = (t: string) => /^[\p{Nd}\u00b2\u00b3\u00b9\u2070\u2074-\u2079\u2080-\u2089\u2460-\u2468\u2474-\u247c\u2488-\u2490\u24ea\u24f5-\u24fd\u24ff\u2776-\u277e\u2780-\u2788\u278a-\u2792]+$/u.test(t);
 const s = (kw: Kwargs, key: string) => kw[key] as string;
 const escapeRe = (t: string) => t.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 
@@ -272,16 +274,44 @@ export const IFBENCH_CHECKERS: Record<string, Checker> = {
     requires: {},
     check: (v) => v.toLowerCase().includes('elgae dlab'),
   },
+  'count:words_japanese': {
+    requires: { N: 'number' },
+    check: (v, kw) => {
+      const every = n(kw, 'N');
+      const words = splitWs(v);
+      // Python's modulo by zero raises, and the reference scores a raising check as not followed.
+      if (every === 0) return words.length === 0;
+      return words.every((raw, i) => {
+        const word = stripPunct(raw);
+        if ((i + 1) % every !== 0 || !word || isDigits(word)) return true;
+        return /[\u3040-\u30ff\u4e00-\u9fff]/u.test(word);
+      });
+    },
+  },
+  'custom:date_format_list': {
+    requires: {},
+    check: (v) =>
+      strip(v).split(',').every((raw) => {
+        const date = strip(raw);
+        const m = /^([0-9]{4})-([0-9]{2})-([0-9]{2})$/.exec(date);
+        if (!m) return false;
+        const [year, month, day] = [Number(m[1]), Number(m[2]), Number(m[3])];
+        if (year < 1769 || year > 1821 || month > 12) return false;
+        if ([1, 3, 5, 7, 8, 10, 12].includes(month) && day > 31) return false;
+        if ([4, 6, 9, 11].includes(month) && day > 30) return false;
+        return !(month === 2 && day > 29);
+      }),
+  },
 };
 
 /** IFBench ids this port does not check yet (a row using one is refused, naming it). */
 export const NOT_PORTED = [
   'ratio:stop_words', 'ratio:sentence_type', 'ratio:sentence_balance', 'count:person_names', 'ratio:overlap',
-  'sentence:alliteration_increment', 'format:emoji', 'ratio:sentence_words', 'count:words_japanese',
-  'words:start_verb', 'sentence:keyword', 'count:pronouns', 'words:odd_even_syllables', 'words:last_first',
+  'sentence:alliteration_increment', 'format:emoji', 'ratio:sentence_words', 'words:start_verb',
+  'sentence:keyword', 'count:pronouns', 'words:odd_even_syllables', 'words:last_first',
   'sentence:increment', 'format:no_bullets_bullets', 'custom:mcq_count_length', 'custom:reverse_newline',
   'custom:word_reverse', 'custom:sentence_alphabet', 'custom:european_capitals_sort', 'custom:csv_city',
-  'custom:csv_special_character', 'custom:csv_quotes', 'custom:date_format_list',
+  'custom:csv_special_character', 'custom:csv_quotes',
   'words:keywords_specific_position', 'words:words_position', 'format:title_case',
 ] as const;
 
