@@ -1,6 +1,7 @@
 // Answer extraction of the reference's benchmarks (eval/benchmarks/_common.py): the GSM8K number
 // and the multiple-choice letter. Note the first `\boxed{…}` is taken here, as _common.py does;
 // MATH-500 grades the last one through the math grader (rl/grading.ts), as math500.py does.
+import { pyParseFloat } from '../../rl/grading.js';
 
 /** The content of the first `\boxed{…}` (nested braces matched), or null. */
 export function extractFirstBoxed(text: string): string | null {
@@ -16,13 +17,30 @@ export function extractFirstBoxed(text: string): string | null {
   return depth === 0 ? text.slice(start, i - 1) : null;
 }
 
+const isDigit = (ch: string) => /^\p{Nd}$/u.test(ch);
+
+/**
+ * ASCII digits for the decimal digits of any script (Python's `\d`, `float` and `int` take them
+ * all). Unicode lays each script's digits out as runs of ten from its zero, so a digit's value is
+ * its distance from the start of its run, modulo 10.
+ */
+export function toAsciiDigits(s: string): string {
+  return s.replace(/\p{Nd}/gu, (ch) => {
+    let cp = ch.codePointAt(0)!;
+    let start = cp;
+    while (isDigit(String.fromCodePoint(start - 1))) start--;
+    cp -= start;
+    return String(cp % 10);
+  });
+}
+
 /** The first number of `text` once LaTeX commands, braces, `$`, commas and spaces are removed. */
 export function extractNumber(text: string): string {
   const cleaned = text
     .replace(/\\text\{[^}]*\}/g, '')
     .replace(/\\[a-zA-Z]+/g, '')
     .replace(/[{}$, ]/g, '');
-  const m = /-?\d+\.?\d*/.exec(cleaned);
+  const m = /-?\p{Nd}+\.?\p{Nd}*/u.exec(cleaned);
   return m ? m[0] : cleaned.trim();
 }
 
@@ -36,24 +54,18 @@ export function extractGsm8kAnswer(text: string): string {
   if (hash) return extractNumber(hash[1]);
   const answer = /(?:answer is|answer:)\s*\$?([0-9,.-]+)/i.exec(text);
   if (answer) return answer[1].trim().replace(/,/g, '').replace(/\.+$/, '');
-  const bold = lastOf([...text.matchAll(/\*\*\$?(-?\d+[,\d]*\.?\d*)/g)]);
+  const bold = lastOf([...text.matchAll(/\*\*\$?(-?\p{Nd}+[,\p{Nd}]*\.?\p{Nd}*)/gu)]);
   if (bold) return bold[1].replace(/,/g, '').replace(/\.+$/, '');
-  const last = lastOf([...text.matchAll(/-?\d+[,\d]*\.?\d*/g)]);
+  const last = lastOf([...text.matchAll(/-?\p{Nd}+[,\p{Nd}]*\.?\p{Nd}*/gu)]);
   return last ? last[0].replace(/,/g, '') : '';
-}
-
-/** Python `float(s)` for the strings extraction yields (digits, sign, one dot); undefined if Python raises. */
-function pyFloat(s: string): number | undefined {
-  const t = s.trim();
-  return /^[+-]?(\d+\.?\d*|\.\d+)$/.test(t) ? Number(t) : undefined;
 }
 
 /** The extracted number equals the expected one within 1e-5 (commas in the expected answer ignored). */
 export function checkGsm8k(response: string, expected: string): boolean {
   const extracted = extractGsm8kAnswer(response);
   const want = expected.replace(/,/g, '');
-  const a = pyFloat(extracted);
-  const b = pyFloat(want);
+  const a = pyParseFloat(toAsciiDigits(extracted));
+  const b = pyParseFloat(toAsciiDigits(want));
   if (a === undefined || b === undefined) return extracted.trim() === want.trim();
   return Math.abs(a - b) < 1e-5;
 }

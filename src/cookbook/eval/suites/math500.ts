@@ -36,7 +36,8 @@ export const math500: Suite = {
     } catch {
       correct = false;
     }
-    return { correct, extracted: given.slice(0, 200) };
+    // The reference logs str(given)[:200]: 200 code points, not UTF-16 units.
+    return { correct, extracted: [...given].slice(0, 200).join('') };
   },
   expected: (item) => item.target as string,
 };
