@@ -2,9 +2,9 @@
 // instruction id with the kwargs it cannot be checked without and its check_following. The
 // classic IFEval ids IFBench also registers are IFEval's checkers (../ifeval/checkers.ts).
 //
-// Ported: the ids below. Not ported: those of NOT_PORTED, which need nltk's punkt sentence
-// splitter and Treebank tokenizer, its POS tagger or stopword list, the emoji or syllapy packages,
-// or long per-task tables; a row that uses one is refused when the data loads, naming the id.
+// Ported: the ids below. Not ported yet: those of NOT_PORTED, most of which need nltk's punkt
+// sentence splitter and Treebank tokenizer, its POS tagger or stopword list, or the emoji or
+// syllapy packages; a row that uses one is refused when the data loads, naming the id.
 import { CHECKERS as IFEVAL_CHECKERS, instructionProblem as ifevalProblem, type Kwargs } from '../ifeval/checkers.js';
 import { countWords } from '../ifeval/text.js';
 import { firstChar, isSpace, lstrip, PUNCTUATION, pyLen, removePunctuation, splitWs, strip, stripPunct } from './text.js';
@@ -31,6 +31,14 @@ const PRIMES = new Set([2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 
 const CONJUNCTIONS = ['and', 'but', 'for', 'nor', 'or', 'so', 'yet'];
 const ALPHABET = 'abcdefghijklmnopqrstuvwxyz';
 const CONSONANTS = 'bcdfghjklmnpqrstvwxyz';
+const CAPITALS_BY_LATITUDE = [
+  'Reykjavik', 'Helsinki', 'Oslo', 'Tallinn', 'Stockholm', 'Riga', 'Moscow', 'Copenhagen', 'Vilnius', 'Minsk', 'Dublin', 'Berlin', 'Amsterdam', 'Warsaw',
+  'London', 'Brussels', 'Prague', 'Luxembourg', 'Paris', 'Vienna', 'Bratislava', 'Budapest', 'Vaduz', 'Chisinau', 'Bern', 'Ljubljana', 'Zagreb',
+];
+const PY_SPACE = '[\\t\\n\\v\\f\\r\\x1c-\\x1f \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]';
+
+/** NFKD, then what is not ASCII dropped (the original's normalize_text: "São Tomé" → "Sao Tome"). */
+const asciiFold = (t: string) => [...t.normalize('NFKD')].filter((c) => c.charCodeAt(0) < 0x80).join('');
 
 /** OptionsResponseChecker's parse of its `options` text: the strict flag and the options. */
 function optionsOf(options: string): { strict: boolean; options: string[] } {
@@ -302,6 +310,51 @@ export const IFBENCH_CHECKERS: Record<string, Checker> = {
         return !(month === 2 && day > 29);
       }),
   },
+  'custom:european_capitals_sort': {
+    requires: {},
+    check: (v) => {
+      const capitals = asciiFold(v).split(',').filter((c) => strip(c));
+      return capitals.length === CAPITALS_BY_LATITUDE.length && capitals.every((c, i) => strip(c) === CAPITALS_BY_LATITUDE[i]);
+    },
+  },
+  'custom:reverse_newline': {
+    requires: {},
+    check: (v) => {
+      const lines = v.split('\n').map(stripPunct).filter((l) => l);
+      const start = lines.findIndex((l) => l.includes('Zimbabwe'));
+      if (start === -1 || lines.length - start < 52) return false;
+      const folded = lines.slice(start).map(asciiFold);
+      const sorted = [...folded].sort().reverse();
+      return folded.every((l, i) => l === sorted[i]);
+    },
+  },
+  'custom:mcq_count_length': {
+    requires: {},
+    check: (v) => {
+      const at = v.indexOf('Question');
+      // value[value.find('Question'):], where find's -1 leaves the last character.
+      if ((at === -1 ? [...v].slice(-1).join('') : v.slice(at)) !== v) return false;
+      let questions = v.split(new RegExp(`\\n*(?:Question \\p{Nd}+[.|):;]?${PY_SPACE}*)`, 'u'));
+      if (questions[0] === '') questions = questions.slice(1);
+      questions = questions.map((q) => strip(q)).filter((q) => q);
+      if (questions.length !== 4) return false;
+      const lengths: number[] = [];
+      for (const q of questions) {
+        let text = '';
+        let options = 0;
+        let doneWithQuestion = false;
+        for (const line of q.split('\n')) {
+          if (new RegExp(`^[A-Ea-e][.|)]${PY_SPACE}*[\\p{L}\\p{N}_]+`, 'u').test(strip(line))) {
+            options++;
+            doneWithQuestion = true;
+          } else if (!doneWithQuestion) text += ` ${strip(line)}`;
+        }
+        if (options !== 5) return false;
+        lengths.push(pyLen(strip(text)));
+      }
+      return lengths.every((l, i) => i === lengths.length - 1 || l < lengths[i + 1]!);
+    },
+  },
 };
 
 /** IFBench ids this port does not check yet (a row using one is refused, naming it). */
@@ -309,8 +362,8 @@ export const NOT_PORTED = [
   'ratio:stop_words', 'ratio:sentence_type', 'ratio:sentence_balance', 'count:person_names', 'ratio:overlap',
   'sentence:alliteration_increment', 'format:emoji', 'ratio:sentence_words', 'words:start_verb',
   'sentence:keyword', 'count:pronouns', 'words:odd_even_syllables', 'words:last_first',
-  'sentence:increment', 'format:no_bullets_bullets', 'custom:mcq_count_length', 'custom:reverse_newline',
-  'custom:word_reverse', 'custom:sentence_alphabet', 'custom:european_capitals_sort', 'custom:csv_city',
+  'sentence:increment', 'format:no_bullets_bullets',
+  'custom:word_reverse', 'custom:sentence_alphabet', 'custom:csv_city',
   'custom:csv_special_character', 'custom:csv_quotes',
   'words:keywords_specific_position', 'words:words_position', 'format:title_case',
 ] as const;
