@@ -80,7 +80,7 @@ export async function watchEval(client: Client, workflowId: string, suite: strin
 export function formatSuites(): string {
   const w = Math.max(...EVAL_SUITE_NAMES.map((n) => n.length));
   return [
-    ...Object.values(SUITES).map((s) => `${s.name.padEnd(w)}  ${s.description}\n${' '.repeat(w)}  data: ${s.dataset.hubId}${s.dataset.name ? ` (config ${s.dataset.name})` : ''}, split ${s.dataset.split}`),
+    ...Object.values(SUITES).map((s) => `${s.name.padEnd(w)}  ${s.description}\n${' '.repeat(w)}  data: ${s.dataset.hubId}${s.dataset.name ? ` (config ${s.dataset.name})` : ''}${s.dataset.configs ? ` (a config per subject, ${s.dataset.configs.length})` : ''}, split ${s.dataset.split}`),
     ...Object.values(AGENTIC_SUITES).map((s) => `${s.name.padEnd(w)}  ${s.description}\n${' '.repeat(w)}  data: ${s.data}`),
   ].join('\n');
 }

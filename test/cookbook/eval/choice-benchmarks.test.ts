@@ -7,7 +7,7 @@ import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { resolveEval } from '../../../src/cli/eval.js';
+import { formatSuites, resolveEval } from '../../../src/cli/eval.js';
 import { benchmarkDataPath, loadBenchmark, pickLimit, samplesDir, type BenchmarkDataOptions } from '../../../src/cookbook/eval/benchmark-data.js';
 import { numpyPermutation } from '../../../src/cookbook/shuffle.js';
 import { pyShuffled } from '../../../src/cookbook/python-random.js';
@@ -36,6 +36,14 @@ describe('multi-config suites', () => {
     // One subject by name (a config outside the reference's list too).
     expect((await loadBenchmark(opts('mmlu_redux', { data_path: root, data_name: 'not_a_subject' }))).items.map((i) => i.group)).toEqual(['not_a_subject']);
     await expect(loadBenchmark(opts('mmlu_redux', { data_path: root, data_name: 'law' }))).rejects.toThrow('no config "law"');
+  });
+
+  it('`cookbook eval --list` names their datasets, a config per subject', () => {
+    const list = formatSuites();
+    for (const name of ['gpqa', 'mmlu_pro', 'mmlu_redux', 'supergpqa', 'ceval']) expect(list).toMatch(new RegExp(`^${name}\\s`, 'm'));
+    expect(list).toContain('edinburgh-dawg/mmlu-redux (a config per subject, 30), split test');
+    expect(list).toContain('ceval/ceval-exam (a config per subject, 52), split val');
+    expect(list).toContain('Idavidrein/gpqa (config gpqa_diamond), split train');
   });
 
   it('a folder holding none of the subjects, or only flagged rows, is an error', async () => {
