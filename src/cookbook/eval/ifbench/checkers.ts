@@ -7,6 +7,8 @@
 // syllapy packages; a row that uses one is refused when the data loads, naming the id.
 import { CHECKERS as IFEVAL_CHECKERS, instructionProblem as ifevalProblem, type Kwargs } from '../ifeval/checkers.js';
 import { countWords } from '../ifeval/text.js';
+import { pyWordBoundaryRegex } from '../suites/py-text.js';
+import { CsvError, pyCsvRows } from './csv.js';
 import { firstChar, isSpace, lstrip, PUNCTUATION, pyLen, removePunctuation, splitWs, strip, stripPunct } from './text.js';
 
 interface Checker {
@@ -35,7 +37,34 @@ const CAPITALS_BY_LATITUDE = [
   'Reykjavik', 'Helsinki', 'Oslo', 'Tallinn', 'Stockholm', 'Riga', 'Moscow', 'Copenhagen', 'Vilnius', 'Minsk', 'Dublin', 'Berlin', 'Amsterdam', 'Warsaw',
   'London', 'Brussels', 'Prague', 'Luxembourg', 'Paris', 'Vienna', 'Bratislava', 'Budapest', 'Vaduz', 'Chisinau', 'Bern', 'Ljubljana', 'Zagreb',
 ];
-const PY_SPACE = '[\\t\\n\\v\\f\\r\\x1c-\\x1f \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]';
+const PERSON_NAMES = [
+  'Emma', 'Liam', 'Sophia', 'Jackson', 'Olivia', 'Noah', 'Ava', 'Lucas', 'Isabella', 'Mason', 'Mia', 'Ethan', 'Charlotte', 'Alexander', 'Amelia', 'Benjamin',
+  'Harper', 'Leo', 'Zoe', 'Daniel', 'Chloe', 'Samuel', 'Lily', 'Matthew', 'Grace', 'Owen', 'Abigail', 'Gabriel', 'Ella', 'Jacob', 'Scarlett', 'Nathan',
+  'Victoria', 'Elijah', 'Layla', 'Nicholas', 'Audrey', 'David', 'Hannah', 'Christopher', 'Penelope', 'Thomas', 'Nora', 'Andrew', 'Aria', 'Joseph', 'Claire',
+  'Ryan', 'Stella', 'Jonathan',
+];
+const PY_SPACE_CHARS = '\\t\\n\\v\\f\\r\\x1c-\\x1f \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000';
+const PY_SPACE = `[${PY_SPACE_CHARS}]`;
+/** re.match(r'".*[^\d\w\s].*"', field): a quoted field holding a character that is no digit, word character or space. */
+const SPECIAL_QUOTED = new RegExp(`^"[^\\n]*[^\\p{L}\\p{N}_${PY_SPACE_CHARS}][^\\n]*"`, 'u');
+
+/** The rows Python's csv.reader reads, or null where it raises (the reference scores that as not followed). */
+function csvRowsOrNull(text: string, delimiter = ','): string[][] | null {
+  try {
+    return pyCsvRows(text, delimiter);
+  } catch (err) {
+    if (err instanceof CsvError) return null;
+    throw err;
+  }
+}
+
+/** nltk.ngrams(text, 3) as a set: the text's character trigrams. */
+function charTrigrams(text: string): Set<string> {
+  const cps = [...text];
+  const out = new Set<string>();
+  for (let i = 0; i + 3 <= cps.length; i++) out.add(cps.slice(i, i + 3).join(''));
+  return out;
+}
 
 /** NFKD, then what is not ASCII dropped (the original's normalize_text: "São Tomé" → "Sao Tome"). */
 const asciiFold = (t: string) => [...t.normalize('NFKD')].filter((c) => c.charCodeAt(0) < 0x80).join('');
@@ -355,16 +384,62 @@ export const IFBENCH_CHECKERS: Record<string, Checker> = {
       return lengths.every((l, i) => i === lengths.length - 1 || l < lengths[i + 1]!);
     },
   },
+  'count:person_names': {
+    requires: { N: 'number' },
+    check: (v, kw) => PERSON_NAMES.filter((name) => pyWordBoundaryRegex(name).test(v)).length >= n(kw, 'N'),
+  },
+  'custom:csv_city': {
+    requires: {},
+    check: (v) => {
+      const rows = csvRowsOrNull(v);
+      if (!rows || rows.length !== 8) return false;
+      return rows[0]!.join('\u0000') === ['ID', 'Country', 'City', 'Year', 'Count'].join('\u0000') && rows.slice(1).every((r) => r.length === 5);
+    },
+  },
+  'custom:csv_special_character': {
+    requires: {},
+    check: (v) => {
+      const header = strip(v.split('\n')[0]!);
+      if (!/^(ProductID|"ProductID"),[ \t]*(Category|"Category"),[ \t]*(Brand|"Brand"),[ \t]*(Price|"Price"),[ \t]*(Stock|"Stock")$/.test(header)) return false;
+      const rows = csvRowsOrNull(v.replaceAll('"', '"""'));
+      if (!rows || rows.length !== 15) return false;
+      for (const row of rows.slice(1)) {
+        if (row.length !== 5) return false;
+        if (row.some((f) => SPECIAL_QUOTED.test(f))) return true;
+      }
+      return false;
+    },
+  },
+  'custom:csv_quotes': {
+    requires: {},
+    check: (v) => {
+      const header = strip(v.split('\n')[0]!);
+      if (!/^(StudentID|"StudentID")\t *(Subject|"Subject")\t *(Grade|"Grade")\t *(Semester|"Semester")\t *(Score|"Score")$/.test(header)) return false;
+      const rows = csvRowsOrNull(v.replaceAll('"', '"""'), '\t');
+      if (!rows || rows.length !== 4) return false;
+      // An empty field raises IndexError in the original (field.strip()[0]), which scores as not followed.
+      return rows.every((r) => r.length === 5 && r.every((f) => strip(f).startsWith('"') && strip(f).endsWith('"')));
+    },
+  },
+  'ratio:overlap': {
+    requires: { reference_text: 'string', percentage: 'number' },
+    check: (v, kw) => {
+      const trigrams = charTrigrams(v);
+      if (trigrams.size === 0) return false;
+      const reference = charTrigrams(s(kw, 'reference_text'));
+      const overlap = [...trigrams].filter((t) => reference.has(t)).length / trigrams.size;
+      return n(kw, 'percentage') - 2 <= overlap * 100 && overlap * 100 <= n(kw, 'percentage') + 2;
+    },
+  },
 };
 
 /** IFBench ids this port does not check yet (a row using one is refused, naming it). */
 export const NOT_PORTED = [
-  'ratio:stop_words', 'ratio:sentence_type', 'ratio:sentence_balance', 'count:person_names', 'ratio:overlap',
+  'ratio:stop_words', 'ratio:sentence_type', 'ratio:sentence_balance',
   'sentence:alliteration_increment', 'format:emoji', 'ratio:sentence_words', 'words:start_verb',
   'sentence:keyword', 'count:pronouns', 'words:odd_even_syllables', 'words:last_first',
   'sentence:increment', 'format:no_bullets_bullets',
-  'custom:word_reverse', 'custom:sentence_alphabet', 'custom:csv_city',
-  'custom:csv_special_character', 'custom:csv_quotes',
+  'custom:word_reverse', 'custom:sentence_alphabet',
   'words:keywords_specific_position', 'words:words_position', 'format:title_case',
 ] as const;
 

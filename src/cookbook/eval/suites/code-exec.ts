@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import { PY_WS_CLASS, pyStripWs } from '../../renderers/py-whitespace.js';
 import { codeRunner } from '../../sandbox/shared-runner.js';
-import { SandboxError, type CodeRunner, type RunCodeResponse } from '../../sandbox/types.js';
+import { SandboxError, type CodeRunner } from '../../sandbox/types.js';
 
 const WS = `[${PY_WS_CLASS}]`;
 const PYTHON_BLOCK = new RegExp(`\`\`\`python${WS}*\\n([\\s\\S]*?)\\n\`\`\``);
@@ -40,23 +40,18 @@ export type RunnerSource = () => CodeRunner;
 export const sharedRunner: RunnerSource = () => codeRunner(null);
 
 /**
- * Runs `code` (with `files` beside it) and answers its response. A sandbox that could not run the
- * code at all (host cannot isolate, sandbox error) throws: that is no verdict on the program, and
- * scoring it 0 would report a broken sandbox as a weak model (the reference fails the benchmark
- * when it has no sandbox). A program that fails, times out or passes a limit is an answer.
+ * Runs `code` (with `files` beside it): passed when it exits 0 (not stopped at a limit) and
+ * `stdoutOk` accepts its output. A sandbox that could not run the code at all (a host that cannot
+ * isolate, a refused request) throws: that is no verdict on the program, and scoring it 0 would
+ * report a broken sandbox as a weak model (the reference fails the benchmark without a sandbox).
  */
-export async function runProgram(runner: CodeRunner, code: string, files: Record<string, string>, timeoutSeconds: number): Promise<RunCodeResponse | { error: string }> {
+export async function runVerdict(runner: CodeRunner, code: string, files: Record<string, string>, timeoutSeconds: number, stdoutOk: (stdout: string) => boolean = () => true): Promise<RunVerdict> {
   const [, response] = await runner.run(code, files, timeoutSeconds);
-  if ('status' in response && response.status === 'SandboxError') throw new SandboxError(`the sandbox could not run the program: ${response.message || (response as { error?: string }).error || 'SandboxError'}`);
-  return response as RunCodeResponse | { error: string };
-}
-
-/** Exit status 0 (the run finished, not stopped at a limit). */
-export function exitedZero(response: RunCodeResponse | { error: string }): boolean {
-  return 'run_result' in response && response.status === 'Success' && response.run_result?.return_code === 0;
-}
-
-export function verdictOf(response: RunCodeResponse | { error: string }, passed: boolean): RunVerdict {
-  if (!('run_result' in response)) return { passed, status: `error: ${response.error}`, exitCode: null };
-  return { passed, status: response.run_result?.status ?? response.status, exitCode: response.run_result?.return_code ?? null };
+  const error = 'error' in response ? response.error : undefined;
+  if (response.status === 'SandboxError') throw new SandboxError(`the sandbox could not run the program: ${response.message || error || 'SandboxError'}`);
+  // No response at all (SandboxFusion's HTTP error, a request past its time): a failed run, as the reference counts one.
+  if (!response.run_result) return { passed: false, status: `error: ${error ?? response.message ?? 'no response'}`, exitCode: null };
+  const run = response.run_result;
+  const passed = response.status === 'Success' && run?.return_code === 0 && stdoutOk(run.stdout);
+  return { passed, status: run?.status ?? response.status, exitCode: run?.return_code ?? null };
 }

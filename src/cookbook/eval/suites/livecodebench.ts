@@ -6,7 +6,7 @@
 // the private tests are not read: the reference does both. The reference sends no system prompt.
 import { ConfigurationError, DataFormatError } from '../../errors.js';
 import { exampleId } from './gsm8k.js';
-import { exitedZero, extractPythonCode, runProgram, sha256, sharedRunner, verdictOf, type RunnerSource, type RunVerdict } from './code-exec.js';
+import { extractPythonCode, runVerdict, sha256, sharedRunner, type RunnerSource, type RunVerdict } from './code-exec.js';
 import { pyGet } from './mbpp.js';
 import { pyStripWs } from '../../renderers/py-whitespace.js';
 import { NO_EFFECTS, type ExampleResult, type Suite } from './types.js';
@@ -104,10 +104,9 @@ export function livecodebenchSuite(runner: RunnerSource = sharedRunner): Suite {
       for (const [i, stdin] of inputs.entries()) {
         const expected = pyStripWs(outputs[i]);
         const request = `livecodebench test ${i} sha256:${sha256(code, stdin, expected)} timeout:${TIMEOUT_SECONDS}`;
-        const verdict = await ctx.once<RunVerdict>(['sandbox', `test_${i}`], request, async () => {
-          const run = await runProgram(runner(), WITH_STDIN, { 'solution.py': code, 'stdin.txt': stdin }, TIMEOUT_SECONDS);
-          return verdictOf(run, exitedZero(run) && 'run_result' in run && pyStripWs(run.run_result?.stdout ?? '') === expected);
-        });
+        const verdict = await ctx.once<RunVerdict>(['sandbox', `test_${i}`], request, () =>
+          runVerdict(runner(), WITH_STDIN, { 'solution.py': code, 'stdin.txt': stdin }, TIMEOUT_SECONDS, (stdout) => pyStripWs(stdout) === expected),
+        );
         if (!verdict.passed) return { correct: false, extracted: code };
       }
       return { correct: true, extracted: code };

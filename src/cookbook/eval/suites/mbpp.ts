@@ -4,7 +4,7 @@
 // program (15 s), which passes when it exits 0. `test_imports` is not run, as in the reference.
 import { DataFormatError } from '../../errors.js';
 import { exampleId } from './gsm8k.js';
-import { exitedZero, extractPythonCode, runProgram, sha256, sharedRunner, verdictOf, type RunnerSource, type RunVerdict } from './code-exec.js';
+import { extractPythonCode, runVerdict, sha256, sharedRunner, type RunnerSource, type RunVerdict } from './code-exec.js';
 import { buildMessages, NO_EFFECTS, type Suite } from './types.js';
 
 const TIMEOUT_SECONDS = 15;
@@ -45,10 +45,7 @@ export function mbppSuite(runner: RunnerSource = sharedRunner): Suite {
     async grade(response, item, ctx = NO_EFFECTS) {
       const code = extractPythonCode(response);
       const program = mbppProgram(code, (item.target as MbppTarget).tests);
-      const verdict = await ctx.once<RunVerdict>(['sandbox', 'tests'], `mbpp sha256:${sha256(program)} timeout:${TIMEOUT_SECONDS}`, async () => {
-        const run = await runProgram(runner(), program, {}, TIMEOUT_SECONDS);
-        return verdictOf(run, exitedZero(run));
-      });
+      const verdict = await ctx.once<RunVerdict>(['sandbox', 'tests'], `mbpp sha256:${sha256(program)} timeout:${TIMEOUT_SECONDS}`, () => runVerdict(runner(), program, {}, TIMEOUT_SECONDS));
       return { correct: verdict.passed, extracted: code };
     },
     expected: (item) => (item.target as MbppTarget).tests.join('\n'),
