@@ -65,5 +65,12 @@ describe('AIME and HMMT suites', () => {
     expect(latexEqual('.5', '0.5')).toBe(false);
     expect(latexEqual('x^2-1', '(x-1)(x+1)')).toBe(true);
     expect(latexEqual('x^2+1', '(x-1)(x+1)')).toBe(false);
+    // Symbols are tried at points of both signs and complex ones: |x| is not x.
+    expect(latexEqual('|x|', 'x')).toBe(false);
+    expect(latexEqual('\\sin x \\cos x', '\\frac{\\sin(2x)}{2}')).toBe(true);
+    expect(latexEqual('a_1+1', '1+a_{1}')).toBe(true);
+    // Integers compare exactly, beyond what a double holds.
+    expect(latexEqual('2^{100}', '1267650600228229401496703205376')).toBe(true);
+    expect(latexEqual('10^{20}+1', '100000000000000000000')).toBe(false);
   });
 });

@@ -12,7 +12,7 @@
 
 type C = { re: number; im: number };
 type Node =
-  | { k: 'num'; v: number }
+  | { k: 'num'; text: string }
   | { k: 'sym'; name: string }
   | { k: 'inf' }
   | { k: 'op'; op: string; args: Node[] }
@@ -38,7 +38,6 @@ function skip(s: string, i: number): number {
 const isDigit = (ch: string | undefined) => ch !== undefined && ch >= '0' && ch <= '9';
 /** Marks where whitespace split a number's leading digits (see func). */
 const GAP = '\u0000';
-const numberValue = (t: string) => Number(t.replaceAll(GAP, ''));
 
 /**
  * A number at `i`: digits, then groups of `,` and three digits, then `.` and digits, with
@@ -207,7 +206,7 @@ class Parser {
       this.next();
       const rest = t.slice(1).replace(/^\u0000/, '');
       if (rest) this.toks.splice(this.pos, 0, rest);
-      return { k: 'num', v: Number(t[0]) };
+      return { k: 'num', text: t[0] };
     }
     throw new ParseError('expected an argument');
   }
@@ -234,7 +233,7 @@ class Parser {
     }
     if (t === '\\sqrt') {
       this.next();
-      let root: Node = { k: 'num', v: 2 };
+      let root: Node = { k: 'num', text: '2' };
       if (this.peek() === '[') {
         this.next();
         root = this.expr();
@@ -268,7 +267,7 @@ class Parser {
     }
     if (name === 'log' || name === 'lg') {
       if (!base && name === 'log') return { k: 'op', op: 'ln', args: [arg] };
-      const b: Node = base ?? { k: 'num', v: 10 };
+      const b: Node = base ?? { k: 'num', text: '10' };
       return { k: 'op', op: '/', args: [{ k: 'op', op: 'ln', args: [arg] }, { k: 'op', op: 'ln', args: [b] }] };
     }
     return { k: 'op', op: name, args: [arg] };
@@ -287,15 +286,17 @@ class Parser {
   atom(): Node {
     const t = this.next();
     if (t === undefined) throw new ParseError('unexpected end');
-    if (/^\d/.test(t)) return { k: 'num', v: numberValue(t) };
+    if (/^\d/.test(t)) return { k: 'num', text: t.replaceAll(GAP, '') };
     if (t === '\\infty') return { k: 'inf' };
     if (/^[a-zA-Z]$/.test(t) || (/^\\[a-zA-Z]+$/.test(t) && !FUNCS.has(t.slice(1)) && !RELATIONS.has(t) && !['\\cdot', '\\times', '\\div', '\\rfloor', '\\rceil'].includes(t))) {
       let name = t.replace(/^\\/, '');
       if (this.peek() === '_') {
         this.next();
-        const sub = this.peek() === '{' ? this.toks.slice(this.pos, this.skipBraced()).join('') : this.next();
+        // sympy names `a_1` and `a_{1}` alike: a_{1}.
+        const from = this.pos;
+        const sub = this.peek() === '{' ? this.toks.slice(from + 1, this.skipBraced() - 1).join('') : this.next();
         if (sub === undefined) throw new ParseError('unexpected end');
-        name += `_${sub}`;
+        name += `_{${sub.replaceAll(GAP, '')}}`;
       }
       return { k: 'sym', name };
     }
@@ -349,6 +350,8 @@ function pow(a: C, b: C): C {
   if (a.re === 0 && a.im === 0) return b.re > 0 ? c(0) : c(NaN, NaN);
   return exp(mul(b, log(a)));
 }
+const sin = (a: C) => c(Math.sin(a.re) * Math.cosh(a.im), Math.cos(a.re) * Math.sinh(a.im));
+const cos = (a: C) => c(Math.cos(a.re) * Math.cosh(a.im), -Math.sin(a.re) * Math.sinh(a.im));
 const real = (a: C, f: (x: number) => number): C => (a.im === 0 ? c(f(a.re)) : c(NaN, NaN));
 function gamma(x: number): number {
   if (!Number.isInteger(x) || x < 1 || x > 171) return NaN;
@@ -360,7 +363,7 @@ function gamma(x: number): number {
 function evaluate(n: Node, env: Map<string, C>): C {
   switch (n.k) {
     case 'num':
-      return c(n.v);
+      return c(Number(n.text));
     case 'inf':
     case 'rel':
       return c(NaN, NaN);
@@ -383,18 +386,18 @@ function evaluate(n: Node, env: Map<string, C>): C {
     case 'binom': return a.im === 0 && b.im === 0 ? c(gamma(a.re + 1) / (gamma(b.re + 1) * gamma(a.re - b.re + 1))) : c(NaN, NaN);
     case 'ln': return log(a);
     case 'exp': return exp(a);
-    case 'sin': return real(a, Math.sin);
-    case 'cos': return real(a, Math.cos);
-    case 'tan': return real(a, Math.tan);
-    case 'csc': return real(a, (x) => 1 / Math.sin(x));
-    case 'sec': return real(a, (x) => 1 / Math.cos(x));
-    case 'cot': return real(a, (x) => 1 / Math.tan(x));
+    case 'sin': return sin(a);
+    case 'cos': return cos(a);
+    case 'tan': return div(sin(a), cos(a));
+    case 'csc': return div(c(1), sin(a));
+    case 'sec': return div(c(1), cos(a));
+    case 'cot': return div(cos(a), sin(a));
     case 'arcsin': return real(a, Math.asin);
     case 'arccos': return real(a, Math.acos);
     case 'arctan': return real(a, Math.atan);
-    case 'sinh': return real(a, Math.sinh);
-    case 'cosh': return real(a, Math.cosh);
-    case 'tanh': return real(a, Math.tanh);
+    case 'sinh': return mul(c(0, -1), sin(mul(c(0, 1), a)));
+    case 'cosh': return cos(mul(c(0, 1), a));
+    case 'tanh': return mul(c(0, -1), div(sin(mul(c(0, 1), a)), cos(mul(c(0, 1), a))));
   }
   return c(NaN, NaN);
 }
@@ -407,8 +410,64 @@ function symbols(n: Node, into: Set<string>): Set<string> {
 
 const has = (n: Node, k: Node['k']): boolean => n.k === k || ((n.k === 'op' || n.k === 'rel') && n.args.some((a) => has(a, k)));
 
-/** Fixed sample points for symbols (deterministic verdicts; irrational-ish so identities do not hold by accident). */
-const POINTS = [0.5772156649, 1.3247179572, 2.6854520010, 0.3183098862];
+// ------------------------------------------------------------------------------------------
+// Exact rationals, for answers built from integers alone
+
+type Q = { n: bigint; d: bigint };
+const MAX_BITS = 100_000;
+
+function q(n: bigint, d: bigint): Q | null {
+  if (d === 0n) return null;
+  if (d < 0n) [n, d] = [-n, -d];
+  let [a, b] = [n < 0n ? -n : n, d];
+  while (b) [a, b] = [b, a % b];
+  const g = a === 0n ? 1n : a;
+  const out = { n: n / g, d: d / g };
+  return out.n.toString(2).length + out.d.toString(2).length > MAX_BITS ? null : out;
+}
+
+function factorial(x: Q): Q | null {
+  if (x.d !== 1n || x.n < 0n || x.n > 2000n) return null;
+  let r = 1n;
+  for (let i = 2n; i <= x.n; i++) r *= i;
+  return q(r, 1n);
+}
+
+/** The value of an expression of integer literals under + − × ÷, integer powers, !, binom, |·|, floor, ceil; else null. */
+function exact(n: Node): Q | null {
+  if (n.k === 'num') return /^\d+$/.test(n.text) ? q(BigInt(n.text), 1n) : null;
+  if (n.k !== 'op') return null;
+  const args = n.args.map(exact);
+  if (args.some((a) => a === null)) return null;
+  const [a, b] = args as Q[];
+  switch (n.op) {
+    case '+': return q(a.n * b.d + b.n * a.d, a.d * b.d);
+    case '-': return q(a.n * b.d - b.n * a.d, a.d * b.d);
+    case '*': return q(a.n * b.n, a.d * b.d);
+    case '/': return q(a.n * b.d, a.d * b.n);
+    case 'neg': return q(-a.n, a.d);
+    case 'abs': return q(a.n < 0n ? -a.n : a.n, a.d);
+    case 'floor': return q(a.n / a.d - (a.n < 0n && a.n % a.d !== 0n ? 1n : 0n), 1n);
+    case 'ceil': return q(a.n / a.d + (a.n > 0n && a.n % a.d !== 0n ? 1n : 0n), 1n);
+    case 'fact': return factorial(a);
+    case '^': {
+      if (b.d !== 1n || b.n > 10_000n || b.n < -10_000n) return null;
+      const e = b.n < 0n ? -b.n : b.n;
+      const bits = Math.max(a.n.toString(2).length, a.d.toString(2).length) * Number(e);
+      if (bits > MAX_BITS || (a.n === 0n && b.n < 0n)) return null;
+      return b.n < 0n ? q(a.d ** e, a.n ** e) : q(a.n ** e, a.d ** e);
+    }
+    case 'binom': {
+      const [top, k] = [factorial(a), b.d === 1n && b.n >= 0n && b.n <= a.n ? factorial(b) : null];
+      const rest = a.d === 1n && b.d === 1n ? factorial(q(a.n - b.n, 1n)!) : null;
+      return top && k && rest ? q(top.n, k.n * rest.n) : null;
+    }
+  }
+  return null;
+}
+
+/** Fixed sample points for symbols (deterministic verdicts; of both signs and complex, so |x| is not x nor √(x²)). */
+const POINTS = [c(0.5772156649), c(-1.3247179572), c(0.685452001, 0.3183098862), c(-0.2720196495, -1.4142135624)];
 
 /** The reference's `parse_latex` comparison of two (already normalised) answers. */
 export function latexEqual(a: string, b: string): boolean {
@@ -417,10 +476,13 @@ export function latexEqual(a: string, b: string): boolean {
   if (!x || !y) return false;
   if (JSON.stringify(x) === JSON.stringify(y)) return true;
   if (has(x, 'rel') || has(y, 'rel') || has(x, 'inf') || has(y, 'inf')) return false;
+  const [qx, qy] = [exact(x), exact(y)];
+  // Integers and fractions compare exactly, as sympy's do (10^{20}+1 is not 10^{20}).
+  if (qx && qy) return qx.n * qy.d === qy.n * qx.d;
   const names = [...symbols(y, symbols(x, new Set()))];
   const trials = names.length === 0 ? 1 : 3;
   for (let t = 0; t < trials; t++) {
-    const env = new Map(names.map((name, i) => [name, c(POINTS[(i + t) % POINTS.length] + t)]));
+    const env = new Map(names.map((name, i) => [name, POINTS[(i + t) % POINTS.length]]));
     const d = abs(sub(evaluate(x, env), evaluate(y, env)));
     if (!(d < 1e-8)) return false;
   }
