@@ -5,6 +5,7 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { ScheduleAlreadyRunning, ScheduleNotFoundError, type Client, type ScheduleSummary } from '@temporalio/client';
 import { ConfigError } from '../cookbook/config/overrides.js';
+import { isBenchmarkHubId } from '../cookbook/eval/benchmark-data.js';
 import { resolveEval, type EvalArgs } from '../cookbook/eval/resolve-eval.js';
 import { scheduledEvalDir, SCHEDULED_EVALS_DIR, type EvalScheduleInput } from '../cookbook/eval/scheduled.js';
 import { EVAL_SUITE_NAMES } from '../cookbook/eval/suites/index.js';
@@ -43,7 +44,7 @@ export function parseBenchmarks(list: string): string[] {
 function flagOverrides(args: EvalArgs): string[] {
   return [
     ...(args.limit !== undefined ? [`limit=${args.limit}`] : []),
-    ...(args.data !== undefined ? [`data_path=${resolve(args.data)}`] : []),
+    ...(args.data !== undefined ? [`data_path=${isBenchmarkHubId(args.data) ? args.data : resolve(args.data)}`] : []),
     ...(args.samples !== undefined ? [`num_samples=${args.samples}`] : []),
     ...(args.passAtK !== undefined ? [`pass_at_k=[${args.passAtK}]`] : []),
     ...(args.set ?? []),

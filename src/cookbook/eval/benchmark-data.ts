@@ -55,13 +55,16 @@ export function suiteNamed(name: string): Suite {
   return suite;
 }
 
+/** An `owner/name` Hub id that names nothing on disk. */
+export const isBenchmarkHubId = (p: string, cwd: string = process.cwd()) => p.includes('/') && !isLocalPath(p, cwd);
+
 /**
  * `--data` / data_path as the loader will read it: an existing local path made absolute, or an
  * `owner/name` Hub id kept as it is (read from the Hugging Face cache, else the Hub); anything
  * else is an error (a bare name is taken for a missing folder, not a Hub id).
  */
 export function benchmarkDataPath(p: string, cwd: string = process.cwd()): string {
-  if (p.includes('/') && !isLocalPath(p, cwd)) return p;
+  if (isBenchmarkHubId(p, cwd)) return p;
   const abs = path.resolve(cwd, p);
   if (existsSync(abs)) return abs;
   throw new DataFormatError(
