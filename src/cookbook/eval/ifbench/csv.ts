@@ -89,13 +89,15 @@ export function pyCsvRows(text: string, delimiter = ','): string[][] {
         return;
     }
   };
+  // `step` moves the state; read through this so the compiler does not narrow it across calls.
+  const now = (): State => state;
   let i = 0;
   while (i < lines.length) {
     fields = [];
     do {
       if (i >= lines.length) {
         // The input ends inside a record: Python keeps it only with a field under way.
-        if (fieldLen !== 0 || state === State.InQuotedField) {
+        if (fieldLen !== 0 || now() === State.InQuotedField) {
           save();
           rows.push(fields);
         }
@@ -106,7 +108,7 @@ export function pyCsvRows(text: string, delimiter = ','): string[][] {
         step(c);
       }
       step(null);
-    } while (state !== State.StartRecord);
+    } while (now() !== State.StartRecord);
     rows.push(fields);
   }
   return rows;
