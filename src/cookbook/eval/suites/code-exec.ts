@@ -52,6 +52,6 @@ export async function runVerdict(runner: CodeRunner, code: string, files: Record
   // No response at all (SandboxFusion's HTTP error, a request past its time): a failed run, as the reference counts one.
   if (!response.run_result) return { passed: false, status: `error: ${error ?? response.message ?? 'no response'}`, exitCode: null };
   const run = response.run_result;
-  const passed = response.status === 'Success' && run?.return_code === 0 && stdoutOk(run.stdout);
-  return { passed, status: run?.status ?? response.status, exitCode: run?.return_code ?? null };
+  const passed = response.status === 'Success' && run.return_code === 0 && stdoutOk(run.stdout);
+  return { passed, status: run.status, exitCode: run.return_code };
 }

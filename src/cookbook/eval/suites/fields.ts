@@ -12,3 +12,6 @@ export function arrayField(row: Record<string, unknown>, key: string, at: string
   if (!Array.isArray(v)) throw new DataFormatError(`${at}: "${key}" must be a list`);
   return v;
 }
+
+/** Python's `row.get(key, default)`: a key present with null is null. */
+export const pyGet = (row: Record<string, unknown>, key: string, fallback: unknown): unknown => (key in row ? row[key] : fallback);

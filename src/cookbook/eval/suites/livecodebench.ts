@@ -7,7 +7,7 @@
 import { ConfigurationError, DataFormatError } from '../../errors.js';
 import { exampleId } from './gsm8k.js';
 import { extractPythonCode, runVerdict, sha256, sharedRunner, type RunnerSource, type RunVerdict } from './code-exec.js';
-import { pyGet } from './mbpp.js';
+import { pyGet } from './fields.js';
 import { pyStripWs } from '../../renderers/py-whitespace.js';
 import { NO_EFFECTS, type ExampleResult, type Suite } from './types.js';
 

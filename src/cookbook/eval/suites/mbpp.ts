@@ -3,6 +3,7 @@
 // with a ```python block; the response's code followed by every test of `test_list` runs as one
 // program (15 s), which passes when it exits 0. `test_imports` is not run, as in the reference.
 import { DataFormatError } from '../../errors.js';
+import { pyGet } from './fields.js';
 import { exampleId } from './gsm8k.js';
 import { extractPythonCode, runVerdict, sha256, sharedRunner, type RunnerSource, type RunVerdict } from './code-exec.js';
 import { buildMessages, NO_EFFECTS, type Suite } from './types.js';
@@ -13,8 +14,8 @@ interface MbppTarget {
   tests: string[];
 }
 
-/** Python's `row.get(key, default)`: a key present with null is null. */
-export const pyGet = (row: Record<string, unknown>, key: string, fallback: unknown) => (key in row ? row[key] : fallback);
+// Other suites import it from here too.
+export { pyGet };
 
 export const mbppPrompt = (task: string, exampleTest: string) =>
   `${task}\n\nExample test: \`${exampleTest}\`\n\nWrite a Python function that satisfies the requirements. Provide ONLY the function definition in a \`\`\`python code block.`;
