@@ -8,6 +8,7 @@ import { parseArgs } from 'node:util';
 import { startRun } from '../src/cli/train.js';
 import { resolveContinuation } from '../src/cli/continue.js';
 import { resolveEval, startEval } from '../src/cli/eval.js';
+import { EVAL_SCHEDULE_WORKFLOW, resolveEvalSchedule } from '../src/cli/eval-schedule.js';
 import { resolveTts, startTts } from '../src/cli/tts.js';
 import { pauseSignal, progressQuery, resumeSignal, setUpdate, stopSignal } from '../src/workflows/shared/messages.js';
 import { saveHistories } from '../test/support/history.js';
@@ -115,6 +116,17 @@ recordings.eval = async (stack) => {
   const r = resolveEval('tiny-qwen3', 'gsm8k', { set: ['limit=4', 'chunk_size=1', 'concurrency=2', 'max_tokens=16', 'temperature=1.0', 'num_samples=2'] }, { runsDir: join(stack.dir, 'runs'), workflowId: `eval-${Date.now()}` });
   await (await startEval(stack.client, r, stack.taskQueue)).result();
   return r.workflowId;
+};
+
+// A firing of an eval schedule (`cookbook eval <run> --every …`): an SL run's sampler checkpoints
+// on two benchmarks, each pair a child eval workflow, two at a time.
+recordings.eval_schedule = async (stack) => {
+  const parent = testRun(stack, config, ['num_epochs=1', 'save_every=3']);
+  await finish(stack, parent);
+  const s = resolveEvalSchedule(parent.run.logPath, ['gsm8k', 'mmlu'], '1h', { limit: '2', set: ['max_tokens=8', 'chunk_size=1'] });
+  const id = `eval_schedule-${Date.now()}`;
+  await (await stack.client.workflow.start(EVAL_SCHEDULE_WORKFLOW, { taskQueue: stack.taskQueue, workflowId: id, args: [s.input] })).result();
+  return id;
 };
 
 // `cookbook tts`: three problems in two chunks, two at a time.

@@ -8,14 +8,14 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { resolveEval } from '../cookbook/eval/resolve-eval.js';
 import { rowExpired } from '../cookbook/checkpoint-expiry.js';
 import type { EvalConfig } from '../cookbook/eval/benchmark-config.js';
-import { scheduledEvalDir, scheduledEvalId, type EvalScheduleInput } from '../cookbook/eval/scheduled.js';
+import { checkpointStep, scheduledEvalDir, scheduledEvalId, type EvalScheduleInput } from '../cookbook/eval/scheduled.js';
 import { RunStore, type RunRef } from '../cookbook/run-store.js';
 import { readRunConfig } from './run-config.js';
 import { ErrorTypes } from './types.js';
 
 export interface PendingEval {
   checkpoint: string;
-  /** The checkpoint's step (its row's `batch`); null when the row has none. */
+  /** The step whose weights the checkpoint holds (checkpointStep); null when its row does not say. */
   step: number | null;
   benchmark: string;
   workflowId: string;
@@ -56,7 +56,7 @@ export function evalScheduleActivities(): EvalScheduleActivities {
           } catch (err) {
             throw ApplicationFailure.nonRetryable(`eval of checkpoint "${row.name}" on ${benchmark}: ${(err as Error).message}`, ErrorTypes.config);
           }
-          pending.push({ checkpoint: row.name, step: typeof row.batch === 'number' ? row.batch : null, benchmark, workflowId, run, config });
+          pending.push({ checkpoint: row.name, step: checkpointStep(row), benchmark, workflowId, run, config });
         }
       }
       return { pending, done };

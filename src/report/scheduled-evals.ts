@@ -1,11 +1,12 @@
 // The scheduled evals of a training run (`cookbook eval <run> --every …`) in its report: each
 // benchmark's score as a curve over the steps of the checkpoints it was evaluated on, every run of
 // the report overlaid, and a table of the scores per checkpoint. Read from the results.json files
-// under <log dir>/evals/<checkpoint>/<benchmark>/; a checkpoint's step is its row's `batch`.
+// under <log dir>/evals/<checkpoint>/<benchmark>/; a checkpoint's step is the last step it trained
+// (its row's next_step − 1).
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { EvalResultsFile } from '../cookbook/eval/results.js';
-import { SCHEDULED_EVALS_DIR } from '../cookbook/eval/scheduled.js';
+import { checkpointStep, SCHEDULED_EVALS_DIR } from '../cookbook/eval/scheduled.js';
 import { chartSpec, renderSvg } from './charts.js';
 import { esc, table } from './html.js';
 import type { RunData } from './load.js';
@@ -26,9 +27,10 @@ export function loadScheduledEvals(run: RunData): ScheduledEvalPoint[] {
   const root = join(run.logDir, SCHEDULED_EVALS_DIR);
   const stepOf = new Map<string, number>();
   for (const row of run.checkpoints) {
-    if (typeof row.batch !== 'number') continue;
-    stepOf.set(row.name, row.batch);
-    if (typeof row.sampler_path === 'string') stepOf.set(row.sampler_path, row.batch);
+    const step = checkpointStep(row);
+    if (step === null) continue;
+    stepOf.set(row.name, step);
+    if (typeof row.sampler_path === 'string') stepOf.set(row.sampler_path, step);
   }
   const points: ScheduledEvalPoint[] = [];
   for (const checkpoint of dirsIn(root)) {

@@ -12,6 +12,15 @@ export const scheduledEvalDir = (runLogPath: string, checkpoint: string, benchma
 
 export const scheduledEvalId = (runWorkflowId: string, checkpoint: string, benchmark: string) => `${runWorkflowId}/eval/${checkpoint}/${benchmark}`;
 
+/**
+ * The step whose weights a checkpoint row holds: the last step trained (`next_step` − 1, as the
+ * periodic checkpoints' names count), else its `batch` (rows written before next_step was); null: neither.
+ */
+export function checkpointStep(row: { next_step?: unknown; batch?: unknown }): number | null {
+  if (typeof row.next_step === 'number') return row.next_step - 1;
+  return typeof row.batch === 'number' ? row.batch : null;
+}
+
 /** The input of one firing of an eval schedule: what to evaluate, and how. */
 export interface EvalScheduleInput {
   /** The training run's log dir. */
