@@ -2,7 +2,7 @@
 // real tokenizer): every sample suite on a base model, and a tinker:// checkpoint whose base model
 // comes from weights_info. results.json holds every example, its verdict is the suite's grade of
 // the stored response, and the aggregate is the suite's aggregate of those verdicts.
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Worker } from '@temporalio/worker';
@@ -53,6 +53,8 @@ describe('eval workflow', () => {
         expect(file.metrics.num_examples).toBe(items.length);
         expect(file.base_model).toBe(MODEL);
         expect(readFileSync(join(result.logPath, 'results.md'), 'utf8')).toContain(`| score`);
+        // A code suite's sandbox runs are side effects of their samples, recorded in the run's store.
+        if (name === 'mbpp') expect(readdirSync(join(result.logPath, '.cookbook', 'store', 'side_effects')).sort()).toEqual(items.map((_, i) => `eval_${i}_0`).sort());
       }
       // The workflow is deterministic: its history (chunks interleaved across lanes) replays.
       const id = lastId.ifeval;
