@@ -186,6 +186,7 @@ async function multiEval(model: string, benchmarks: string[], o: EvalCommandOpti
 
 async function scheduleCommand(target: string, benchmarks: string[], o: EvalCommandOptions): Promise<number> {
   const [{ parentLogDir }, schedules] = await Promise.all([import('./continue.js'), import('./eval-schedule.js')]);
+  schedules.parseEvery(o.every!); // a bad interval fails before anything is asked of Temporal
   const client = await o.connect();
   const logPath = await parentLogDir(target, async (id) => {
     if (!o.logDirOf) throw new ConfigError(`${target}: no such log dir`);
