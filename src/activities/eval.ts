@@ -7,6 +7,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/activity';
 import { aggregateResults, benchmarkSeeds, sampleAndGrade } from '../cookbook/eval/benchmark-run.js';
+import { evalJudge } from './eval-judge.js';
 import { passAtKsOf } from '../cookbook/eval/pass-at-k.js';
 import { loadBenchmark, suiteNamed, type BenchmarkData } from '../cookbook/eval/benchmark-data.js';
 import type { EvalConfig } from '../cookbook/eval/benchmark-config.js';
@@ -123,8 +124,9 @@ export function evalActivities(deps: ActivityDeps): EvalActivities {
       const { renderer } = await heartbeating(rendererForModel({ model_name: baseModel, renderer_name: cfg.renderer_name, tokenizer_path: cfg.tokenizer_path }));
       const backend = deps.backendFor(cfg.base_url);
       const sampler = await callBackend('create sampling session', 'bad-path', () => backend.createSamplingSession(modelPath ? { modelPath } : { baseModel }));
+      const judgeFor = suite.judged ? await heartbeating(evalJudge(deps, cfg, { baseModel, modelPath })) : undefined;
       const results = await callBackend(`${suite.name} chunk ${chunk}`, 'session-lost', () =>
-        heartbeating(sampleAndGrade(suite, examples, sampler, renderer, cfg, benchmarkSeeds(cfg.seed, suite.name), (index, sample) => runStoreOnce(store, ['eval', index, sample])), {
+        heartbeating(sampleAndGrade(suite, examples, sampler, renderer, cfg, benchmarkSeeds(cfg.seed, suite.name), (index, sample) => runStoreOnce(store, ['eval', index, sample]), judgeFor), {
           chunk,
         }),
       );

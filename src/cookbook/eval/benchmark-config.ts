@@ -3,7 +3,8 @@
 // temperature 0.6): set max_tokens lower for small models.
 import { z } from 'zod';
 import { DurabilitySchema, RunNameSchema } from '../config/common.js';
-import { EVAL_SUITE_NAMES, SUITE_NAMES } from './suites/index.js';
+import { JudgeConfigSchema } from './judge.js';
+import { EVAL_SUITE_NAMES, SUITE_NAMES, SUITES } from './suites/index.js';
 import { isAgenticSuite, TerminalEvalSchema } from './suites/terminal.js';
 
 const dataFields = {
@@ -37,6 +38,13 @@ function checkAgentic(cfg: { suite: string; num_samples: number; terminal?: unkn
   if (isAgenticSuite(cfg.suite) && cfg.num_samples !== 1) ctx.addIssue({ code: 'custom', path: ['num_samples'], message: `the ${cfg.suite} suite runs one episode per task (num_samples 1)` });
 }
 
+const isJudged = (suite: string) => SUITES[suite]?.judged === true;
+
+/** A judge belongs to a judged suite (Arena-Hard); without one, the evaluated model judges itself. */
+function checkJudge(cfg: { suite: string; judge?: unknown }, ctx: z.RefinementCtx): void {
+  if (cfg.judge !== undefined && !isJudged(cfg.suite)) ctx.addIssue({ code: 'custom', path: ['judge'], message: `judge settings are for judged suites (${Object.keys(SUITES).filter(isJudged).join(', ')}), not ${cfg.suite}` });
+}
+
 export const EvalConfigSchema = z.strictObject({
   /** A base model name (or local HF checkpoint folder) or a `tinker://…` checkpoint path. */
   model: z.string().min(1),
@@ -44,6 +52,8 @@ export const EvalConfigSchema = z.strictObject({
   suite: z.enum(EVAL_SUITE_NAMES),
   /** The terminal suite's episodes (turns, timeouts, sandbox limits); only with suite "terminal". */
   terminal: TerminalEvalSchema.optional(),
+  /** A judged suite's judge (model, endpoint, key's env var); absent: the evaluated model judges itself. */
+  judge: JudgeConfigSchema.optional(),
   /** Mixed into every example's sampling seed with (suite, example index). */
   seed: z.int().nonnegative().default(0),
   /** Examples per activity: a crash redoes at most one chunk per running activity. */
@@ -58,7 +68,8 @@ export const EvalConfigSchema = z.strictObject({
   durability: DurabilitySchema,
 })
   .superRefine(checkPassAtK)
-  .superRefine(checkAgentic);
+  .superRefine(checkAgentic)
+  .superRefine(checkJudge);
 export type EvalConfig = z.output<typeof EvalConfigSchema>;
 
 /** A suite as an in-training evaluator: metrics `eval/<name>/score`, … (the reference's BenchmarkEvaluator). */
@@ -73,7 +84,11 @@ export const BenchmarkEvaluatorSchema = z.strictObject({
     .default(null),
   /** The reference's BenchmarkEvaluator default. */
   limit: z.int().positive().nullable().default(100),
-}).superRefine(checkPassAtK);
+})
+  .superRefine(checkPassAtK)
+  .superRefine((cfg, ctx) => {
+    if (isJudged(cfg.suite)) ctx.addIssue({ code: 'custom', path: ['suite'], message: `${cfg.suite} grades with a judge model, which the in-training benchmark evaluator does not set up: evaluate its checkpoints with \`cookbook eval\`` });
+  });
 export type BenchmarkEvaluatorConfig = z.output<typeof BenchmarkEvaluatorSchema>;
 
 export const benchmarkMetricPrefix = (e: { name: string | null; suite: string }) => `eval/${e.name ?? e.suite}`;

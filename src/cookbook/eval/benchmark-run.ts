@@ -8,6 +8,7 @@ import type { Renderer } from '../renderers/types.js';
 import { deriveSeed } from '../rl/seeds.js';
 import { meanPassAtK } from './pass-at-k.js';
 import { actAlways, type Once } from '../rl/side-effects.js';
+import type { Judge } from './judge.js';
 import type { EvalItem, ExampleResult, SampleResult, Suite } from './suites/index.js';
 
 export interface BenchmarkSampling {
@@ -47,6 +48,8 @@ export async function sampleAndGrade(
   seedFor: (index: number, sample: number) => number,
   /** Where a sample's grading effects are recorded (default: nowhere, they act every time). */
   onceFor: (index: number, sample: number) => Once = () => actAlways,
+  /** A judged suite's judge of a sample (absent: the suite is not judged). */
+  judgeFor?: (index: number, sample: number) => Judge,
 ): Promise<ExampleResult[]> {
   const stop = renderer.getStopSequences();
   const sampleOne = async (index: number, item: EvalItem, prompt: ReturnType<Renderer['buildGenerationPrompt']>, sample: number): Promise<SampleResult> => {
@@ -55,7 +58,7 @@ export async function sampleAndGrade(
     if (!tokens) throw new Error(`the sampler returned no sequence for ${suite.name} example ${index} (sample ${sample})`);
     const { message } = renderer.parseResponse(tokens);
     const response = getTextContent(message);
-    const grade = await suite.grade(response, item, { message, once: onceFor(index, sample) });
+    const grade = await suite.grade(response, item, { message, once: onceFor(index, sample), ...(judgeFor ? { judge: judgeFor(index, sample) } : {}) });
     return { response, extracted: grade.extracted, correct: grade.correct, ...(grade.metrics ? { metrics: grade.metrics } : {}) };
   };
   return Promise.all(

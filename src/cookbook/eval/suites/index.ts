@@ -1,5 +1,6 @@
 // The benchmark suites `cookbook eval` and the `benchmark` evaluator entry know by name.
 import { aime, aime2025, aime2026 } from './aime.js';
+import { arenaHard } from './arena-hard.js';
 import { ceval } from './ceval.js';
 import { gpqa } from './gpqa.js';
 import { bfcl } from './bfcl.js';
@@ -18,7 +19,7 @@ import { supergpqa } from './supergpqa.js';
 import { TERMINAL_SUITE } from './terminal.js';
 import type { Suite } from './types.js';
 
-export const SUITES: Record<string, Suite> = { gsm8k, math500, aime, aime_2025: aime2025, aime_2026: aime2026, hmmt_feb_2025: hmmtFeb2025, hmmt_nov_2025: hmmtNov2025, ifeval, mmlu, ifbench, longbench, bfcl, gpqa, mmlu_pro: mmluPro, mmlu_redux: mmluRedux, supergpqa, ceval, mbpp, livecodebench };
+export const SUITES: Record<string, Suite> = { gsm8k, math500, aime, aime_2025: aime2025, aime_2026: aime2026, hmmt_feb_2025: hmmtFeb2025, hmmt_nov_2025: hmmtNov2025, ifeval, mmlu, ifbench, longbench, bfcl, gpqa, mmlu_pro: mmluPro, mmlu_redux: mmluRedux, supergpqa, ceval, mbpp, livecodebench, arena_hard: arenaHard };
 export const SUITE_NAMES = Object.keys(SUITES) as [string, ...string[]];
 
 /** Suites `cookbook eval` runs as agent episodes, not single samples (none is a training evaluator). */

@@ -3,6 +3,7 @@
 // graded, and which metrics beyond accuracy it reports.
 import type { Message } from '../../renderers/types.js';
 import { actAlways, type Once } from '../../rl/side-effects.js';
+import type { Judge } from '../judge.js';
 
 /** One example, ready to sample: the prompt's messages and what grading needs (plain JSON). */
 export interface EvalItem {
@@ -56,6 +57,8 @@ export interface GradeContext {
    * so a retried chunk reads them back instead of running them again (DESIGN §3.9).
    */
   once: Once;
+  /** A judged suite's judge for this sample (absent outside a run that configured one). */
+  judge?: Judge;
 }
 
 /** Grading outside a run (tests, ad-hoc checks): effects act every time. */
@@ -82,6 +85,8 @@ export interface Suite {
   dataset: { hubId: string; name: string | null; split: string; configs?: readonly string[] };
   /** The shipped sample (relative to data/eval/). */
   sample: string;
+  /** Grades with a model judge (GradeContext.judge): the eval config's `judge` applies to it alone. */
+  judged?: boolean;
   /** How `limit` picks its examples; default: the first rows in file order. */
   limitPick?: LimitPick;
   /** Rows the reference evaluates (MMLU-Redux: only error_type "ok"); the others are dropped before `limit`. */
