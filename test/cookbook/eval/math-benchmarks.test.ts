@@ -8,7 +8,8 @@ import { aimeInteger } from '../../../src/cookbook/eval/suites/aime.js';
 import { toAsciiDigits } from '../../../src/cookbook/eval/suites/extract.js';
 import { checkMathEqual, normalizeLatexAnswer } from '../../../src/cookbook/eval/suites/hmmt.js';
 import { NO_EFFECTS, SUITES } from '../../../src/cookbook/eval/suites/index.js';
-import { latexEqual, parseLatexAnswer } from '../../../src/cookbook/eval/suites/latex-equal.js';
+import { latexEqual } from '../../../src/cookbook/eval/suites/latex-equal.js';
+import { parseLatexAnswer } from '../../../src/cookbook/eval/suites/latex-parse.js';
 
 const MATH_SUITES = ['aime', 'aime_2025', 'aime_2026', 'hmmt_feb_2025', 'hmmt_nov_2025'];
 const load = (suite: string) => loadBenchmark({ suite, data_path: null, data_name: null, data_split: null, limit: null, system_prompt: null });
