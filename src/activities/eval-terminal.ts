@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/activity';
 import type { EvalConfig } from '../cookbook/eval/benchmark-config.js';
 import { chunkBlobPath, resultsTable } from '../cookbook/eval/results.js';
-import { loadTerminalEval, TERMINAL_SUITE, TerminalEvalSchema, type TerminalEvalData } from '../cookbook/eval/suites/terminal.js';
+import { loadTerminalEval, TerminalEvalSchema, type TerminalEvalData } from '../cookbook/eval/suites/terminal.js';
 import { evaluateTerminalTask, type TerminalEpisodeSetup } from '../cookbook/eval/suites/terminal-run.js';
 import { aggregateTerminal, errorsText, summaryText, terminalTable, type TerminalChunkBlob, type TerminalResultsFile, type TerminalTaskResult } from '../cookbook/eval/suites/terminal-results.js';
 import { rendererForModel } from '../cookbook/renderers/for-model.js';
@@ -20,9 +20,9 @@ import type { EvalChunkInput, EvalChunkResult, EvalModel, EvalOutcome } from './
 import { ErrorTypes } from './types.js';
 
 /** The config's tasks; a folder that cannot be read fails the eval (there is nothing to retry). */
-export function terminalEvalData(cfg: EvalConfig): TerminalEvalData {
+export async function terminalEvalData(cfg: EvalConfig): Promise<TerminalEvalData> {
   try {
-    return loadTerminalEval({ ...cfg, terminal: terminalOptions(cfg) });
+    return await loadTerminalEval({ ...cfg, terminal: terminalOptions(cfg) });
   } catch (err) {
     throw ApplicationFailure.nonRetryable(err instanceof Error ? err.message : String(err), ErrorTypes.data);
   }
@@ -34,12 +34,12 @@ const terminalOptions = (cfg: EvalConfig) => cfg.terminal ?? TerminalEvalSchema.
 const fileName = (task: string) => task.replace(/[^A-Za-z0-9_.-]+/g, '_');
 
 /** The chunk's blob when a finished attempt wrote it whole. */
-function finishedChunk(store: RunStore, chunk: number, expected: number): TerminalChunkBlob | undefined {
+function finishedChunk(store: RunStore, suite: string, chunk: number, expected: number): TerminalChunkBlob | undefined {
   const ref = chunkBlobPath(chunk);
   if (!existsSync(join(store.logPath, '.cookbook', 'store', ref))) return undefined;
   try {
     const blob = JSON.parse(store.readBlob(ref).toString('utf8')) as TerminalChunkBlob;
-    return blob.format === 'eval_chunk/v1' && blob.suite === TERMINAL_SUITE.name && blob.chunk === chunk && blob.results.length === expected ? blob : undefined;
+    return blob.format === 'eval_chunk/v1' && blob.suite === suite && blob.chunk === chunk && blob.results.length === expected ? blob : undefined;
   } catch {
     return undefined;
   }
@@ -49,18 +49,18 @@ const summary = (chunk: number, results: TerminalTaskResult[]): EvalChunkResult 
 
 export async function terminalEvalChunk(deps: ActivityDeps, { run, chunk, baseModel, modelPath }: EvalChunkInput, cfg: EvalConfig): Promise<EvalChunkResult> {
   const store = new RunStore(run.logPath);
-  const { tasks } = terminalEvalData(cfg);
+  const { tasks } = await terminalEvalData(cfg);
   const start = chunk * cfg.chunk_size;
   const examples = tasks.slice(start, start + cfg.chunk_size).map((task, i) => ({ index: start + i, task }));
   if (examples.length === 0) throw ApplicationFailure.nonRetryable(`chunk ${chunk} is past the last task`, ErrorTypes.config);
-  const done = finishedChunk(store, chunk, examples.length);
+  const done = finishedChunk(store, cfg.suite, chunk, examples.length);
   if (done) return summary(chunk, done.results);
 
   const policyModel = { model_name: baseModel, renderer_name: cfg.renderer_name, tokenizer_path: cfg.tokenizer_path };
   const { renderer, tokenizer } = await heartbeating(rendererForModel(policyModel));
   let declaring;
   try {
-    declaring = toolDeclaring(renderer, TERMINAL_SUITE.name);
+    declaring = toolDeclaring(renderer, cfg.suite);
   } catch (err) {
     throw ApplicationFailure.nonRetryable(`${(err as Error).message} (set renderer_name to one that declares tools)`, ErrorTypes.config);
   }
@@ -76,6 +76,7 @@ export async function terminalEvalChunk(deps: ActivityDeps, { run, chunk, baseMo
     tokenizer,
     sampling: cfg,
     terminal: terminalOptions(cfg),
+    suite: cfg.suite,
     // The eval's position of the episode: a retried chunk replays its sandbox operations.
     onceFor: (index) => runStoreOnce(store, ['eval', chunk, index]),
     writeTrajectory: (task, text) => {
@@ -87,19 +88,19 @@ export async function terminalEvalChunk(deps: ActivityDeps, { run, chunk, baseMo
   const results = await callBackend(`terminal chunk ${chunk}`, 'session-lost', () =>
     heartbeating(Promise.all(examples.map(({ index, task }) => evaluateTerminalTask(index, task, setup))), { chunk }),
   );
-  store.writeBlob(chunkBlobPath(chunk), JSON.stringify({ format: 'eval_chunk/v1', suite: 'terminal', chunk, results } satisfies TerminalChunkBlob));
+  store.writeBlob(chunkBlobPath(chunk), JSON.stringify({ format: 'eval_chunk/v1', suite: cfg.suite, chunk, results } satisfies TerminalChunkBlob));
   return summary(chunk, results);
 }
 
-export function terminalEvalFinish({ run, numChunks, baseModel }: { run: RunRef; numChunks: number } & EvalModel, cfg: EvalConfig): EvalOutcome {
+export async function terminalEvalFinish({ run, numChunks, baseModel }: { run: RunRef; numChunks: number } & EvalModel, cfg: EvalConfig): Promise<EvalOutcome> {
   const store = new RunStore(run.logPath);
   const results = Array.from({ length: numChunks }, (_, i) => (JSON.parse(store.readBlob(chunkBlobPath(i)).toString('utf8')) as TerminalChunkBlob).results).flat();
   const file: TerminalResultsFile = {
     format: 'eval_results/v1',
-    suite: TERMINAL_SUITE.name,
+    suite: cfg.suite,
     model: cfg.model,
     base_model: baseModel,
-    data: terminalEvalData(cfg).source,
+    data: (await terminalEvalData(cfg)).source,
     sampling: { max_tokens: cfg.max_tokens, temperature: cfg.temperature, seed: cfg.seed, num_samples: cfg.num_samples },
     terminal: terminalOptions(cfg),
     metrics: aggregateTerminal(results),

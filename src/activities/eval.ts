@@ -99,7 +99,7 @@ export function evalActivities(deps: ActivityDeps): EvalActivities {
         if (err instanceof RunDirInUseError) throw ApplicationFailure.nonRetryable(err.message, ErrorTypes.config);
         throw err;
       }
-      const numExamples = isAgenticSuite(config.suite) ? terminalEvalData(config).tasks.length : (await benchmarkData(run, config)).items.length;
+      const numExamples = isAgenticSuite(config.suite) ? (await terminalEvalData(config)).tasks.length : (await benchmarkData(run, config)).items.length;
       let baseModel = config.model;
       if (isCheckpointPath(config.model)) {
         const backend = deps.backendFor(config.base_url);

@@ -29,7 +29,7 @@ export const EVAL_USAGE = `  eval <model or checkpoint> <suite>    evaluate a ba
 /** Loads the data as the workflow will, so a bad row fails here (naming file and line) before any run exists. */
 export async function checkEvalData(r: ResolvedEval): Promise<number> {
   try {
-    if (isAgenticSuite(r.config.suite)) return loadTerminalEval(r.config).tasks.length;
+    if (isAgenticSuite(r.config.suite)) return (await loadTerminalEval(r.config)).tasks.length;
     return (await loadBenchmark(r.config)).items.length;
   } catch (err) {
     throw new ConfigError(`${r.config.suite} data: ${(err as Error).message}`);

@@ -2,7 +2,8 @@
 // real tokenizer, the real episode sandbox): one agent episode per Harbor task, each task PASS,
 // FAIL or ERROR as the reference's eval.py decides, the pass rate that of those statuses, the
 // reference's asummary.txt table in results.md, a trajectory file per task; a task whose image
-// cannot be built is an ERROR with its reason, not a failed eval.
+// cannot be built is an ERROR with its reason, not a failed eval. `terminal_bench` on the same
+// machinery: a shipped Terminal-Bench row as one episode in the generic image.
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Worker } from '@temporalio/worker';
@@ -25,8 +26,8 @@ const unavailable = await episodeSandboxAvailable().then(() => null, (e: Error) 
 let stack: TestStack;
 let counter = 0;
 
-async function evaluate(args: { limit?: string; data?: string }): Promise<{ result: EvalWorkflowResult; file: TerminalResultsFile; id: string }> {
-  const r = resolveEval('tiny-qwen3', 'terminal', { ...args, set: SET }, { runsDir: join(stack.dir, 'runs'), workflowId: `eval-terminal-${++counter}` });
+async function evaluate(args: { limit?: string; data?: string }, suite = 'terminal'): Promise<{ result: EvalWorkflowResult; file: TerminalResultsFile; id: string }> {
+  const r = resolveEval('tiny-qwen3', suite, { ...args, set: SET }, { runsDir: join(stack.dir, 'runs'), workflowId: `eval-terminal-${++counter}` });
   const result = (await (await startEval(stack.client, r, stack.taskQueue)).result()) as EvalWorkflowResult;
   return { result, file: JSON.parse(readFileSync(result.resultsPath, 'utf8')) as TerminalResultsFile, id: r.workflowId };
 }
@@ -94,6 +95,29 @@ describe.skipIf(unavailable)('eval terminal', { timeout: 240_000 }, () => {
       expect(file.metrics).toMatchObject({ pass_rate: 0, score: 0, num_pass: 0, num_fail: 1, num_error: 1, num_examples: 2 });
       expect(readFileSync(join(result.logPath, 'aerr.txt'), 'utf8')).toContain(`${'='.repeat(60)}\nTask: needs-docker\n${'='.repeat(60)}\n${broken.error}\n`);
       expect(result.table).toContain('terminal: total=2 pass=0 fail=1 error=1 pass_rate=0.0%');
+    });
+  });
+
+  it('terminal_bench --limit 1: the first shipped row in the generic image, its id terminal_bench_<task_id>, its status from its reward; MAX_TURNS 100 by default', async () => {
+    expect(resolveEval('tiny-qwen3', 'terminal_bench', {}, { runsDir: join(stack.dir, 'runs'), workflowId: 'unused' }).config).toMatchObject({ max_tokens: 32768, temperature: 0.6, terminal: { max_turns: 100 } });
+    await withWorker(stack, async () => {
+      const { result, file } = await evaluate({ limit: '1' }, 'terminal_bench');
+      expect(result.status).toBe('completed');
+      expect(file.suite).toBe('terminal_bench');
+      expect(file.data).toBe(join(ROOT, 'data', 'eval', 'terminal_bench'));
+      expect(file.terminal.max_turns).toBe(2);
+      expect(file.examples.map((e) => e.id)).toEqual(['terminal_bench_hello-file']);
+      const [e] = file.examples;
+      // The generic image builds and the row's files are written: the episode ran and took a turn,
+      // ending in run_tests.sh's verdict or on max_tokens (no penalty: the suite's failed_parse_reward is 0).
+      expect(e.error).toBeNull();
+      expect(e.turns).toBeGreaterThanOrEqual(1);
+      expect(e.turns).toBeLessThanOrEqual(2);
+      if (e.test_verdict === null) expect([e.stop_reason, e.reward]).toEqual(['max_tokens', 0]);
+      else expect(e.test_verdict).toMatch(new RegExp(`^reward ${e.reward} · run_tests\\.sh exit \\d+`));
+      expect(e.status).toBe(taskStatus(e));
+      expect(result.metrics).toEqual(aggregateTerminal(file.examples));
+      expect(result.table).toContain(`terminal_bench: total=1 pass=${file.metrics.num_pass} fail=${file.metrics.num_fail} error=0`);
     });
   });
 });

@@ -7,7 +7,7 @@ import { applyOverrides, ConfigError, parseConfig } from '../config/overrides.js
 import type { RunRef } from '../run-store.js';
 import { EvalConfigSchema, type EvalConfig } from './benchmark-config.js';
 import { benchmarkDataPath } from './benchmark-data.js';
-import { isAgenticSuite, TERMINAL_CONFIG_DEFAULTS, terminalDataDir } from './suites/terminal.js';
+import { agenticConfigDefaults, isAgenticSuite, readsTaskFolders, terminalDataDir } from './suites/terminal.js';
 
 export interface ResolvedEval {
   workflowId: string;
@@ -33,7 +33,7 @@ const slug = (s: string) => s.replace(/^tinker:\/\//, '').replace(/[^A-Za-z0-9_.
 /** The eval config from the command line: positionals, flags, then `--set` overrides (dotted keys). */
 export function resolveEval(model: string, suite: string, args: EvalArgs, opts: { runsDir?: string; workflowId?: string } = {}): ResolvedEval {
   // The terminal suite's own defaults (the reference eval's), under any flag or --set.
-  const raw: Record<string, unknown> = { ...(isAgenticSuite(suite) ? structuredClone(TERMINAL_CONFIG_DEFAULTS) : {}), model, suite };
+  const raw: Record<string, unknown> = { ...(isAgenticSuite(suite) ? agenticConfigDefaults(suite) : {}), model, suite };
   if (args.limit !== undefined) {
     if (!/^\d+$/.test(args.limit)) throw new ConfigError(`--limit: "${args.limit}" is not a positive integer`);
     raw.limit = Number(args.limit);
@@ -52,7 +52,7 @@ export function resolveEval(model: string, suite: string, args: EvalArgs, opts: 
   for (const key of ['data_path', 'tokenizer_path'] as const) {
     const p = config[key];
     if (p === null) continue;
-    if (key === 'data_path' && isAgenticSuite(config.suite)) {
+    if (key === 'data_path' && readsTaskFolders(config.suite)) {
       // A folder of task folders, or the name of a downloaded Harbor dataset.
       try {
         config.data_path = terminalDataDir(p, process.cwd());

@@ -71,7 +71,7 @@ async function parquetOpen(file: DataFile): Promise<{ buffer: AsyncBuffer; metad
   return { buffer, metadata: await parquetMetadataAsync(buffer) };
 }
 
-async function* parquetRows(file: DataFile, columns: string[] | undefined, someColumns: boolean): AsyncGenerator<RawRow> {
+async function* parquetRows(file: DataFile, columns: string[] | undefined, someColumns: boolean, bytes: boolean): AsyncGenerator<RawRow> {
   const { buffer, metadata } = await parquetOpen(file);
   const present = new Set(metadata.schema.slice(1).map((s) => s.name));
   // Read only the columns the format needs, unless one is missing: then the row-level error names it.
@@ -82,7 +82,8 @@ async function* parquetRows(file: DataFile, columns: string[] | undefined, someC
   let start = 0;
   for (const group of metadata.row_groups) {
     const end = start + Number(group.num_rows);
-    const rows = await parquetReadObjects({ file: buffer, metadata, rowStart: start, rowEnd: end, columns: cols, compressors });
+    // hyparquet decodes every byte array as UTF-8 unless told not to; a string column (annotated so) still is.
+    const rows = await parquetReadObjects({ file: buffer, metadata, rowStart: start, rowEnd: end, columns: cols, compressors, utf8: !bytes });
     for (let i = 0; i < rows.length; i++) yield { data: plainValue(rows[i]) as Record<string, unknown>, at: `${file.displayPath} row ${start + i + 1}` };
     start = end;
   }
@@ -145,11 +146,13 @@ async function* jsonRows(file: DataFile): AsyncGenerator<RawRow> {
 
 /**
  * The rows of one data file, in file order, read lazily. `columns` (parquet only) limits the
- * columns read: all of them, or with `someColumns` those of them the file has. Read errors become
+ * columns read: all of them, or with `someColumns` those of them the file has. With `bytes`, a
+ * parquet binary column (one not annotated as a string) comes out as a Uint8Array, as HF's bytes
+ * (default: decoded as UTF-8). Read errors become
  * DataFormatErrors naming the file.
  */
-export async function* readRows(file: DataFile, columns?: string[], opts: { someColumns?: boolean } = {}): AsyncGenerator<RawRow> {
-  const inner = file.kind === 'parquet' ? parquetRows(file, columns, opts.someColumns ?? false) : file.kind === 'arrow' ? arrowRows(file) : file.kind === 'jsonl' ? jsonlRows(file) : jsonRows(file);
+export async function* readRows(file: DataFile, columns?: string[], opts: { someColumns?: boolean; bytes?: boolean } = {}): AsyncGenerator<RawRow> {
+  const inner = file.kind === 'parquet' ? parquetRows(file, columns, opts.someColumns ?? false, opts.bytes ?? false) : file.kind === 'arrow' ? arrowRows(file) : file.kind === 'jsonl' ? jsonlRows(file) : jsonRows(file);
   try {
     yield* inner;
   } catch (e) {

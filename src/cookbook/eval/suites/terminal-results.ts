@@ -34,7 +34,8 @@ export const taskStatus = (r: { error: string | null; reward: number }): TaskSta
 
 export interface TerminalChunkBlob {
   format: 'eval_chunk/v1';
-  suite: 'terminal';
+  /** terminal or terminal_bench. */
+  suite: string;
   chunk: number;
   results: TerminalTaskResult[];
 }

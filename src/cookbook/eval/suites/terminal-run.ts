@@ -11,7 +11,6 @@ import { modelInputToInts } from '../../model-input.js';
 import type { ModelChoice } from '../../renderers/for-model.js';
 import { tinkerTokenCompleter } from '../../rl/completers.js';
 import { TerminalArgsSchema, TerminalEnvGroupBuilder, terminalEnvOptions, type TerminalEnvOptions } from '../../rl/envs/terminal/env.js';
-import type { HarborTask } from '../../rl/envs/terminal/tasks.js';
 import { samplerRolloutContext } from '../../rl/rollout-context.js';
 import { doGroupRollout, failFast, passesThrough } from '../../rl/rollouts.js';
 import { sequentialSeeds } from '../../rl/seeds.js';
@@ -21,7 +20,9 @@ import { RunStoreDamagedError, RunStoreWriteError } from '../../run-store.js';
 import type { Tokenizer } from '../../tokenizer.js';
 import type { ToolDeclaringRenderer } from '../../tool-use/index.js';
 import { exampleSeed } from '../benchmark-run.js';
-import { TERMINAL_SUITE, type TerminalEvalOptions } from './terminal.js';
+import { TERMINAL_SUITE, type TerminalEvalOptions, type TerminalEvalTask } from './terminal.js';
+import { isTerminalBenchTask } from './terminal-bench.js';
+import { TerminalBenchEnvGroupBuilder } from './terminal-bench-env.js';
 import { taskStatus, type TerminalTaskResult } from './terminal-results.js';
 
 /**
@@ -59,6 +60,8 @@ export interface TerminalEpisodeSetup {
   tokenizer: Pick<Tokenizer, 'decode'>;
   sampling: { seed: number; max_tokens: number; temperature: number };
   terminal: TerminalEvalOptions;
+  /** The suite's name, part of each example's sampling seed (default: terminal). */
+  suite?: string;
   /** The record of example `index`'s sandbox operations. */
   onceFor(index: number): Once;
   /** Keeps a task's trajectory text; returns where it went (a run-folder path). */
@@ -89,10 +92,16 @@ export function formatLastTransition(traj: Trajectory, tokenizer: Pick<Tokenizer
   return `${lines.join('\n')}\n`;
 }
 
+/** The task's env: a Harbor task's (rl/envs/terminal), or a Terminal-Bench row's in the generic image. */
+function envBuilder(task: TerminalEvalTask, s: TerminalEpisodeSetup) {
+  const opts = terminalEnvOptionsOf(s.terminal);
+  return isTerminalBenchTask(task) ? new TerminalBenchEnvGroupBuilder(task, s.renderer, opts) : new TerminalEnvGroupBuilder(task, s.renderer, 1, opts);
+}
+
 /** One episode of `task` (example `index`), graded; never throws for the task's own failures. */
-export async function evaluateTerminalTask(index: number, task: HarborTask, s: TerminalEpisodeSetup): Promise<TerminalTaskResult> {
+export async function evaluateTerminalTask(index: number, task: TerminalEvalTask, s: TerminalEpisodeSetup): Promise<TerminalTaskResult> {
   const start = performance.now();
-  const seed = exampleSeed(s.sampling.seed, TERMINAL_SUITE.name, index);
+  const seed = exampleSeed(s.sampling.seed, s.suite ?? TERMINAL_SUITE.name, index);
   const ctx = samplerRolloutContext({
     openSession: s.openSession,
     policyModel: s.policyModel,
@@ -103,7 +112,7 @@ export async function evaluateTerminalTask(index: number, task: HarborTask, s: T
   const seconds = () => Math.round((performance.now() - start) / 100) / 10;
   const base = { index, id: task.taskName };
   try {
-    const builder = new TerminalEnvGroupBuilder(task, s.renderer, 1, terminalEnvOptionsOf(s.terminal)).withContext(ctx);
+    const builder = envBuilder(task, s).withContext(ctx);
     const group = await doGroupRollout(builder, policy, failFast());
     const traj = group.trajectoriesG[0]!;
     const last = traj.transitions.at(-1);

@@ -11,6 +11,7 @@ import { z } from 'zod';
 import { ConfigurationError } from '../../errors.js';
 import { EPISODE_DEFAULTS } from '../../sandbox/episode.js';
 import { harborDatasetDir, loadHarborTasks, type HarborTask } from '../../rl/envs/terminal/tasks.js';
+import { loadTerminalBenchTasks, TERMINAL_BENCH_MAX_TURNS, TERMINAL_BENCH_SUITE, type TerminalBenchTask } from './terminal-bench.js';
 
 export const TERMINAL_SUITE = {
   name: 'terminal',
@@ -18,7 +19,10 @@ export const TERMINAL_SUITE = {
   data: 'data/terminal_tasks, a folder of Harbor task folders, or a dataset name under ~/.cache/harbor/tasks/',
 } as const;
 
-export const isAgenticSuite = (suite: string) => suite === TERMINAL_SUITE.name;
+export const isAgenticSuite = (suite: string) => suite === TERMINAL_SUITE.name || suite === TERMINAL_BENCH_SUITE.name;
+
+/** Whether the suite's --data names Harbor task folders (terminal), not rows in an HF layout (terminal_bench). */
+export const readsTaskFolders = (suite: string) => suite === TERMINAL_SUITE.name;
 
 const MiB = 1024 * 1024;
 
@@ -44,18 +48,22 @@ export type TerminalEvalOptions = z.output<typeof TerminalEvalSchema>;
 /** Config defaults of the suite where they differ from the single-turn suites' (the reference eval's max_tokens 2048, greedy). */
 export const TERMINAL_CONFIG_DEFAULTS = { max_tokens: 2048, temperature: 0, terminal: {} } as const;
 
+/** An agentic suite's config defaults: terminal's above; terminal_bench the benchmarks' sampling and the reference's MAX_TURNS. */
+export const agenticConfigDefaults = (suite: string): Record<string, unknown> =>
+  structuredClone(suite === TERMINAL_BENCH_SUITE.name ? { terminal: { max_turns: TERMINAL_BENCH_MAX_TURNS } } : TERMINAL_CONFIG_DEFAULTS);
+
 const SHIPPED = path.join('data', 'terminal_tasks');
 
 /** The shipped tasks: data/terminal_tasks of the nearest ancestor of this module that holds it. */
-export function shippedTerminalTasksDir(): string {
+export function shippedTerminalTasksDir(shipped = SHIPPED): string {
   let dir = path.dirname(fileURLToPath(import.meta.url));
   for (let i = 0; i < 8; i++) {
-    if (existsSync(path.join(dir, SHIPPED))) return path.join(dir, SHIPPED);
+    if (existsSync(path.join(dir, shipped))) return path.join(dir, shipped);
     const parent = path.dirname(dir);
     if (parent === dir) break;
     dir = parent;
   }
-  throw new ConfigurationError(`cannot find ${SHIPPED} above ${fileURLToPath(import.meta.url)}; name a folder of Harbor tasks with --data`);
+  throw new ConfigurationError(`cannot find ${shipped} above ${fileURLToPath(import.meta.url)}; name the tasks with --data`);
 }
 
 /** `--data` of the suite: a folder (absolute, or relative to `baseDir`), else a dataset name under ~/.cache/harbor/tasks/. */
@@ -64,17 +72,28 @@ export function terminalDataDir(dataPath: string | null, baseDir: string): strin
   return harborDatasetDir(dataPath, baseDir);
 }
 
+/** A task of an agentic suite: a Harbor task folder (terminal) or a Terminal-Bench row (terminal_bench). */
+export type TerminalEvalTask = HarborTask | TerminalBenchTask;
+
 export interface TerminalEvalData {
-  tasks: HarborTask[];
+  tasks: TerminalEvalTask[];
   source: string;
 }
 
-/** The tasks an eval config names: the folder's tasks sorted by name (or `only`'s), the first `limit`. */
-export function loadTerminalEval(cfg: { data_path: string | null; limit: number | null; terminal?: TerminalEvalOptions }): TerminalEvalData {
-  const source = terminalDataDir(cfg.data_path, process.cwd());
-  const all = loadHarborTasks(source);
+/** terminal_bench's rows: --data's, else the shipped sample. */
+async function loadBenchTasks(dataPath: string | null, limit: number | null): Promise<TerminalEvalData> {
+  const source = dataPath ?? shippedTerminalTasksDir(path.join('data', 'eval', 'terminal_bench'));
+  return { tasks: await loadTerminalBenchTasks(source, limit), source };
+}
+
+/** The tasks an eval config names: the folder's tasks sorted by name, or terminal_bench's rows in file order (or `only`'s), the first `limit`. */
+export async function loadTerminalEval(cfg: { suite?: string; data_path: string | null; limit: number | null; terminal?: TerminalEvalOptions }): Promise<TerminalEvalData> {
   const only = cfg.terminal?.only ?? null;
-  let tasks = all;
+  const bench = cfg.suite === TERMINAL_BENCH_SUITE.name;
+  if (bench && !only) return loadBenchTasks(cfg.data_path, cfg.limit);
+  const folder = bench ? null : terminalDataDir(cfg.data_path, process.cwd());
+  const { tasks: all, source } = folder === null ? await loadBenchTasks(cfg.data_path, null) : { tasks: loadHarborTasks(folder), source: folder };
+  let tasks: TerminalEvalTask[] = all;
   if (only) {
     const byName = new Map(all.map((t) => [t.taskName, t]));
     tasks = only.map((name) => {
