@@ -18,6 +18,7 @@ import { RunStore } from '../../src/cookbook/run-store.js';
 import { buildReportHtml } from '../../src/report/report.js';
 import type { EvalScheduleResult } from '../../src/workflows/eval-schedule.js';
 import { progressQuery } from '../../src/workflows/shared/messages.js';
+import { cookbookOn } from '../support/cli.js';
 import { startTestStack, waitUntil, withWorker, workerProcess, type TestStack } from '../support/stack.js';
 import { fullTier } from '../support/tier.js';
 
@@ -114,8 +115,12 @@ describe('eval schedule on the real stack', () => {
     const benchmarks = ['gsm8k', 'mmlu'];
     // A bad override fails when the schedule is made, not at each firing.
     expect(() => resolveEvalSchedule(run.logPath, benchmarks, '1h', { set: ['max_tokens=-1'] })).toThrow(ConfigError);
-    const s = resolveEvalSchedule(run.logPath, benchmarks, '1h', { limit: '1', set: EVAL_SET }, { scheduleId: `evals-${run.workflowId}` });
-    await createEvalSchedule(stack.client, s, stack.taskQueue);
+    // Made as a user makes it (the schedule's default id: evals-<run id>).
+    const made = await cookbookOn(stack, ['eval', run.logPath, '--every', '1h', '--benchmarks', benchmarks.join(','), '--limit', '1', ...EVAL_SET.flatMap((kv) => ['--set', kv])]);
+    expect(made.err).toBe('');
+    expect(made.out).toContain(`created schedule evals-${run.workflowId}: every 1h, gsm8k, mmlu on each sampler checkpoint of ${run.workflowId}`);
+    const s = resolveEvalSchedule(run.logPath, benchmarks, '1h', { limit: '1', set: EVAL_SET });
+    expect((await stack.client.schedule.getHandle(s.scheduleId).describe()).action.args).toEqual([s.input]);
     await expect(createEvalSchedule(stack.client, s, stack.taskQueue)).rejects.toThrow(/already exists.*--unschedule/);
     try {
       await withWorker(stack, async () => {
