@@ -110,7 +110,7 @@ const EDGE: Array<{ suite: string; row: Row }> = [
 ];
 
 const SUITES = ['aime', 'aime_2025', 'aime_2026', 'hmmt_feb_2025', 'hmmt_nov_2025', 'gsm8k', 'math500'] as const;
-const SYSTEM = 'Put your final answer in \\boxed{}.';
+const SYSTEM = 'You are a careful mathematician.';
 
 const MATH_EQUAL: Array<[string, string]> = [
   ['\\frac{1}{2}', '0.5'],
@@ -288,6 +288,7 @@ interface Case {
   suite: string;
   label: string;
   systemPrompt: string | null;
+  graded: boolean;
   rows: Row[];
   items: EvalItem[];
 }
@@ -312,8 +313,8 @@ async function shippedRows(suite: string): Promise<Row[]> {
   return rows;
 }
 
-/** The responses a case is graded on: the system prompt does not reach grading, so only the cases without one. */
-const gradedOn = (c: Case) => (c.systemPrompt === null ? RESPONSES[c.suite] : []);
+/** The responses a case is graded on: the system prompt does not reach grading, so one case of each sample. */
+const gradedOn = (c: Case) => (c.graded ? RESPONSES[c.suite] : []);
 
 let cases: Case[];
 let ref: { suites: RefSuite[]; math_equal: boolean[]; gsm8k: Array<[string, boolean]> };
@@ -321,13 +322,14 @@ let ref: { suites: RefSuite[]; math_equal: boolean[]; gsm8k: Array<[string, bool
 beforeAll(async () => {
   cases = [];
   for (const suite of SUITES) {
-    for (const systemPrompt of [null, SYSTEM]) {
+    // null: the suite's recommended system prompt (the reference's runner); "": none.
+    for (const systemPrompt of [null, '', SYSTEM]) {
       const { items } = await loadBenchmark({ suite, data_path: null, data_name: null, data_split: null, limit: null, system_prompt: systemPrompt });
-      cases.push({ suite, label: `${suite} sample, system ${systemPrompt ? 'set' : 'none'}`, systemPrompt, rows: await shippedRows(suite), items });
+      cases.push({ suite, label: `${suite} sample, system prompt ${JSON.stringify(systemPrompt)}`, systemPrompt, graded: systemPrompt === null, rows: await shippedRows(suite), items });
     }
   }
   for (const [i, { suite, row }] of EDGE.entries()) {
-    cases.push({ suite, label: `${suite} edge row ${i}`, systemPrompt: null, rows: [row], items: [suiteNamed(suite).parseRow(row, `edge:${i}`, null)] });
+    cases.push({ suite, label: `${suite} edge row ${i}`, systemPrompt: '', graded: true, rows: [row], items: [suiteNamed(suite).parseRow(row, `edge:${i}`, '')] });
   }
   const { python } = await ensureReferenceEnv({ log: () => {} });
   const input = JSON.stringify({

@@ -61,7 +61,11 @@ async def run_suite(case):
 
     module.load_benchmark_dataset = load
     builder = make_builder()
-    envs = builder.make_envs(NoRenderer(), BenchmarkConfig(system_prompt=case["system_prompt"]))
+    # As run_benchmark does: no system prompt given (None) takes the benchmark's recommended one.
+    system_prompt = case["system_prompt"]
+    if system_prompt is None and builder.recommended_system_prompt is not None:
+        system_prompt = builder.recommended_system_prompt
+    envs = builder.make_envs(NoRenderer(), BenchmarkConfig(system_prompt=system_prompt))
     examples, rewards, metrics = [], [], []
     for j, env in enumerate(envs):
         msg_env = env.message_env

@@ -93,6 +93,8 @@ export async function loadBenchmark(opts: BenchmarkDataOptions): Promise<Benchma
   const configs = configsToRead(suite, opts.data_name);
   // Without a shuffle, reading stops at `limit`; a shuffle needs every row first.
   const stopAt = suite.limitPick ? null : opts.limit;
+  // As the reference's runner: no system prompt set (null) takes the suite's recommended one.
+  const systemPrompt = opts.system_prompt ?? suite.recommendedSystemPrompt ?? null;
   const items: EvalItem[] = [];
   const missing: string[] = [];
   outer: for (const config of configs) {
@@ -112,7 +114,7 @@ export async function loadBenchmark(opts: BenchmarkDataOptions): Promise<Benchma
       for await (const row of readRows(file)) {
         if (stopAt !== null && items.length >= stopAt) break outer;
         if (suite.include && !suite.include(row.data)) continue;
-        items.push(suite.parseRow(row.data, row.at, opts.system_prompt, config));
+        items.push(suite.parseRow(row.data, row.at, systemPrompt, config));
       }
     }
   }

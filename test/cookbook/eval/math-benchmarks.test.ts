@@ -33,6 +33,14 @@ describe('AIME and HMMT suites', () => {
     expect(alias.items[0].id.replace('aime_', 'aime_2025_')).toBe(y2025.items[0].id);
   });
 
+  it("take the reference's recommended system prompt when the eval sets none; \"\" is none", async () => {
+    for (const name of [...MATH_SUITES, 'gsm8k', 'math500']) {
+      expect((await load(name)).items[0].messages[0], name).toEqual({ role: 'system', content: 'Put your final answer in \\boxed{}.' });
+      const none = await loadBenchmark({ suite: name, data_path: null, data_name: null, data_split: null, limit: 1, system_prompt: '' });
+      expect(none.items[0].messages.map((m) => m.role)).toEqual(['user']);
+    }
+  });
+
   it('a row without a problem or a usable answer is an error naming the row', () => {
     expect(() => SUITES.aime_2025.parseRow({ answer: 5 }, 'f.jsonl:3', null)).toThrow('f.jsonl:3: "problem" must be a non-empty string');
     expect(() => SUITES.aime_2026.parseRow({ problem: 'P', answer: 'none' }, 'f.jsonl:4', null)).toThrow('f.jsonl:4: "answer" must be an integer (got "none")');

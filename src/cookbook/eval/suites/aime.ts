@@ -5,7 +5,7 @@
 import { DataFormatError } from '../../errors.js';
 import { pyStripWs } from '../../renderers/py-whitespace.js';
 import { extractFirstBoxed, extractGsm8kAnswer, extractNumber, toAsciiDigits } from './extract.js';
-import { exampleId } from './gsm8k.js';
+import { BOXED_SYSTEM_PROMPT, exampleId } from './gsm8k.js';
 import { buildMessages, type Suite } from './types.js';
 
 const AIME_INSTRUCTION = 'This is an AIME problem. The answer is an integer from 000 to 999. Show your work step by step, then put your final answer in \\boxed{}.';
@@ -51,6 +51,7 @@ function aimeSuite(name: string, year: string): Suite {
     description: `AIME ${year}${name === 'aime' ? ' (alias of aime_2025)' : ''}: integer answers 0–999, first \\boxed{} number`,
     dataset: { hubId: `MathArena/aime_${year}`, name: null, split: 'train' },
     sample: name,
+    recommendedSystemPrompt: BOXED_SYSTEM_PROMPT,
     parseRow(row, at, systemPrompt) {
       const problem = firstPresent(row, ['problem', 'question', 'Problem'], '');
       if (typeof problem !== 'string' || problem === '') throw new DataFormatError(`${at}: "problem" must be a non-empty string`);

@@ -7,7 +7,7 @@ import { PY_WS_CLASS, pyStripWs } from '../../renderers/py-whitespace.js';
 import { DataFormatError } from '../../errors.js';
 import { firstPresent } from './aime.js';
 import { extractFirstBoxed } from './extract.js';
-import { exampleId } from './gsm8k.js';
+import { BOXED_SYSTEM_PROMPT, exampleId } from './gsm8k.js';
 import { latexEqual } from './latex-equal.js';
 import { buildMessages, type Suite } from './types.js';
 
@@ -41,6 +41,7 @@ function hmmtSuite(name: string, competition: string, title: string): Suite {
     description: `HMMT ${title}: LaTeX answers, first \\boxed{} compared as strings, numbers, then symbolically`,
     dataset: { hubId: `MathArena/hmmt_${competition}`, name: null, split: 'train' },
     sample: name,
+    recommendedSystemPrompt: BOXED_SYSTEM_PROMPT,
     parseRow(row, at, systemPrompt) {
       const problem = firstPresent(row, ['problem', 'question'], '');
       if (typeof problem !== 'string' || problem === '') throw new DataFormatError(`${at}: "problem" must be a non-empty string`);

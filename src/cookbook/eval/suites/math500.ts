@@ -4,7 +4,7 @@
 import { DataFormatError } from '../../errors.js';
 import { extractBoxed, gradeAnswer } from '../../rl/grading.js';
 import { stringField } from './fields.js';
-import { exampleId } from './gsm8k.js';
+import { BOXED_SYSTEM_PROMPT, exampleId } from './gsm8k.js';
 import { buildMessages, type Suite } from './types.js';
 
 export const math500: Suite = {
@@ -12,6 +12,7 @@ export const math500: Suite = {
   description: 'competition math (Hendrycks MATH subset); boxed answer, math-equivalence grading',
   dataset: { hubId: 'HuggingFaceH4/MATH-500', name: null, split: 'test' },
   sample: 'math500',
+  recommendedSystemPrompt: BOXED_SYSTEM_PROMPT,
   parseRow(row, at, systemPrompt) {
     const problem = stringField(row, 'problem', at);
     const solution = stringField(row, 'solution', at);

@@ -85,6 +85,8 @@ export interface Suite {
   dataset: { hubId: string; name: string | null; split: string; configs?: readonly string[] };
   /** The shipped sample (relative to data/eval/). */
   sample: string;
+  /** The reference's recommended_system_prompt: the system prompt when the eval sets none (null; "" is none). */
+  recommendedSystemPrompt?: string;
   /** Grades with a model judge (GradeContext.judge): the eval config's `judge` applies to it alone. */
   judged?: boolean;
   /** How `limit` picks its examples; default: the first rows in file order. */
