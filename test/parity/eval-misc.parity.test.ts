@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { pickLimit } from '../../src/cookbook/eval/benchmark-data.js';
 import { bfcl } from '../../src/cookbook/eval/suites/bfcl.js';
 import { ifbench } from '../../src/cookbook/eval/suites/ifbench.js';
 import { longbench } from '../../src/cookbook/eval/suites/longbench.js';
@@ -24,6 +25,8 @@ const LONGBENCH_ROWS: Array<Record<string, unknown>> = [
   { _id: 'e3', dataset: 'legacy', input: 'Legacy input?', context: 'legacy ctx', answer: 'E', choice_A: 'x', choice_B: 'y' },
   { _id: 'e4', domain: 'Multi-Document QA', question: 'Which (if any)?', context: 'ctx', answer: 'C++ (2011)' },
 ];
+/** The rows of one shape (the legacy `input` row left out), for the shuffled --limit. */
+const LIMIT_ROWS = LONGBENCH_ROWS.filter((r) => 'question' in r);
 const LONGBENCH_RESPONSES = [
   'The answer is B.', 'A or B? I pick (C)', 'Answer: D\n', 'éA and then B', 'Zürich', 'zürichsee', 'nothing here',
   `ANSWER: B${'x'.repeat(400)}`, `B${' '.repeat(300)}`, 'the letter is ₂A', 'c', 'It is C++ (2011).', 'A_B C', 'Ünd D',
@@ -60,6 +63,7 @@ type Reference = {
   longbench: {
     examples: Array<{ id: string; prompt: string; expected: string; subtask: string; is_mcq: boolean }>;
     grades: Array<Array<{ reward: number; logs: { extracted: string } }>>;
+    limited: string[];
     aggregate: { score: number; num_correct: number; num_examples: number; metrics: Record<string, number> };
   };
   bfcl: { examples: Array<{ id: string; prompt: string; expected: unknown }>; grades: number[][] };
@@ -73,7 +77,7 @@ let reference: Reference;
 beforeAll(async () => {
   const { python } = await ensureReferenceEnv({ log: () => {} });
   const input = JSON.stringify({
-    longbench: { rows: LONGBENCH_ROWS, responses: LONGBENCH_RESPONSES },
+    longbench: { rows: LONGBENCH_ROWS, responses: LONGBENCH_RESPONSES, limit: 5, limit_rows: LIMIT_ROWS },
     bfcl: { rows: BFCL_ROWS, answers: jsonl('data/eval/bfcl/possible_answer/BFCL_v3_simple.json'), responses: BFCL_RESPONSES },
     ifbench: { rows: IFBENCH_ROWS, aggregate: IFBENCH_AGGREGATE },
   });
@@ -93,6 +97,12 @@ describe('LongBench v2 beside the reference', () => {
 
   it('the prompt, example id, expected answer and domain of every row', () => {
     expect(items.map((it) => ({ id: it.id, prompt: userText(it), expected: longbench.expected(it), subtask: it.group, is_mcq: (it.target as { mcq: boolean }).mcq }))).toEqual(reference.longbench.examples);
+  });
+
+  it('--limit picks the rows the reference picks (the HF shuffle with seed 42), in its order', () => {
+    const limitItems = parse(longbench, LIMIT_ROWS, (i) => `row ${i + 1}`);
+    expect(pickLimit(limitItems, 5, longbench.limitPick).map((it) => it.id)).toEqual(reference.longbench.limited);
+    expect(reference.longbench.limited).not.toEqual(limitItems.slice(0, 5).map((it) => it.id));
   });
 
   it('every response graded against every row: the letter read and the verdict', async () => {

@@ -11,6 +11,8 @@ import asyncio
 import json
 import sys
 
+import datasets
+
 import tinker_cookbook.eval.benchmarks._bfcl as bfcl_mod
 import tinker_cookbook.eval.benchmarks._longbench as longbench_mod
 import tinker_cookbook.eval.benchmarks.ifbench as ifbench_mod
@@ -53,6 +55,10 @@ async def main() -> None:
         ],
         "grades": [[await _grade(e, r) for r in cases["longbench"]["responses"]] for e in envs],
     }
+    # --limit: limit_dataset shuffles a datasets.Dataset (rows of one shape, so Arrow adds no nulls).
+    longbench_mod._load_longbench = lambda: datasets.Dataset.from_list(cases["longbench"]["limit_rows"])
+    limited = builder.make_envs(renderer, BenchmarkConfig(max_examples=cases["longbench"]["limit"]))
+    out["longbench"]["limited"] = [e.example_id for e in limited]
     graded = [await _grade(envs[i % len(envs)], r) for i, r in enumerate(cases["longbench"]["responses"])]
     out["longbench"]["aggregate"] = _result(builder.aggregate([g["reward"] for g in graded], [g["metrics"] for g in graded]))
 

@@ -3,10 +3,8 @@
 // in one user message (no truncation: the model's context window is the limit), the lettered
 // choices, and the last standalone A-D in the response's last 300 characters. A row without
 // choices (or whose answer is not a letter) is graded open-ended: the answer as a whole word,
-// case-insensitive, anywhere in the response. Accuracy per domain too.
-//
-// The reference shuffles with seed 42 before taking --limit examples; `limit` here keeps the first
-// rows in file order (the full set scores the same either way).
+// case-insensitive, anywhere in the response. Accuracy per domain too. `limit` takes the first rows
+// of the HF shuffle with seed 42, as the reference's limit_dataset(shuffle_seed=42).
 import { DataFormatError } from '../../errors.js';
 import { formatMcqChoices } from './extract.js';
 import { exampleId } from './gsm8k.js';
@@ -49,6 +47,7 @@ export const longbench: Suite = {
   description: 'LongBench v2: multiple choice (A-D) over long contexts; accuracy per domain too',
   dataset: { hubId: 'THUDM/LongBench-v2', name: null, split: 'train' },
   sample: 'longbench',
+  limitPick: { kind: 'hf_shuffle', seed: 42 },
   parseRow(row, at, systemPrompt) {
     const context = textField(row, ['context'], at);
     const question = textField(row, ['question', 'input'], at);
