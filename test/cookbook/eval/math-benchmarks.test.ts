@@ -2,16 +2,23 @@
 // shipped samples load and grade their own answers right, bad rows are errors naming the row, and
 // the pieces of the graders (Decimal's reading of AIME answers, the LaTeX comparison) on cases
 // whose verdicts are fixed by the reference's semantics.
-import { describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
 import { loadBenchmark } from '../../../src/cookbook/eval/benchmark-data.js';
 import { aimeInteger } from '../../../src/cookbook/eval/suites/aime.js';
 import { toAsciiDigits } from '../../../src/cookbook/eval/suites/extract.js';
 import { checkMathEqual, normalizeLatexAnswer } from '../../../src/cookbook/eval/suites/hmmt.js';
 import { NO_EFFECTS, SUITES } from '../../../src/cookbook/eval/suites/index.js';
+import { writeParquet } from '../hf-fixtures.js';
 import { latexEqual } from '../../../src/cookbook/eval/suites/latex-equal.js';
 import { parseLatexAnswer } from '../../../src/cookbook/eval/suites/latex-parse.js';
 
 const MATH_SUITES = ['aime', 'aime_2025', 'aime_2026', 'hmmt_feb_2025', 'hmmt_nov_2025'];
+const dir = mkdtempSync(path.join(tmpdir(), 'math-benchmarks-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
 const load = (suite: string) => loadBenchmark({ suite, data_path: null, data_name: null, data_split: null, limit: null, system_prompt: null });
 
 describe('AIME and HMMT suites', () => {
@@ -39,6 +46,21 @@ describe('AIME and HMMT suites', () => {
       const none = await loadBenchmark({ suite: name, data_path: null, data_name: null, data_split: null, limit: 1, system_prompt: '' });
       expect(none.items[0].messages.map((m) => m.role)).toEqual(['user']);
     }
+  });
+
+  it("read MathArena's parquet layout: AIME answers as int64 (beyond 2^53 too), HMMT answers as LaTeX strings", async () => {
+    const aimeDir = path.join(dir, 'aime_2026');
+    writeParquet(path.join(aimeDir, 'data/train-00000-of-00001.parquet'), [
+      { problem_idx: 1, problem: 'P1', answer: 42 },
+      { problem_idx: 2, problem: 'P2', answer: 2 ** 60 },
+    ], { intColumns: ['problem_idx', 'answer'] });
+    const aimeItems = (await loadBenchmark({ suite: 'aime_2026', data_path: aimeDir, data_name: null, data_split: null, limit: null, system_prompt: null })).items;
+    expect(aimeItems.map((i) => i.target)).toEqual([42, 2 ** 60]);
+    const hmmtDir = path.join(dir, 'hmmt_nov_2025');
+    writeParquet(path.join(hmmtDir, 'data/train-00000-of-00001.parquet'), [{ problem_idx: 1, problem: 'Q', answer: '\\frac{1}{2}' }], { intColumns: ['problem_idx'] });
+    const [item] = (await loadBenchmark({ suite: 'hmmt_nov_2025', data_path: hmmtDir, data_name: null, data_split: null, limit: null, system_prompt: null })).items;
+    expect(item.target).toBe('\\frac{1}{2}');
+    expect(await SUITES.hmmt_nov_2025.grade('\\boxed{0.5}', item, NO_EFFECTS)).toEqual({ correct: true, extracted: '0.5' });
   });
 
   it('a row without a problem or a usable answer is an error naming the row', () => {

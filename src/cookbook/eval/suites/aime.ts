@@ -37,9 +37,12 @@ export function firstPresent(row: Record<string, unknown>, keys: readonly string
   return key === undefined ? fallback : row[key];
 }
 
+/** Python `str(v)` for a cell's value (parquet int64s beyond 2^53 arrive as bigints). */
+export const pyStr = (v: unknown): string => (typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'bigint' ? String(v) : JSON.stringify(v));
+
 /** Python `int(str(raw).strip())`, else the first run of digits, else null. */
 function targetInteger(raw: unknown): number | null {
-  const s = pyStripWs(typeof raw === 'string' ? raw : JSON.stringify(raw));
+  const s = pyStripWs(pyStr(raw));
   if (new RegExp(`^[+-]?${PY_DIGITS}$`, 'u').test(s)) return Number(toAsciiDigits(s).replace(/_/g, ''));
   const m = /\p{Nd}+/u.exec(s);
   return m ? Number(toAsciiDigits(m[0])) : null;
@@ -57,7 +60,7 @@ function aimeSuite(name: string, year: string): Suite {
       if (typeof problem !== 'string' || problem === '') throw new DataFormatError(`${at}: "problem" must be a non-empty string`);
       const raw = firstPresent(row, ['answer', 'Answer', 'expected_answer'], '');
       const expected = raw === null ? null : targetInteger(raw);
-      if (expected === null) throw new DataFormatError(`${at}: "answer" must be an integer (got ${JSON.stringify(raw)})`);
+      if (expected === null) throw new DataFormatError(`${at}: "answer" must be an integer (got ${JSON.stringify(pyStr(raw))})`);
       return { id: exampleId(name, problem), messages: buildMessages(`${problem}\n\n${AIME_INSTRUCTION}`, systemPrompt), target: expected };
     },
     grade(response, item) {

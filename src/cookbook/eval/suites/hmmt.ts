@@ -5,7 +5,7 @@
 import { pyParseFloat } from '../../rl/grading.js';
 import { PY_WS_CLASS, pyStripWs } from '../../renderers/py-whitespace.js';
 import { DataFormatError } from '../../errors.js';
-import { firstPresent } from './aime.js';
+import { firstPresent, pyStr } from './aime.js';
 import { extractFirstBoxed } from './extract.js';
 import { BOXED_SYSTEM_PROMPT, exampleId } from './gsm8k.js';
 import { latexEqual } from './latex-equal.js';
@@ -46,7 +46,7 @@ function hmmtSuite(name: string, competition: string, title: string): Suite {
       const problem = firstPresent(row, ['problem', 'question'], '');
       if (typeof problem !== 'string' || problem === '') throw new DataFormatError(`${at}: "problem" must be a non-empty string`);
       const raw = row.answer ?? '';
-      const expected = pyStripWs(typeof raw === 'string' ? raw : JSON.stringify(raw));
+      const expected = pyStripWs(pyStr(raw));
       if (expected === '') throw new DataFormatError(`${at}: "answer" must be a non-empty answer`);
       return { id: exampleId(name, problem), messages: buildMessages(`${problem}\n\n${HMMT_INSTRUCTION}`, systemPrompt), target: expected };
     },
