@@ -64,6 +64,12 @@ describe('the shipped samples', () => {
     expect(items[1]!.target).toEqual({ convert_temperature: { value: [30], from_scale: ['celsius'], to_scale: ['fahrenheit'] } });
   });
 
+  it('a system prompt is refused, naming the setting: the reference sends each prompt alone', async () => {
+    for (const name of ['ifbench', 'longbench', 'bfcl']) {
+      await expect(loadBenchmark(opts(name, { system_prompt: 'Be brief.' }))).rejects.toThrow(new RegExp(`^system_prompt: ${name} sends .* alone`));
+    }
+  });
+
   it('a BFCL row without ground truth, inline or beside it, is refused naming the file and the id', async () => {
     const file = path.join(dir, 'bfcl', 'BFCL_v3_simple.json');
     mkdirSync(path.join(dir, 'bfcl', 'possible_answer'), { recursive: true });

@@ -11,7 +11,7 @@
 // a call with a name never matches it and one without a name matches any (docs/eval.md).
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { DataFormatError } from '../../errors.js';
+import { ConfigurationError, DataFormatError } from '../../errors.js';
 import { decodedText, extractFunctionCall, matchFunctionCall, type JsonObject } from './bfcl-match.js';
 import { exampleId } from './gsm8k.js';
 import { pyJsonDumpsIndent2, pyRepr, pyStr } from './py-text.js';
@@ -90,6 +90,7 @@ export const bfcl: Suite = {
   dataset: { hubId: 'gorilla-llm/Berkeley-Function-Calling-Leaderboard', name: null, split: 'train' },
   sample: 'bfcl/BFCL_v3_simple.json',
   parseRow(row, at, systemPrompt) {
+    if (systemPrompt) throw new ConfigurationError('system_prompt: bfcl sends the functions and query alone (the reference’s BFCLEnv takes no system prompt); leave it unset');
     const question = row.question;
     if (question === undefined || question === null || question === '' || (Array.isArray(question) && question.length === 0)) {
       throw new DataFormatError(`${at}: "question" must be a non-empty list of messages`);

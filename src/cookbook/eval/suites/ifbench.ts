@@ -2,7 +2,7 @@
 // "train"), as the reference's ifbench.py: the prompt alone, each instruction checked by IFBench's
 // verifier (ifbench/checkers.ts); a prompt is correct when every instruction is followed. The
 // score is that strict accuracy; loose_accuracy is the mean share of instructions followed.
-import { DataFormatError } from '../../errors.js';
+import { ConfigurationError, DataFormatError } from '../../errors.js';
 import { ifbenchFollows, ifbenchProblem } from '../ifbench/checkers.js';
 import type { Kwargs } from '../ifeval/checkers.js';
 import { arrayField, stringField } from './fields.js';
@@ -33,6 +33,7 @@ export const ifbench: Suite = {
   dataset: { hubId: 'allenai/IFBench_test', name: null, split: 'train' },
   sample: 'ifbench',
   parseRow(row, at, systemPrompt) {
+    if (systemPrompt) throw new ConfigurationError('system_prompt: ifbench sends the prompt alone (the reference’s IFBenchEnv takes no system prompt); leave it unset');
     const prompt = stringField(row, 'prompt', at);
     const ids = arrayField(row, 'instruction_id_list', at);
     const rawKwargs = row.kwargs === undefined || row.kwargs === null ? [] : arrayField(row, 'kwargs', at);

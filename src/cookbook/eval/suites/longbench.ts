@@ -5,7 +5,7 @@
 // choices (or whose answer is not a letter) is graded open-ended: the answer as a whole word,
 // case-insensitive, anywhere in the response. Accuracy per domain too. `limit` takes the first rows
 // of the HF shuffle with seed 42, as the reference's limit_dataset(shuffle_seed=42).
-import { DataFormatError } from '../../errors.js';
+import { ConfigurationError, DataFormatError } from '../../errors.js';
 import { formatMcqChoices } from './extract.js';
 import { exampleId } from './gsm8k.js';
 import { escapeRegex, pyStr, pyStrip, pyTail, pyWordBoundaryRegex } from './py-text.js';
@@ -49,6 +49,7 @@ export const longbench: Suite = {
   sample: 'longbench',
   limitPick: { kind: 'hf_shuffle', seed: 42 },
   parseRow(row, at, systemPrompt) {
+    if (systemPrompt) throw new ConfigurationError('system_prompt: longbench sends the text and question alone (the reference’s LongBenchEnv takes no system prompt); leave it unset');
     const context = textField(row, ['context'], at);
     const question = textField(row, ['question', 'input'], at);
     const choices: string[] = [];
