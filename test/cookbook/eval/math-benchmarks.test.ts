@@ -103,5 +103,8 @@ describe('AIME and HMMT suites', () => {
     // Integers compare exactly, beyond what a double holds.
     expect(latexEqual('2^{100}', '1267650600228229401496703205376')).toBe(true);
     expect(latexEqual('10^{20}+1', '100000000000000000000')).toBe(false);
+    // Input nested past the stack is unequal (sympy's recursive conversion fails there too), not a crash.
+    expect(latexEqual('x'.repeat(20_000), 'x')).toBe(false);
+    expect(latexEqual('('.repeat(20_000) + '1', '1')).toBe(false);
   });
 });
