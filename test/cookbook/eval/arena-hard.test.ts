@@ -68,13 +68,13 @@ describe('arena_hard judge calls', () => {
     expect(other.calls).toBe(1);
   });
 
-  it('a failing judge scores the sample as unrated and records nothing, so a retry asks again', async () => {
+  it('a failing judge fails the grade and records nothing, so the retried chunk asks again (a crash never changes a score)', async () => {
     const [item] = await items();
     const store = freshStore();
     const judge = countingJudge();
     judge.down = true;
     const grade = () => arenaHard.grade('a long, careful answer', item, { message: null, once: runStoreOnce(store, ['eval', 0, 0]), judge });
-    expect(await grade()).toEqual({ correct: false, extracted: '', metrics: { rating: 0 } });
+    await expect(grade()).rejects.toThrow(`arena_hard judge (counting) failed on ${item.id}: judge unavailable`);
     expect(existsSync(join(store.logPath, '.cookbook', 'store', 'side_effects'))).toBe(false);
     judge.down = false;
     expect((await grade()).correct).toBe(true);

@@ -3,9 +3,10 @@
 // prompt), the answer rated 1–10 by a judge model ("[[rating]]", else "Rating: N"), a win when the
 // rating is ≥ 7; the score is the win rate, with the mean rating / 10 beside it. It is single-answer
 // grading: no baseline answers, no pairwise verdicts, no position swap. The judge's reply is
-// recorded per (example, sample) through ctx.once, so a retried chunk never asks it again; a judge
-// that fails scores the sample as unrated (0), as the reference does, and nothing is recorded.
-import { ConfigurationError, DataFormatError } from '../../errors.js';
+// recorded per (example, sample) through ctx.once, so a retried chunk never asks it again. A judge
+// that fails fails the grade, and its chunk is tried again: the reference scores such a sample 0,
+// which would let a crashed judge change the result of an eval that finishes.
+import { ConfigurationError, DataFormatError, ServiceUnavailableError } from '../../errors.js';
 import { PY_WS_CLASS } from '../../renderers/py-whitespace.js';
 import { sha256 } from './code-exec.js';
 import { toAsciiDigits } from './extract.js';
@@ -82,13 +83,12 @@ export const arenaHard: Suite = {
     const judge = ctx.judge;
     if (!judge) throw new ConfigurationError('arena_hard grades with a judge model: run it through `cookbook eval` (the eval config’s `judge`)');
     const prompt = arenaHardJudgePrompt((item.target as ArenaHardTarget).question, response);
-    let rating: number | null = null;
-    try {
-      const reply = await ctx.once<string>(['judge'], `${judge.name} sha256:${sha256(prompt)}`, () => judge.ask([{ role: 'user', content: prompt }]));
-      rating = judgeRating(reply);
-    } catch (err) {
-      console.warn(`Arena-Hard judge failed on ${item.id}: ${(err as Error).message}`);
-    }
+    const reply = await ctx.once<string>(['judge'], `${judge.name} sha256:${sha256(prompt)}`, () =>
+      judge.ask([{ role: 'user', content: prompt }]).catch((err: Error) => {
+        throw new ServiceUnavailableError(`arena_hard judge (${judge.name}) failed on ${item.id}: ${err.message}`);
+      }),
+    );
+    const rating = judgeRating(reply);
     return { correct: rating !== null && rating >= WIN_RATING, extracted: rating === null ? '' : String(rating), metrics: { rating: rating ?? 0 } };
   },
   expected: () => `judge rating ≥ ${WIN_RATING} of 10`,
