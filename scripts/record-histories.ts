@@ -119,13 +119,13 @@ recordings.eval = async (stack) => {
 };
 
 // A firing of an eval schedule (`cookbook eval <run> --every …`): an SL run's sampler checkpoints
-// on two benchmarks, each pair a child eval workflow, two at a time.
+// on two benchmarks, each pair a child eval workflow, two at a time, the pairs fetched 3 at a time.
 recordings.eval_schedule = async (stack) => {
   const parent = testRun(stack, config, ['num_epochs=1', 'save_every=3']);
   await finish(stack, parent);
   const s = resolveEvalSchedule(parent.run.logPath, ['gsm8k', 'mmlu'], '1h', { limit: '2', set: ['max_tokens=8', 'chunk_size=1'] });
   const id = `eval_schedule-${Date.now()}`;
-  await (await stack.client.workflow.start(EVAL_SCHEDULE_WORKFLOW, { taskQueue: stack.taskQueue, workflowId: id, args: [s.input] })).result();
+  await (await stack.client.workflow.start(EVAL_SCHEDULE_WORKFLOW, { taskQueue: stack.taskQueue, workflowId: id, args: [{ ...s.input, perBatch: 3 }] })).result();
   return id;
 };
 

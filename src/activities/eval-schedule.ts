@@ -23,13 +23,25 @@ export interface PendingEval {
   config: EvalConfig;
 }
 
+/** A stretch of the run's (checkpoint, benchmark) pairs, in checkpoints.jsonl order then benchmark order. */
+export interface PendingBatch {
+  pending: PendingEval[];
+  /** Pairs of the stretch whose results.json is written. */
+  done: number;
+  /** Where the next stretch starts. */
+  next: number;
+  /** No pairs after this stretch. */
+  end: boolean;
+}
+
 export interface EvalScheduleActivities {
-  evalSchedulePending(input: EvalScheduleInput): Promise<{ pending: PendingEval[]; done: number }>;
+  /** From pair `from` on, the pairs not evaluated yet, at most `max` of them (their configs travel in the history). */
+  evalSchedulePending(input: EvalScheduleInput & { from: number; max: number }): Promise<PendingBatch>;
 }
 
 export function evalScheduleActivities(): EvalScheduleActivities {
   return {
-    async evalSchedulePending({ logPath, benchmarks, set }) {
+    async evalSchedulePending({ logPath, benchmarks, set, from, max }) {
       let runId: string;
       try {
         runId = new RunStore(logPath).read().workflowId;
@@ -37,29 +49,30 @@ export function evalScheduleActivities(): EvalScheduleActivities {
         throw ApplicationFailure.nonRetryable(`${logPath}: ${(err as Error).message}`, ErrorTypes.config);
       }
       const rows = new RunStore(logPath).readCheckpoints().filter((r) => typeof r.sampler_path === 'string' && !rowExpired(r));
+      const pairs = rows.flatMap((row) => benchmarks.map((benchmark) => ({ row, benchmark })));
       const pending: PendingEval[] = [];
       let done = 0;
-      for (const row of rows) {
-        for (const benchmark of benchmarks) {
-          const dir = scheduledEvalDir(logPath, row.name, benchmark);
-          if (existsSync(join(dir, 'results.json'))) {
-            done++;
-            continue;
-          }
-          const workflowId = scheduledEvalId(runId, row.name, benchmark);
-          const run: RunRef = { workflowId, kind: 'eval', logPath: dir };
-          let config: EvalConfig;
-          try {
-            config = existsSync(join(dir, '.cookbook', 'run.json'))
-              ? readRunConfig<EvalConfig>(run)
-              : resolveEval(row.sampler_path!, benchmark, { set: [...set, `log_path=${dir}`] }, { workflowId }).config;
-          } catch (err) {
-            throw ApplicationFailure.nonRetryable(`eval of checkpoint "${row.name}" on ${benchmark}: ${(err as Error).message}`, ErrorTypes.config);
-          }
-          pending.push({ checkpoint: row.name, step: checkpointStep(row), benchmark, workflowId, run, config });
+      let next = from;
+      for (; next < pairs.length && pending.length < max; next++) {
+        const { row, benchmark } = pairs[next]!;
+        const dir = scheduledEvalDir(logPath, row.name, benchmark);
+        if (existsSync(join(dir, 'results.json'))) {
+          done++;
+          continue;
         }
+        const workflowId = scheduledEvalId(runId, row.name, benchmark);
+        const run: RunRef = { workflowId, kind: 'eval', logPath: dir };
+        let config: EvalConfig;
+        try {
+          config = existsSync(join(dir, '.cookbook', 'run.json'))
+            ? readRunConfig<EvalConfig>(run)
+            : resolveEval(row.sampler_path!, benchmark, { set: [...set, `log_path=${dir}`] }, { workflowId }).config;
+        } catch (err) {
+          throw ApplicationFailure.nonRetryable(`eval of checkpoint "${row.name}" on ${benchmark}: ${(err as Error).message}`, ErrorTypes.config);
+        }
+        pending.push({ checkpoint: row.name, step: checkpointStep(row), benchmark, workflowId, run, config });
       }
-      return { pending, done };
+      return { pending, done, next, end: next >= pairs.length };
     },
   };
 }

@@ -35,14 +35,25 @@ const acts = proxyActivities<EvalScheduleActivities>({
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '20s', nonRetryableErrorTypes: NON_RETRYABLE_ERROR_TYPES },
 });
 
+/** Pairs fetched per activity: their eval configs are in its result, so each result stays small. */
+const PENDING_PER_BATCH = 16;
+
 export async function evalScheduleWorkflow(input: EvalScheduleInput): Promise<EvalScheduleResult> {
-  const { pending, done } = await acts.evalSchedulePending(input);
-  setCurrentDetails(`${pending.length} evals to run (${done} done before)`);
   const evals: ScheduledEvalOutcome[] = [];
-  await inLanes(pending.length, input.concurrency, async (i) => {
-    evals[i] = await evaluate(pending[i]!);
-    setCurrentDetails(`${evals.filter(Boolean).length}/${pending.length} evals settled (${done} done before)`);
-  });
+  let done = 0;
+  // Stretch by stretch through the pairs; one that fails here is left to the next firing.
+  for (let from = 0; ; ) {
+    const batch = await acts.evalSchedulePending({ ...input, from, max: input.perBatch ?? PENDING_PER_BATCH });
+    done += batch.done;
+    const outcomes: ScheduledEvalOutcome[] = [];
+    await inLanes(batch.pending.length, input.concurrency, async (i) => {
+      outcomes[i] = await evaluate(batch.pending[i]!);
+      setCurrentDetails(`${evals.length + outcomes.filter(Boolean).length} evals settled (${done} done before)`);
+    });
+    evals.push(...outcomes);
+    if (batch.end) break;
+    from = batch.next;
+  }
   const failed = evals.filter((e) => e.outcome === 'failed');
   if (failed.length > 0) {
     // Failing the firing shows it in the schedule's recent actions; the next firing retries these.

@@ -7,7 +7,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { Client } from '@temporalio/client';
+import { ScheduleNotFoundError, type Client } from '@temporalio/client';
 import { createTinkerBackend, type TinkerBackend } from '../../src/backends/index.js';
 import { evalCommand, benchmarkSummaryTable } from '../../src/cli/eval.js';
 import { createEvalSchedule, listEvalSchedules, parseBenchmarks, parseEvery, resolveEvalSchedule, unscheduleEval } from '../../src/cli/eval-schedule.js';
@@ -158,9 +158,14 @@ describe('eval schedule on the real stack', () => {
         const c = await run.checkpoint(6);
         const action = (await stack.client.schedule.getHandle(s.scheduleId).describe()).action;
         const [x, y] = await Promise.all(
-          [1, 2].map(async (n) => (await stack.client.workflow.start(action.workflowType, { taskQueue: action.taskQueue, workflowId: `${s.scheduleId}-overlap-${n}`, args: action.args })).workflowId),
+          // One pair per activity: the firings walk the six pairs in stretches.
+          [1, 2].map(async (n) => (await stack.client.workflow.start(action.workflowType, { taskQueue: action.taskQueue, workflowId: `${s.scheduleId}-overlap-${n}`, args: [{ ...s.input, perBatch: 1 }] })).workflowId),
         );
         const both = await Promise.all([firingResult(stack.client, x), firingResult(stack.client, y)]);
+        for (const r of both) {
+          expect(r.alreadyDone + r.evals.length).toBe(6);
+          expect(r.evals.every((e) => e.checkpoint === c.name)).toBe(true);
+        }
         for (const b of benchmarks) {
           const outcomes = both.flatMap((r) => r.evals.filter((e) => e.checkpoint === c.name && e.benchmark === b).map((e) => e.outcome));
           expect(outcomes.filter((o) => o === 'evaluated')).toHaveLength(1);
@@ -180,12 +185,14 @@ describe('eval schedule on the real stack', () => {
       const section = html.slice(html.indexOf('id="scheduled-evals"'));
       for (const step of [2, 4, 6]) expect(section).toContain(`<td class="num">${step}</td>`);
 
-      // Listed, then deleted.
+      // Listed, then deleted (the list is Temporal's visibility store, which follows a change after a moment).
+      await waitUntil('the schedule listed', async () => (await listEvalSchedules(stack.client)).some((r) => r.scheduleId === s.scheduleId));
       expect((await listEvalSchedules(stack.client)).find((r) => r.scheduleId === s.scheduleId)).toMatchObject({ run: run.workflowId, benchmarks, every: '1h', logPath: run.logPath });
     } finally {
       await unscheduleEval(stack.client, s.scheduleId);
     }
-    expect((await listEvalSchedules(stack.client)).map((r) => r.scheduleId)).not.toContain(s.scheduleId);
+    await expect(stack.client.schedule.getHandle(s.scheduleId).describe()).rejects.toThrow(ScheduleNotFoundError);
+    await waitUntil('the schedule gone from the list', async () => !(await listEvalSchedules(stack.client)).some((r) => r.scheduleId === s.scheduleId));
     await expect(unscheduleEval(stack.client, s.scheduleId)).rejects.toThrow(/no schedule/);
   }, 240_000);
 

@@ -30,4 +30,6 @@ export interface EvalScheduleInput {
   set: string[];
   /** Evals run at once. */
   concurrency: number;
+  /** Pairs fetched per activity (default 16): their eval configs travel in its result. */
+  perBatch?: number;
 }
