@@ -7,10 +7,10 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { ScheduleNotFoundError, type Client } from '@temporalio/client';
+import { ScheduleNotFoundError, WorkflowFailedError, type Client } from '@temporalio/client';
 import { createTinkerBackend, type TinkerBackend } from '../../src/backends/index.js';
 import { evalCommand, benchmarkSummaryTable } from '../../src/cli/eval.js';
-import { createEvalSchedule, listEvalSchedules, parseBenchmarks, parseEvery, resolveEvalSchedule, unscheduleEval } from '../../src/cli/eval-schedule.js';
+import { createEvalSchedule, EVAL_SCHEDULE_WORKFLOW, listEvalSchedules, parseBenchmarks, parseEvery, resolveEvalSchedule, unscheduleEval } from '../../src/cli/eval-schedule.js';
 import { ConfigError } from '../../src/cookbook/config/overrides.js';
 import type { EvalResultsFile } from '../../src/cookbook/eval/results.js';
 import { scheduledEvalDir, scheduledEvalId } from '../../src/cookbook/eval/scheduled.js';
@@ -195,6 +195,28 @@ describe('eval schedule on the real stack', () => {
     await waitUntil('the schedule gone from the list', async () => !(await listEvalSchedules(stack.client)).some((r) => r.scheduleId === s.scheduleId));
     await expect(unscheduleEval(stack.client, s.scheduleId)).rejects.toThrow(/no schedule/);
   }, 240_000);
+
+  it('an eval that fails fails its firing, naming it, and the next firing evaluates it again; the others are kept', async () => {
+    const run = await FakeTrainingRun.create(stack, backend);
+    const good = await run.checkpoint(1);
+    // A checkpoint the engine does not have (deleted by hand, say): its eval fails at weights_info.
+    new RunStore(run.logPath).writeCheckpoint({ name: '000002', batch: 2, epoch: 0, next_step: 3, sampler_path: `tinker://${run.workflowId}-gone/sampler_weights/000002` });
+    const s = resolveEvalSchedule(run.logPath, ['gsm8k'], '1h', { limit: '1', set: EVAL_SET });
+    const badId = scheduledEvalId(run.workflowId, '000002', 'gsm8k');
+    const firing = (n: number) => stack.client.workflow.execute(EVAL_SCHEDULE_WORKFLOW, { taskQueue: stack.taskQueue, workflowId: `${s.scheduleId}-failing-${n}`, args: [s.input] });
+    await withWorker(stack, async () => {
+      const first = await firing(1).catch((err: unknown) => err as WorkflowFailedError);
+      expect(first).toBeInstanceOf(WorkflowFailedError);
+      const message = (first as WorkflowFailedError).cause?.message ?? '';
+      expect(message.startsWith(`1 of 2 scheduled evals failed: ${badId}: `)).toBe(true);
+      expect(message).toContain('weights_info');
+      expect(existsSync(join(scheduledEvalDir(run.logPath, good.name, 'gsm8k'), 'results.json'))).toBe(true);
+      const firstRun = (await stack.client.workflow.getHandle(badId).describe()).runId;
+      // The next firing starts the failed eval again under its id (a new execution), and leaves the good one.
+      await expect(firing(2)).rejects.toThrow(WorkflowFailedError);
+      expect((await stack.client.workflow.getHandle(badId).describe()).runId).not.toBe(firstRun);
+    });
+  }, 120_000);
 
   it('`cookbook eval <model> --benchmarks a,b`: one eval per benchmark, each its own results.json, then the summary table', async () => {
     const lines: string[] = [];
