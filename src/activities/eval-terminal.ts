@@ -9,6 +9,7 @@ import type { EvalConfig } from '../cookbook/eval/benchmark-config.js';
 import { chunkBlobPath, resultsTable } from '../cookbook/eval/results.js';
 import { loadTerminalEval, TerminalEvalSchema, type TerminalEvalData } from '../cookbook/eval/suites/terminal.js';
 import { evaluateTerminalTask, type TerminalEpisodeSetup } from '../cookbook/eval/suites/terminal-run.js';
+import { aggregateSweBench, skippedTasks, sweBenchTable, SWE_BENCH_SUITE } from '../cookbook/eval/suites/swe-bench.js';
 import { aggregateTerminal, errorsText, summaryText, terminalTable, type TerminalChunkBlob, type TerminalResultsFile, type TerminalTaskResult } from '../cookbook/eval/suites/terminal-results.js';
 import { rendererForModel } from '../cookbook/renderers/for-model.js';
 import { runStoreOnce } from '../cookbook/rl/side-effects.js';
@@ -103,11 +104,12 @@ export async function terminalEvalFinish({ run, numChunks, baseModel }: { run: R
     data: (await terminalEvalData(cfg)).source,
     sampling: { max_tokens: cfg.max_tokens, temperature: cfg.temperature, seed: cfg.seed, num_samples: cfg.num_samples },
     terminal: terminalOptions(cfg),
-    metrics: aggregateTerminal(results),
+    metrics: cfg.suite === SWE_BENCH_SUITE.name ? aggregateSweBench(results) : aggregateTerminal(results),
+    ...(cfg.suite === SWE_BENCH_SUITE.name ? { skipped: skippedTasks(results) } : {}),
     examples: results,
   };
   const resultsPath = join(run.logPath, 'results.json');
-  const table = `${resultsTable(file)}\n\n${terminalTable(file.suite, results)}`;
+  const table = `${resultsTable(file)}\n\n${cfg.suite === SWE_BENCH_SUITE.name ? sweBenchTable(results) : terminalTable(file.suite, results)}`;
   writeFileAtomic(resultsPath, `${JSON.stringify(file, null, 2)}\n`);
   writeFileAtomic(join(run.logPath, 'results.md'), `${table}\n`);
   writeFileAtomic(join(run.logPath, 'asummary.txt'), summaryText(results));

@@ -5,7 +5,13 @@
 import type { EvalResultsFile } from '../results.js';
 import type { TerminalEvalOptions } from './terminal.js';
 
-export type TaskStatus = 'PASS' | 'FAIL' | 'ERROR';
+/** SKIPPED: the task could not be set up (swe_bench's repo that does not clone); it is listed, not scored. */
+export type TaskStatus = 'PASS' | 'FAIL' | 'ERROR' | 'SKIPPED';
+
+/** Thrown while setting a task up when the task cannot run here: the task is SKIPPED with this message as the reason. */
+export class TaskSkippedError extends Error {
+  override name = 'TaskSkippedError';
+}
 
 export interface TerminalTaskResult {
   index: number;
@@ -43,6 +49,8 @@ export interface TerminalChunkBlob {
 /** results.json of a terminal eval: the single-turn file's fields, its examples the tasks. */
 export interface TerminalResultsFile extends Omit<EvalResultsFile, 'examples'> {
   terminal: TerminalEvalOptions;
+  /** swe_bench: the tasks that did not run (SKIPPED), with why. */
+  skipped?: Array<{ id: string; reason: string }>;
   examples: TerminalTaskResult[];
 }
 

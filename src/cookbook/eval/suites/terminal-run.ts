@@ -23,7 +23,9 @@ import { exampleSeed } from '../benchmark-run.js';
 import { TERMINAL_SUITE, type TerminalEvalOptions, type TerminalEvalTask } from './terminal.js';
 import { isTerminalBenchTask } from './terminal-bench.js';
 import { TerminalBenchEnvGroupBuilder } from './terminal-bench-env.js';
-import { taskStatus, type TerminalTaskResult } from './terminal-results.js';
+import { isSweBenchTask } from './swe-bench.js';
+import { SweBenchEnvGroupBuilder } from './swe-bench-env.js';
+import { TaskSkippedError, taskStatus, type TerminalTaskResult } from './terminal-results.js';
 
 /**
  * The env's options from the suite's, through the RL env's own args (so whatever the env adds
@@ -95,6 +97,7 @@ export function formatLastTransition(traj: Trajectory, tokenizer: Pick<Tokenizer
 /** The task's env: a Harbor task's (rl/envs/terminal), or a Terminal-Bench row's in the generic image. */
 function envBuilder(task: TerminalEvalTask, s: TerminalEpisodeSetup) {
   const opts = terminalEnvOptionsOf(s.terminal);
+  if (isSweBenchTask(task)) return new SweBenchEnvGroupBuilder(task, s.renderer, opts, s.terminal.repos_dir);
   return isTerminalBenchTask(task) ? new TerminalBenchEnvGroupBuilder(task, s.renderer, opts) : new TerminalEnvGroupBuilder(task, s.renderer, 1, opts);
 }
 
@@ -136,7 +139,7 @@ export async function evaluateTerminalTask(index: number, task: TerminalEvalTask
     if (passesThrough(e) || e instanceof RunStoreWriteError || e instanceof RunStoreDamagedError) throw e;
     return {
       ...base,
-      status: 'ERROR',
+      status: e instanceof TaskSkippedError ? 'SKIPPED' : 'ERROR',
       correct: false,
       reward: 0,
       reward_details: {},

@@ -12,6 +12,7 @@ import { ConfigurationError } from '../../errors.js';
 import { EPISODE_DEFAULTS } from '../../sandbox/episode.js';
 import { harborDatasetDir, loadHarborTasks, type HarborTask } from '../../rl/envs/terminal/tasks.js';
 import { loadTerminalBenchTasks, TERMINAL_BENCH_MAX_TURNS, TERMINAL_BENCH_SUITE, type TerminalBenchTask } from './terminal-bench.js';
+import { loadSweBenchTasks, SWE_BENCH_MAX_TURNS, SWE_BENCH_SUITE, type SweBenchTask } from './swe-bench.js';
 
 export const TERMINAL_SUITE = {
   name: 'terminal',
@@ -19,7 +20,7 @@ export const TERMINAL_SUITE = {
   data: 'data/terminal_tasks, a folder of Harbor task folders, or a dataset name under ~/.cache/harbor/tasks/',
 } as const;
 
-export const isAgenticSuite = (suite: string) => suite === TERMINAL_SUITE.name || suite === TERMINAL_BENCH_SUITE.name;
+export const isAgenticSuite = (suite: string) => suite === TERMINAL_SUITE.name || suite === TERMINAL_BENCH_SUITE.name || suite === SWE_BENCH_SUITE.name;
 
 /** Whether the suite's --data names Harbor task folders (terminal), not rows in an HF layout (terminal_bench). */
 export const readsTaskFolders = (suite: string) => suite === TERMINAL_SUITE.name;
@@ -42,6 +43,8 @@ export const TerminalEvalSchema = z.strictObject({
   max_processes: z.int().positive().default(EPISODE_DEFAULTS.maxProcesses),
   /** Where episodes run, as the RL env's sandbox_backend: docker, local, or auto (docker when an engine answers). */
   sandbox_backend: z.enum(['auto', 'local', 'docker']).default('auto'),
+  /** swe_bench: a folder of local git mirrors (<owner>__<name> or <owner>/<name>, bare or not) its repos are cloned from; null: GitHub. */
+  repos_dir: z.string().min(1).nullable().default(null),
 });
 export type TerminalEvalOptions = z.output<typeof TerminalEvalSchema>;
 
@@ -50,7 +53,9 @@ export const TERMINAL_CONFIG_DEFAULTS = { max_tokens: 2048, temperature: 0, term
 
 /** An agentic suite's config defaults: terminal's above; terminal_bench the benchmarks' sampling and the reference's MAX_TURNS. */
 export const agenticConfigDefaults = (suite: string): Record<string, unknown> =>
-  structuredClone(suite === TERMINAL_BENCH_SUITE.name ? { terminal: { max_turns: TERMINAL_BENCH_MAX_TURNS } } : TERMINAL_CONFIG_DEFAULTS);
+  structuredClone(
+    suite === TERMINAL_BENCH_SUITE.name ? { terminal: { max_turns: TERMINAL_BENCH_MAX_TURNS } } : suite === SWE_BENCH_SUITE.name ? { terminal: { max_turns: SWE_BENCH_MAX_TURNS } } : TERMINAL_CONFIG_DEFAULTS,
+  );
 
 const SHIPPED = path.join('data', 'terminal_tasks');
 
@@ -73,26 +78,27 @@ export function terminalDataDir(dataPath: string | null, baseDir: string): strin
 }
 
 /** A task of an agentic suite: a Harbor task folder (terminal) or a Terminal-Bench row (terminal_bench). */
-export type TerminalEvalTask = HarborTask | TerminalBenchTask;
+export type TerminalEvalTask = HarborTask | TerminalBenchTask | SweBenchTask;
 
 export interface TerminalEvalData {
   tasks: TerminalEvalTask[];
   source: string;
 }
 
-/** terminal_bench's rows: --data's, else the shipped sample. */
-async function loadBenchTasks(dataPath: string | null, limit: number | null): Promise<TerminalEvalData> {
-  const source = dataPath ?? shippedTerminalTasksDir(path.join('data', 'eval', 'terminal_bench'));
-  return { tasks: await loadTerminalBenchTasks(source, limit), source };
+/** terminal_bench's or swe_bench's rows: --data's, else the shipped sample. */
+async function loadBenchTasks(suite: string | undefined, dataPath: string | null, limit: number | null): Promise<TerminalEvalData> {
+  const swe = suite === SWE_BENCH_SUITE.name;
+  const source = dataPath ?? shippedTerminalTasksDir(path.join('data', 'eval', swe ? 'swe_bench' : 'terminal_bench'));
+  return { tasks: swe ? await loadSweBenchTasks(source, limit) : await loadTerminalBenchTasks(source, limit), source };
 }
 
 /** The tasks an eval config names: the folder's tasks sorted by name, or terminal_bench's rows in file order (or `only`'s), the first `limit`. */
 export async function loadTerminalEval(cfg: { suite?: string; data_path: string | null; limit: number | null; terminal?: TerminalEvalOptions }): Promise<TerminalEvalData> {
   const only = cfg.terminal?.only ?? null;
-  const bench = cfg.suite === TERMINAL_BENCH_SUITE.name;
-  if (bench && !only) return loadBenchTasks(cfg.data_path, cfg.limit);
+  const bench = cfg.suite === TERMINAL_BENCH_SUITE.name || cfg.suite === SWE_BENCH_SUITE.name;
+  if (bench && !only) return loadBenchTasks(cfg.suite, cfg.data_path, cfg.limit);
   const folder = bench ? null : terminalDataDir(cfg.data_path, process.cwd());
-  const { tasks: all, source } = folder === null ? await loadBenchTasks(cfg.data_path, null) : { tasks: loadHarborTasks(folder), source: folder };
+  const { tasks: all, source } = folder === null ? await loadBenchTasks(cfg.suite, cfg.data_path, null) : { tasks: loadHarborTasks(folder), source: folder };
   let tasks: TerminalEvalTask[] = all;
   if (only) {
     const byName = new Map(all.map((t) => [t.taskName, t]));
