@@ -200,6 +200,15 @@ async function applyTestPatch(sandbox: SandboxInterface, patch: string): Promise
   }
 }
 
+/** The reference's EnvFromMessageEnv settings: a parse error or a context overflow earns 0 and the episode goes on past a parse error. */
+export const SWE_BENCH_ENV_SETTINGS = { failedParseReward: 0.0, terminateOnParseError: false, contextOverflowReward: 0.0 } as const;
+
+/** The reference's setup before the first sample: the clone at the base commit, then the test patch. */
+export async function setUpRepo(sandbox: SandboxInterface, task: SweBenchTask, reposDir: string | null): Promise<void> {
+  await cloneRepo(sandbox, task, reposDir);
+  await applyTestPatch(sandbox, task.testPatch);
+}
+
 const verdictText = (reward: number, run: SweTestRun) =>
   `${`reward ${reward} · pytest exit ${run.exitCode ?? 'none'}${run.error ? ` · test error: ${run.error}` : ''}`}${run.output.trim() ? `\n${run.output.trim()}` : ''}`;
 
@@ -226,8 +235,7 @@ export class SweBenchEnvGroupBuilder extends BaseEnvGroupBuilder implements Cont
     const environment = await (this.opts.backend ?? localBackend).environment(sweBenchImageTask(), limits);
     const sandbox = new DurableSandbox({ once, episode: this.episodes++, image: environment.files, open: environment.open, lifetimeSeconds: this.opts.sandboxTimeout });
     this.sandboxes.push(sandbox);
-    await cloneRepo(sandbox, this.task, this.reposDir);
-    await applyTestPatch(sandbox, this.task.testPatch);
+    await setUpRepo(sandbox, this.task, this.reposDir);
     const bash = sweBenchBashTool(sandbox);
     let testRun: SweTestRun | null = null;
     const reward = sweBenchReward(sandbox, this.task.failToPass, (run) => (testRun = run));
@@ -239,9 +247,7 @@ export class SweBenchEnvGroupBuilder extends BaseEnvGroupBuilder implements Cont
       maxTurns: this.opts.maxTurns,
       maxTrajectoryTokens: this.opts.maxTrajectoryTokens,
       maxGenerationTokens: this.opts.maxGenerationTokens,
-      contextOverflowReward: 0.0,
-      failedParseReward: 0.0,
-      terminateOnParseError: false,
+      ...SWE_BENCH_ENV_SETTINGS,
       // One command at a time, in the order the model wrote them: the repo is one state.
       toolExecution: 'sequential',
     });
