@@ -9,6 +9,10 @@ import type { EvalConfig } from '../cookbook/eval/benchmark-config.js';
 import { chunkBlobPath, resultsTable } from '../cookbook/eval/results.js';
 import { loadTerminalEval, TerminalEvalSchema, type TerminalEvalData } from '../cookbook/eval/suites/terminal.js';
 import { evaluateTerminalTask, type TerminalEpisodeSetup } from '../cookbook/eval/suites/terminal-run.js';
+import { isTau2Task, TAU2_BENCH_SUITE, TAU2_USER_SIMULATOR } from '../cookbook/eval/suites/tau2-data.js';
+import { evaluateTau2Task } from '../cookbook/eval/suites/tau2-run.js';
+import { JudgeConfigSchema } from '../cookbook/eval/judge.js';
+import { evalJudge } from './eval-judge.js';
 import { aggregateSweBench, skippedTasks, sweBenchTable, SWE_BENCH_SUITE } from '../cookbook/eval/suites/swe-bench.js';
 import { aggregateTerminal, errorsText, summaryText, terminalTable, type TerminalChunkBlob, type TerminalResultsFile, type TerminalTaskResult } from '../cookbook/eval/suites/terminal-results.js';
 import { rendererForModel } from '../cookbook/renderers/for-model.js';
@@ -68,6 +72,9 @@ export async function terminalEvalChunk(deps: ActivityDeps, { run, chunk, baseMo
   const backend = deps.backendFor(cfg.base_url);
   const openSession = (source: { modelPath: string } | { baseModel: string }) => callBackend('create sampling session', 'bad-path', () => backend.createSamplingSession(source));
   const session = await openSession(modelPath ? { modelPath } : { baseModel });
+  // tau2_bench's customer: the eval's judge, else the evaluated model sampling as the reference's simulator.
+  const userFor =
+    cfg.suite === TAU2_BENCH_SUITE.name ? await heartbeating(evalJudge(deps, { ...cfg, judge: cfg.judge ?? JudgeConfigSchema.parse(TAU2_USER_SIMULATOR) }, { baseModel, modelPath })) : null;
   clearStaleEpisodeRoots();
   const setup: TerminalEpisodeSetup = {
     session,
@@ -87,7 +94,7 @@ export async function terminalEvalChunk(deps: ActivityDeps, { run, chunk, baseMo
     },
   };
   const results = await callBackend(`terminal chunk ${chunk}`, 'session-lost', () =>
-    heartbeating(Promise.all(examples.map(({ index, task }) => evaluateTerminalTask(index, task, setup))), { chunk }),
+    heartbeating(Promise.all(examples.map(({ index, task }) => (isTau2Task(task) ? evaluateTau2Task(index, task, { ...setup, userFor: (i) => userFor!(i, 0) }) : evaluateTerminalTask(index, task, setup)))), { chunk }),
   );
   store.writeBlob(chunkBlobPath(chunk), JSON.stringify({ format: 'eval_chunk/v1', suite: cfg.suite, chunk, results } satisfies TerminalChunkBlob));
   return summary(chunk, results);

@@ -6,6 +6,7 @@ import { DurabilitySchema, RunNameSchema } from '../config/common.js';
 import { JudgeConfigSchema } from './judge.js';
 import { EVAL_SUITE_NAMES, SUITE_NAMES, SUITES } from './suites/index.js';
 import { isAgenticSuite, TerminalEvalSchema } from './suites/terminal.js';
+import { TAU2_BENCH_SUITE } from './suites/tau2-data.js';
 
 const dataFields = {
   suite: z.enum(SUITE_NAMES),
@@ -38,11 +39,12 @@ function checkAgentic(cfg: { suite: string; num_samples: number; terminal?: unkn
   if (isAgenticSuite(cfg.suite) && cfg.num_samples !== 1) ctx.addIssue({ code: 'custom', path: ['num_samples'], message: `the ${cfg.suite} suite runs one episode per task (num_samples 1)` });
 }
 
-const isJudged = (suite: string) => SUITES[suite]?.judged === true;
+// tau2_bench's judge plays its customer.
+const isJudged = (suite: string) => SUITES[suite]?.judged === true || suite === TAU2_BENCH_SUITE.name;
 
 /** A judge belongs to a judged suite (Arena-Hard); without one, the evaluated model judges itself. */
 function checkJudge(cfg: { suite: string; judge?: unknown }, ctx: z.RefinementCtx): void {
-  if (cfg.judge !== undefined && !isJudged(cfg.suite)) ctx.addIssue({ code: 'custom', path: ['judge'], message: `judge settings are for judged suites (${Object.keys(SUITES).filter(isJudged).join(', ')}), not ${cfg.suite}` });
+  if (cfg.judge !== undefined && !isJudged(cfg.suite)) ctx.addIssue({ code: 'custom', path: ['judge'], message: `judge settings are for judged suites (${[...Object.keys(SUITES), TAU2_BENCH_SUITE.name].filter(isJudged).join(', ')}), not ${cfg.suite}` });
 }
 
 export const EvalConfigSchema = z.strictObject({

@@ -17,6 +17,7 @@ import { mmluPro } from './mmlu-pro.js';
 import { mmluRedux } from './mmlu-redux.js';
 import { supergpqa } from './supergpqa.js';
 import { TERMINAL_SUITE } from './terminal.js';
+import { TAU2_BENCH_SUITE } from './tau2-data.js';
 import { TERMINAL_BENCH_SUITE } from './terminal-bench.js';
 import { SWE_BENCH_SUITE } from './swe-bench.js';
 import type { Suite } from './types.js';
@@ -25,7 +26,7 @@ export const SUITES: Record<string, Suite> = { gsm8k, math500, aime, aime_2025: 
 export const SUITE_NAMES = Object.keys(SUITES) as [string, ...string[]];
 
 /** Suites `cookbook eval` runs as agent episodes, not single samples (none is a training evaluator). */
-export const AGENTIC_SUITES = { [TERMINAL_SUITE.name]: TERMINAL_SUITE, [TERMINAL_BENCH_SUITE.name]: TERMINAL_BENCH_SUITE, [SWE_BENCH_SUITE.name]: SWE_BENCH_SUITE };
+export const AGENTIC_SUITES = { [TERMINAL_SUITE.name]: TERMINAL_SUITE, [TAU2_BENCH_SUITE.name]: TAU2_BENCH_SUITE, [TERMINAL_BENCH_SUITE.name]: TERMINAL_BENCH_SUITE, [SWE_BENCH_SUITE.name]: SWE_BENCH_SUITE };
 export const EVAL_SUITE_NAMES = [...SUITE_NAMES, ...Object.keys(AGENTIC_SUITES)] as [string, ...string[]];
 
 export type { EvalItem, ExampleResult, Grade, GradeContext, SampleResult, Suite } from './types.js';

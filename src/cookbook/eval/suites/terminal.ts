@@ -11,6 +11,7 @@ import { z } from 'zod';
 import { ConfigurationError } from '../../errors.js';
 import { EPISODE_DEFAULTS } from '../../sandbox/episode.js';
 import { harborDatasetDir, loadHarborTasks, type HarborTask } from '../../rl/envs/terminal/tasks.js';
+import { loadTau2Tasks, TAU2_BENCH_SUITE, TAU2_MAX_TURNS, tau2Source, type Tau2Task } from './tau2-data.js';
 import { loadTerminalBenchTasks, TERMINAL_BENCH_MAX_TURNS, TERMINAL_BENCH_SUITE, type TerminalBenchTask } from './terminal-bench.js';
 import { loadSweBenchTasks, SWE_BENCH_MAX_TURNS, SWE_BENCH_SUITE, type SweBenchTask } from './swe-bench.js';
 
@@ -20,7 +21,7 @@ export const TERMINAL_SUITE = {
   data: 'data/terminal_tasks, a folder of Harbor task folders, or a dataset name under ~/.cache/harbor/tasks/',
 } as const;
 
-export const isAgenticSuite = (suite: string) => suite === TERMINAL_SUITE.name || suite === TERMINAL_BENCH_SUITE.name || suite === SWE_BENCH_SUITE.name;
+export const isAgenticSuite = (suite: string) => suite === TAU2_BENCH_SUITE.name || suite === TERMINAL_SUITE.name || suite === TERMINAL_BENCH_SUITE.name || suite === SWE_BENCH_SUITE.name;
 
 /** Whether the suite's --data names Harbor task folders (terminal), not rows in an HF layout (terminal_bench). */
 export const readsTaskFolders = (suite: string) => suite === TERMINAL_SUITE.name;
@@ -53,7 +54,7 @@ export const TERMINAL_CONFIG_DEFAULTS = { max_tokens: 2048, temperature: 0, term
 
 /** An agentic suite's config defaults: terminal's above; terminal_bench the benchmarks' sampling and the reference's MAX_TURNS. */
 export const agenticConfigDefaults = (suite: string): Record<string, unknown> =>
-  structuredClone(
+  suite === TAU2_BENCH_SUITE.name ? { terminal: { max_turns: TAU2_MAX_TURNS } } : structuredClone(
     suite === TERMINAL_BENCH_SUITE.name ? { terminal: { max_turns: TERMINAL_BENCH_MAX_TURNS } } : suite === SWE_BENCH_SUITE.name ? { terminal: { max_turns: SWE_BENCH_MAX_TURNS } } : TERMINAL_CONFIG_DEFAULTS,
   );
 
@@ -81,8 +82,23 @@ export function terminalDataDir(dataPath: string | null, baseDir: string): strin
 export type TerminalEvalTask = HarborTask | TerminalBenchTask | SweBenchTask;
 
 export interface TerminalEvalData {
-  tasks: TerminalEvalTask[];
+  /** tau2_bench's tasks are conversations, not sandbox episodes (tau2-run.ts). */
+  tasks: Array<TerminalEvalTask | Tau2Task>;
   source: string;
+}
+
+/** tau2_bench's tasks: --data's folder, else ~/.cache/tau2_bench when complete, else the shipped sample; `only` picks by example id. */
+function loadTau2Eval(cfg: { data_path: string | null; limit: number | null; system_prompt?: string | null }, only: string[] | null): TerminalEvalData {
+  const source = tau2Source(cfg.data_path, shippedTerminalTasksDir(path.join('data', 'eval', 'tau2_bench')));
+  const all = loadTau2Tasks(source, only ? null : cfg.limit, cfg.system_prompt ?? null);
+  if (!only) return { tasks: all, source };
+  const byName = new Map(all.map((t) => [t.taskName, t]));
+  const tasks = only.map((name) => {
+    const t = byName.get(name);
+    if (!t) throw new ConfigurationError(`terminal.only: no task ${JSON.stringify(name)} in ${source} (it has ${[...byName.keys()].join(', ')})`);
+    return t;
+  });
+  return { tasks: cfg.limit === null ? tasks : tasks.slice(0, cfg.limit), source };
 }
 
 /** terminal_bench's or swe_bench's rows: --data's, else the shipped sample. */
@@ -93,13 +109,14 @@ async function loadBenchTasks(suite: string | undefined, dataPath: string | null
 }
 
 /** The tasks an eval config names: the folder's tasks sorted by name, or terminal_bench's rows in file order (or `only`'s), the first `limit`. */
-export async function loadTerminalEval(cfg: { suite?: string; data_path: string | null; limit: number | null; terminal?: TerminalEvalOptions }): Promise<TerminalEvalData> {
+export async function loadTerminalEval(cfg: { suite?: string; data_path: string | null; limit: number | null; terminal?: TerminalEvalOptions; system_prompt?: string | null }): Promise<TerminalEvalData> {
   const only = cfg.terminal?.only ?? null;
+  if (cfg.suite === TAU2_BENCH_SUITE.name) return loadTau2Eval(cfg, only);
   const bench = cfg.suite === TERMINAL_BENCH_SUITE.name || cfg.suite === SWE_BENCH_SUITE.name;
   if (bench && !only) return loadBenchTasks(cfg.suite, cfg.data_path, cfg.limit);
   const folder = bench ? null : terminalDataDir(cfg.data_path, process.cwd());
   const { tasks: all, source } = folder === null ? await loadBenchTasks(cfg.suite, cfg.data_path, null) : { tasks: loadHarborTasks(folder), source: folder };
-  let tasks: TerminalEvalTask[] = all;
+  let tasks: TerminalEvalData['tasks'] = all;
   if (only) {
     const byName = new Map(all.map((t) => [t.taskName, t]));
     tasks = only.map((name) => {
