@@ -267,6 +267,23 @@ const MATH_EQUAL: Array<[string, string]> = [
   ['-\\infty', '-\\infty'],
   ['x', 'X'],
   ['\\Pi', '\\pi'],
+  ['|\\sqrt{3}|+\\sqrt{3}/\\sqrt{3}+\\tfrac12', '\\tfrac12+1+\\sqrt{3}'],
+  ['\\tfrac12\\cdot \\sqrt{2}+|(\\frac{3}{4})(i)|', '|(\\frac{3}{4})(i)|+\\tfrac12\\cdot \\sqrt{2}'],
+  ['\\sqrt{5}+\\pi!', '\\pi!+\\sqrt{5}'],
+  ['\\frac{1}{0}+x', 'x+\\frac{1}{0}'],
+  ['\\frac{x}{0}+2', '2+\\frac{x}{0}'],
+  ['\\frac{1}{0}', '\\frac{2}{0}'],
+  ['\\frac{1}{\\lfloor \\tfrac12 \\rfloor}\\cdot 2', '2 \\cdot \\frac{1}{\\lfloor \\tfrac12 \\rfloor}'],
+  ['3!+\\lfloor i \\rfloor', '\\lfloor i \\rfloor+3!'],
+  ['\\sqrt{2}/\\sqrt{5}!\\cdot 5\\cdot \\alpha', '5\\cdot \\alpha \\cdot \\sqrt{2}/\\sqrt{5}!'],
+  ['\\frac{x \\dfrac{5}{6}}{\\lfloor e \\rfloor}\\cdot x/3', 'x/3 \\cdot \\frac{x \\dfrac{5}{6}}{\\lfloor e \\rfloor}'],
+  ['\\frac{1}{2}!', '\\frac{\\sqrt{\\pi}}{2}'],
+  ['\\binom{5}{2}', '\\frac{5!}{2!3!}'],
+  ['2^{1,2}', '2'],
+  ['2^', '2'],
+  ['1.5.2', '1.5'],
+  ['2 . 5 . 1', '2.5'],
+  ['e^{1+}', 'e'],
 ];
 
 const GSM8K_CHECKS: Array<[string, string]> = [

@@ -103,6 +103,14 @@ describe('AIME and HMMT suites', () => {
     // Integers compare exactly, beyond what a double holds.
     expect(latexEqual('2^{100}', '1267650600228229401496703205376')).toBe(true);
     expect(latexEqual('10^{20}+1', '100000000000000000000')).toBe(false);
+    // A parse that backtracks over a split `\tfrac12` reads the same digits again.
+    expect(latexEqual('|\\sqrt{3}|+\\sqrt{3}/\\sqrt{3}+\\tfrac12', '\\tfrac12+1+\\sqrt{3}')).toBe(true);
+    // Sums and products in another order are equal where no value can be computed (sympy's canonical order).
+    expect(latexEqual('\\sqrt{5}+\\pi!', '\\pi!+\\sqrt{5}')).toBe(true);
+    // …but nothing holding a division by zero equals anything (sympy's zoo).
+    expect(latexEqual('\\frac{1}{0}+x', 'x+\\frac{1}{0}')).toBe(false);
+    // An exponent that does not parse ends the expression before its `^`, as in sympy's parser.
+    expect(latexEqual('2^{1,2}', '2')).toBe(true);
     // Input nested past the stack is unequal (sympy's recursive conversion fails there too), not a crash.
     expect(latexEqual('x'.repeat(20_000), 'x')).toBe(false);
     expect(latexEqual('('.repeat(20_000) + '1', '1')).toBe(false);

@@ -35,12 +35,28 @@ function pow(a: C, b: C): C {
 const sin = (a: C) => c(Math.sin(a.re) * Math.cosh(a.im), Math.cos(a.re) * Math.sinh(a.im));
 const cos = (a: C) => c(Math.cos(a.re) * Math.cosh(a.im), -Math.sin(a.re) * Math.sinh(a.im));
 const real = (a: C, f: (x: number) => number): C => (a.im === 0 ? c(f(a.re)) : c(NaN, NaN));
-function gamma(x: number): number {
-  if (!Number.isInteger(x) || x < 1 || x > 171) return NaN;
-  let r = 1;
-  for (let i = 2; i < x; i++) r *= i;
-  return r;
+const LANCZOS = [
+  0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.32342877765313, -176.61502916214059, 12.507343278686905,
+  -0.13857109526572012, 9.9843695780195716e-6, 1.5056327351493116e-7,
+];
+
+/** Γ(z) for complex z (Lanczos, g = 7; the reflection formula left of 1/2); integers exactly. */
+function gamma(z: C): C {
+  if (z.im === 0 && Number.isInteger(z.re) && z.re >= 1 && z.re <= 171) {
+    let r = 1;
+    for (let i = 2; i < z.re; i++) r *= i;
+    return c(r);
+  }
+  if (z.re < 0.5) return div(c(Math.PI), mul(sin(mul(c(Math.PI), z)), gamma(sub(c(1), z))));
+  const w = sub(z, c(1));
+  let x = c(LANCZOS[0]);
+  for (let i = 1; i < LANCZOS.length; i++) x = add(x, div(c(LANCZOS[i]), add(w, c(i))));
+  const t = add(w, c(7.5));
+  return mul(mul(c(Math.sqrt(2 * Math.PI)), pow(t, add(w, c(0.5)))), mul(exp(c(-t.re, -t.im)), x));
 }
+
+/** sympy's floor/ceiling of a complex number: of each part. */
+const parts = (a: C, f: (x: number) => number): C => c(f(a.re), f(a.im));
 
 function evaluate(n: Node, env: Map<string, C>): C {
   switch (n.k) {
@@ -62,10 +78,10 @@ function evaluate(n: Node, env: Map<string, C>): C {
     case 'neg': return c(-a.re, -a.im);
     case 'root': return pow(a, div(c(1), b));
     case 'abs': return c(abs(a));
-    case 'floor': return real(a, Math.floor);
-    case 'ceil': return real(a, Math.ceil);
-    case 'fact': return real(a, (x) => gamma(x + 1));
-    case 'binom': return a.im === 0 && b.im === 0 ? c(gamma(a.re + 1) / (gamma(b.re + 1) * gamma(a.re - b.re + 1))) : c(NaN, NaN);
+    case 'floor': return parts(a, Math.floor);
+    case 'ceil': return parts(a, Math.ceil);
+    case 'fact': return gamma(add(a, c(1)));
+    case 'binom': return div(gamma(add(a, c(1))), mul(gamma(add(b, c(1))), gamma(add(sub(a, b), c(1)))));
     case 'ln': return log(a);
     case 'exp': return exp(a);
     case 'sin': return sin(a);
@@ -148,8 +164,36 @@ function exact(n: Node): Q | null {
   return null;
 }
 
-/** Fixed sample points for symbols (deterministic verdicts; of both signs and complex, so |x| is not x nor √(x²)). */
-const POINTS = [c(0.5772156649), c(-1.3247179572), c(0.685452001, 0.3183098862), c(-0.2720196495, -1.4142135624)];
+/** Fixed sample points for symbols (deterministic verdicts): of both signs and complex, so |x| is not x nor √(x²); no part in (−1, 1), so no floor is 0. */
+const POINTS = [c(1.5772156649), c(-1.3247179572), c(1.685452001, 1.3183098862), c(-1.2720196495, -1.4142135624)];
+
+/**
+ * Sums and products flattened and their terms sorted, differences as sums of negations: sympy
+ * orders Add and Mul arguments canonically, so `a+b` equals `b+a` even where no value can be
+ * computed (a factorial of a fraction, the floor of a complex number).
+ */
+function canonical(n: Node): Node {
+  if (n.k !== 'op' && n.k !== 'rel') return n;
+  const args = n.args.map(canonical);
+  if (n.k === 'op' && (n.op === '+' || n.op === '-' || n.op === '*')) {
+    const kind = n.op === '*' ? '*' : '+';
+    const flat: Node[] = [];
+    args.forEach((a, i) => {
+      const term = n.op === '-' && i === 1 ? ({ k: 'op', op: 'neg', args: [a] } as Node) : a;
+      if (term.k === 'op' && term.op === kind) flat.push(...term.args);
+      else flat.push(term);
+    });
+    const keyed = flat.map((t) => [JSON.stringify(t), t] as const).sort(([p], [q]) => (p < q ? -1 : p > q ? 1 : 0));
+    return { k: 'op', op: kind, args: keyed.map(([, t]) => t) };
+  }
+  return { ...n, args };
+}
+
+function dividesByZero(n: Node): boolean {
+  if (n.k !== 'op' && n.k !== 'rel') return false;
+  if (n.k === 'op' && n.op === '/' && exact(n.args[1])?.n === 0n && exact(n.args[0])) return true;
+  return n.args.some(dividesByZero);
+}
 
 /** The reference's `parse_latex` comparison of two (already normalised) answers. */
 export function latexEqual(a: string, b: string): boolean {
@@ -167,7 +211,9 @@ function compare(a: string, b: string): boolean {
   const x = parseLatexAnswer(a);
   const y = parseLatexAnswer(b);
   if (!x || !y) return false;
-  if (JSON.stringify(x) === JSON.stringify(y)) return true;
+  // sympy's c/0 (c a number) is zoo, and no expression holding it equals another.
+  if (dividesByZero(x) || dividesByZero(y)) return false;
+  if (JSON.stringify(canonical(x)) === JSON.stringify(canonical(y))) return true;
   if (has(x, 'rel') || has(y, 'rel') || has(x, 'inf') || has(y, 'inf')) return false;
   const [qx, qy] = [exact(x), exact(y)];
   // Integers and fractions compare exactly, as sympy's do (10^{20}+1 is not 10^{20}).

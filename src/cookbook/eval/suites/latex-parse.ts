@@ -88,7 +88,7 @@ function tokenize(s: string): string[] {
     if (cmd) {
       out.push(cmd[0]);
       i += cmd[0].length;
-    } else if ('+-*/()[]{}|!^_=<>,:'.includes(s[i]) || /[a-zA-Z]/.test(s[i])) {
+    } else if ('+-*/()[]{}|!^_=<>,:.'.includes(s[i]) || /[a-zA-Z]/.test(s[i])) {
       out.push(s[i++]);
     } else {
       throw new ParseError(`unknown character ${JSON.stringify(s[i])}`);
@@ -181,8 +181,12 @@ class Parser {
   power(): Node {
     let base = this.comp();
     while (this.peek() === '^') {
-      this.next();
-      const exp = this.peek() === '{' ? this.braced() : this.atom();
+      const at = this.pos++;
+      const exp = this.attempt(() => (this.peek() === '{' ? this.braced() : this.atom()));
+      if (!exp) {
+        this.pos = at; // an exponent that does not parse ends the expression before its `^`
+        break;
+      }
       base = { k: 'op', op: '^', args: [base, exp] };
     }
     return base;
@@ -198,9 +202,11 @@ class Parser {
     const t = this.peek();
     if (t === '{') return this.braced();
     if (t !== undefined && /^\d/.test(t)) {
-      this.next();
+      // One digit of a longer number (`\frac12`): the token is split in place, so a parse that
+      // backtracks over it reads the same tokens again.
       const rest = t.slice(1).replace(/^\u0000/, '');
-      if (rest) this.toks.splice(this.pos, 0, rest);
+      if (rest) this.toks.splice(this.pos, 1, t[0], rest);
+      this.next();
       return { k: 'num', text: t[0] };
     }
     throw new ParseError('expected an argument');
