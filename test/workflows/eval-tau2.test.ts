@@ -40,8 +40,8 @@ describe('tau2_bench eval', () => {
   });
 
   it('one conversation with tiny-qwen3 as agent and customer: graded, its customer replies recorded, replayed from them to the same result', async () => {
-    const set = ['max_tokens=12', 'judge.max_tokens=12', 'terminal.max_turns=3'];
-    const r = resolveEval(MODEL, 'tau2_bench', { limit: '1', set }, { runsDir: join(stack.dir, 'runs'), workflowId: 'eval-tau2-test' });
+    const set = ['max_tokens=12', 'judge.max_tokens=12', 'terminal.max_turns=2'];
+    const r = resolveEval(MODEL, 'tau2_bench', { limit: '1', data: SHIPPED, set }, { runsDir: join(stack.dir, 'runs'), workflowId: 'eval-tau2-test' });
     const result = await withWorker(stack, async () => (await (await startEval(stack.client, r, stack.taskQueue)).result()) as EvalWorkflowResult);
     expect(result.status).toBe('completed');
     const file = JSON.parse(readFileSync(result.resultsPath, 'utf8')) as TerminalResultsFile;
@@ -50,7 +50,7 @@ describe('tau2_bench eval', () => {
     const [ex] = file.examples;
     expect(ex!.error).toBeNull();
     expect(ex!.turns).toBeGreaterThanOrEqual(1);
-    expect(ex!.turns).toBeLessThanOrEqual(3);
+    expect(ex!.turns).toBeLessThanOrEqual(2);
     expect(ex!.reward_details.action_score).toBe(ex!.reward);
     expect(result.metrics).toEqual(aggregateTerminal(file.examples));
 

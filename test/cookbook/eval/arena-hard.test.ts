@@ -100,7 +100,7 @@ describe('judge config', () => {
   const firstIssue = (r: ReturnType<typeof evalCfg>) => (r.success ? null : { path: r.error.issues[0].path.join('.'), message: r.error.issues[0].message });
 
   it('belongs to judged suites; without one the evaluated model judges (at the reference’s 4096 tokens, temperature 0)', () => {
-    expect(firstIssue(evalCfg({ suite: 'gsm8k', judge: { model: 'tiny-qwen3' } }))).toEqual({ path: 'judge', message: 'judge settings are for judged suites (arena_hard), not gsm8k' });
+    expect(firstIssue(evalCfg({ suite: 'gsm8k', judge: { model: 'tiny-qwen3' } }))).toEqual({ path: 'judge', message: 'judge settings are for judged suites (arena_hard, tau2_bench), not gsm8k' });
     const ok = evalCfg({ suite: 'arena_hard' });
     expect(ok.success && ok.data.judge).toBe(undefined);
     expect(JudgeConfigSchema.parse({})).toEqual({ api: 'tinker', model: null, base_url: null, api_key_env: null, renderer_name: null, max_tokens: 4096, temperature: 0 });
