@@ -84,6 +84,7 @@ export async function terminalEvalChunk(deps: ActivityDeps, { run, chunk, baseMo
     tokenizer,
     sampling: cfg,
     terminal: terminalOptions(cfg),
+    systemPrompt: cfg.system_prompt,
     suite: cfg.suite,
     // The eval's position of the episode: a retried chunk replays its sandbox operations.
     onceFor: (index) => runStoreOnce(store, ['eval', chunk, index]),

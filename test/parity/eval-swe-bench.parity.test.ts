@@ -7,7 +7,7 @@
 // tool's spec, command and output cuts; the reward's pytest command and metrics; the aggregate.
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { aggregateSweBench, parseSweBenchRow, parseTestIds, SWE_BENCH_MAX_TURNS, SWE_BENCH_SYSTEM_PROMPT, sweBenchUserPrompt, type SweBenchTask } from '../../src/cookbook/eval/suites/swe-bench.js';
+import { aggregateSweBench, parseSweBenchRow, parseTestIds, SWE_BENCH_MAX_TURNS, SWE_BENCH_SYSTEM_PROMPT, sweBenchSystemPrompt, sweBenchUserPrompt, type SweBenchTask } from '../../src/cookbook/eval/suites/swe-bench.js';
 import { setUpRepo, SWE_BENCH_ENV_SETTINGS, sweBenchBashTool, sweBenchReward } from '../../src/cookbook/eval/suites/swe-bench-env.js';
 import { loadTerminalEval } from '../../src/cookbook/eval/suites/terminal.js';
 import type { TerminalTaskResult } from '../../src/cookbook/eval/suites/terminal-results.js';
@@ -38,11 +38,13 @@ const TEST_IDS: unknown[] = [['a'], '["a", "b"]', ' x ', '', '  ', '{"a": 1}', '
 
 const ok = { exit_code: 0, stdout: '', stderr: '' };
 const longHints = Array.from({ length: 2100 }, (_, i) => (i % 3 === 0 ? '😀' : 'h')).join('');
-const setupBase = { repo: 'o/r', base_commit: 'abc123', problem_statement: 'Fix it.\n\nDetails.', hints_text: '', test_patch: 'diff --git a/t b/t\n' };
+const setupBase: { system_prompt?: string; repo: string; base_commit: string; problem_statement: string; hints_text: string; test_patch: string } = { repo: 'o/r', base_commit: 'abc123', problem_statement: 'Fix it.\n\nDetails.', hints_text: '', test_patch: 'diff --git a/t b/t\n' };
 const SETUP = [
   { ...setupBase, results: [ok] },
   { ...setupBase, hints_text: longHints, results: [ok, ok, ok, ok, { exit_code: 1, stdout: '', stderr: 'error: patch failed' }, ok] },
   { ...setupBase, hints_text: '  \n', test_patch: ' \n', results: [ok] },
+  { ...setupBase, system_prompt: 'Custom prompt.', results: [ok] },
+  { ...setupBase, system_prompt: '', results: [ok] },
   { ...setupBase, repo: "own er/na'me", base_commit: 'abc; rm -rf /', hints_text: 'h', results: [ok] },
   { ...setupBase, results: [{ exit_code: 128, stdout: '', stderr: `fatal: unable to access: ${'x'.repeat(400)}` }] },
   { ...setupBase, results: [ok, ok, { exit_code: 1, stdout: '', stderr: "error: pathspec 'abc123' did not match" }] },
@@ -194,12 +196,12 @@ describe('swe_bench beside the reference', () => {
     }
   });
 
-  it('the system prompt, the user message (hints cut at 2000 code points, blank hints left out), MAX_TURNS and the env settings', () => {
+  it('the system prompt (the eval\'s over it unless null or empty), the user message (hints cut at 2000 code points, blank hints left out), MAX_TURNS and the env settings', () => {
     for (const [i, c] of SETUP.entries()) {
       const ref = reference.setup[i];
       if (ref.error !== null) continue;
       expect(ref.messages).toEqual([
-        { role: 'system', content: SWE_BENCH_SYSTEM_PROMPT },
+        { role: 'system', content: sweBenchSystemPrompt(c.system_prompt ?? null) },
         { role: 'user', content: sweBenchUserPrompt(task(c)) },
       ]);
       expect(ref.max_turns).toBe(SWE_BENCH_MAX_TURNS);

@@ -91,6 +91,7 @@ async def setup_case(case: dict) -> dict:
     env = swe._SWEBenchEnvFactory(
         repo=case["repo"], base_commit=case["base_commit"], problem_statement=case["problem_statement"], hints_text=case["hints_text"],
         instance_id="i", fail_to_pass=["t"], test_patch=case["test_patch"], sandbox_factory=factory, renderer=FakeRenderer(), example_id="e",
+        system_prompt=case.get("system_prompt"),
     )
     try:
         await env.initial_observation()

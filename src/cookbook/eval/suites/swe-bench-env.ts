@@ -26,7 +26,7 @@ import { actAlways } from '../../rl/side-effects.js';
 import { BaseEnvGroupBuilder, type Env, type EnvGroupBuilder } from '../../rl/types.js';
 import type { SandboxInterface } from '../../sandbox/types.js';
 import { buildAgentToolEnv, simpleToolResult, tool, type RewardResult, type Tool, type ToolDeclaringRenderer } from '../../tool-use/index.js';
-import { SWE_BENCH_SYSTEM_PROMPT, sweBenchUserPrompt, type SweBenchTask } from './swe-bench.js';
+import { sweBenchSystemPrompt, sweBenchUserPrompt, type SweBenchTask } from './swe-bench.js';
 import { TaskSkippedError } from './terminal-results.js';
 
 const REPO = '/workspace/repo';
@@ -220,13 +220,15 @@ export class SweBenchEnvGroupBuilder extends BaseEnvGroupBuilder implements Cont
     readonly renderer: ToolDeclaringRenderer,
     readonly opts: TerminalEnvOptions,
     readonly reposDir: string | null,
+    /** The eval's system_prompt; null or '' keeps the reference's. */
+    readonly systemPrompt: string | null = null,
     private readonly ctx: RolloutContext | null = null,
   ) {
     super();
   }
 
   withContext(ctx: RolloutContext): EnvGroupBuilder {
-    return new SweBenchEnvGroupBuilder(this.task, this.renderer, this.opts, this.reposDir, ctx);
+    return new SweBenchEnvGroupBuilder(this.task, this.renderer, this.opts, this.reposDir, this.systemPrompt, ctx);
   }
 
   async makeEnvs(): Promise<Env[]> {
@@ -240,7 +242,7 @@ export class SweBenchEnvGroupBuilder extends BaseEnvGroupBuilder implements Cont
     let testRun: SweTestRun | null = null;
     const reward = sweBenchReward(sandbox, this.task.failToPass, (run) => (testRun = run));
     const messages: Message[] = [
-      ...this.renderer.createConversationPrefixWithTools([bash.toSpec()], SWE_BENCH_SYSTEM_PROMPT),
+      ...this.renderer.createConversationPrefixWithTools([bash.toSpec()], sweBenchSystemPrompt(this.systemPrompt)),
       { role: 'user', content: sweBenchUserPrompt(this.task) },
     ];
     const env = buildAgentToolEnv(this.renderer, [bash], messages, reward, {

@@ -66,6 +66,9 @@ EOF
 - PAGER=cat (no interactive paging)
 - Do NOT use interactive editors (vi, nano, etc.)`;
 
+/** The reference's `self.system_prompt or _SYSTEM_PROMPT`: the eval's system_prompt unless null or empty. */
+export const sweBenchSystemPrompt = (override: string | null) => override || SWE_BENCH_SYSTEM_PROMPT;
+
 export interface SweBenchTask {
   /** The example id: swe_bench_<instance_id> (a hash of the problem statement without one). */
   taskName: string;

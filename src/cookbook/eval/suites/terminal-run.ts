@@ -62,6 +62,8 @@ export interface TerminalEpisodeSetup {
   tokenizer: Pick<Tokenizer, 'decode'>;
   sampling: { seed: number; max_tokens: number; temperature: number };
   terminal: TerminalEvalOptions;
+  /** The eval's system_prompt (swe_bench takes it over its own, as the reference's `system_prompt or _SYSTEM_PROMPT`). */
+  systemPrompt?: string | null;
   /** The suite's name, part of each example's sampling seed (default: terminal). */
   suite?: string;
   /** The record of example `index`'s sandbox operations. */
@@ -97,7 +99,7 @@ export function formatLastTransition(traj: Trajectory, tokenizer: Pick<Tokenizer
 /** The task's env: a Harbor task's (rl/envs/terminal), or a Terminal-Bench row's in the generic image. */
 function envBuilder(task: TerminalEvalTask, s: TerminalEpisodeSetup) {
   const opts = terminalEnvOptionsOf(s.terminal);
-  if (isSweBenchTask(task)) return new SweBenchEnvGroupBuilder(task, s.renderer, opts, s.terminal.repos_dir);
+  if (isSweBenchTask(task)) return new SweBenchEnvGroupBuilder(task, s.renderer, opts, s.terminal.repos_dir, s.systemPrompt ?? null);
   return isTerminalBenchTask(task) ? new TerminalBenchEnvGroupBuilder(task, s.renderer, opts) : new TerminalEnvGroupBuilder(task, s.renderer, 1, opts);
 }
 
