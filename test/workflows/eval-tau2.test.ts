@@ -51,7 +51,9 @@ describe('tau2_bench eval', () => {
     expect(ex!.error).toBeNull();
     expect(ex!.turns).toBeGreaterThanOrEqual(1);
     expect(ex!.turns).toBeLessThanOrEqual(2);
-    expect(ex!.reward_details.action_score).toBe(ex!.reward);
+    // A turn cut by max_tokens ends the conversation with reward 0 (the reference's message env); else the action score.
+    if (ex!.stop_reason === 'max_tokens') expect([ex!.reward, ex!.reward_details.max_tokens_reached]).toEqual([0, 1]);
+    else expect(ex!.reward_details.action_score).toBe(ex!.reward);
     expect(result.metrics).toEqual(aggregateTerminal(file.examples));
 
     // The opening, recorded at (example 0, sample 0, turn 0) of chunk 0.
@@ -77,7 +79,7 @@ describe('tau2_bench eval', () => {
       const keep = (e: typeof ex) => ({ status: e!.status, reward: e!.reward, reward_details: e!.reward_details, turns: e!.turns, stop_reason: e!.stop_reason });
       expect(keep(again)).toEqual(keep(ex));
       const written = JSON.parse(readFileSync(join(result.logPath, ex!.trajectory!), 'utf8')) as { messages: unknown[] };
-      expect(written.messages.length).toBeGreaterThan(2);
+      expect(written.messages.length).toBeGreaterThanOrEqual(2);
       expect((JSON.parse(replayed) as { messages: unknown[] }).messages).toEqual(written.messages);
     } finally {
       await backend.close();

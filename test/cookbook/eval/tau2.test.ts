@@ -2,7 +2,7 @@
 // reference's 30 turns and a judge (the customer) accepted; --data a folder in the reference's cache
 // layout, a missing file named; terminal.only by example id; the customer's replies recorded per
 // turn in the run store, an episode played again from them asking the customer nothing, and one
-// that takes another path asking again from where it parted.
+// that takes another path asking again from where it parted; a turn cut by max_tokens ending it.
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -55,7 +55,7 @@ describe('tau2_bench: an episode replayed from its records', () => {
   const [task] = loadTau2Tasks(SAMPLE, 1, null);
   const store = new RunStore(join(dir, 'run'));
   const customer = (replies: string[], asked: Message[][]): Judge => ({ name: 'scripted', ask: async (m) => (asked.push(m), replies.shift() ?? 'USER_STOP') });
-  const agent = (script: Message[]) => async () => script.shift()!;
+  const agent = (script: Array<Message | null>) => async () => script.shift()!;
   const cancel: Message = { role: 'assistant', content: '', tool_calls: [{ id: 'c', function: { name: 'cancel_reservation', arguments: '{"reservation_id": "NO6JO3"}' } }] };
   const play = (script: Message[], user: Judge) =>
     runTau2Episode(task!, { agent: agent(script), prefixWithTools: () => [{ role: 'system', content: 'p' }], user, once: runStoreOnce(store, ['eval', 0, 0]), maxTurns: 5 });
@@ -78,5 +78,17 @@ describe('tau2_bench: an episode replayed from its records', () => {
     expect(parted).toHaveLength(1);
     expect(other.history[1]).toEqual(first.history[1]);
     expect([other.score, other.stopReason]).toEqual([0, 'agent_done']);
+  });
+
+  it("a turn cut by max_tokens ends the conversation with reward 0, whatever was matched (the reference's message env)", async () => {
+    const cut = await runTau2Episode(task!, {
+      agent: agent([cancel, null]),
+      prefixWithTools: () => [],
+      user: customer(['Cancel NO6JO3.'], []),
+      once: runStoreOnce(store, ['eval', 0, 1]),
+      maxTurns: 5,
+    });
+    expect([cut.score, cut.turns, cut.stopReason, cut.metrics]).toEqual([0, 2, 'max_tokens', { max_tokens_reached: 1, 'stop/max_tokens': 1 }]);
+    expect(cut.calls.map((c) => c.name)).toEqual(['cancel_reservation']);
   });
 });

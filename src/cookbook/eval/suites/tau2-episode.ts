@@ -9,6 +9,7 @@
 import type { Content, Message, ToolSpec } from '../../renderers/types.js';
 import { getTextContent } from '../../renderers/content.js';
 import type { Once } from '../../rl/side-effects.js';
+import { STOP_METRIC_PREFIX, StopReason } from '../../rl/types.js';
 import { ServiceUnavailableError } from '../../errors.js';
 import { pyJsonDumps } from '../../pyjson.js';
 import type { Judge } from '../judge.js';
@@ -89,7 +90,7 @@ export function isAgentDone(text: string): boolean {
   return lower.includes('agent_stop') || lower.includes('conversation_complete') || lower.endsWith('goodbye.') || lower.endsWith('goodbye!');
 }
 
-export type Tau2StopReason = 'agent_done' | 'user_stop' | 'max_turns' | 'unknown_tool';
+export type Tau2StopReason = 'agent_done' | 'user_stop' | 'max_turns' | 'max_tokens' | 'unknown_tool';
 
 export interface Tau2Outcome {
   /** The action score (the episode's reward). */
@@ -105,8 +106,12 @@ export interface Tau2Outcome {
 }
 
 export interface Tau2EpisodeDeps {
-  /** The agent: the next assistant message (tool calls parsed) for a conversation. */
-  agent(messages: Message[]): Promise<Message>;
+  /**
+   * The agent: the next assistant message (tool calls parsed) for a conversation; null when the
+   * turn hit max_tokens before its stop sequence (the reference's message env ends the episode
+   * there with reward 0).
+   */
+  agent(messages: Message[]): Promise<Message | null>;
   /** The agent's renderer declares the domain's tools in the system prompt. */
   prefixWithTools(tools: ToolSpec[], systemPrompt: string): Message[];
   /** The customer. */
@@ -149,6 +154,10 @@ export async function runTau2Episode(task: Tau2Task, deps: Tau2EpisodeDeps): Pro
   };
   for (;;) {
     const message = await deps.agent(history);
+    if (message === null) {
+      turn += 1;
+      return { score: 0, metrics: { max_tokens_reached: 1, [`${STOP_METRIC_PREFIX}${StopReason.MAX_TOKENS}`]: 1 }, turns: turn, stopReason: 'max_tokens', error: null, history, calls: backend.callLog };
+    }
     turn += 1;
     history.push(message);
     const calls = message.tool_calls ?? [];
