@@ -97,6 +97,13 @@ const EPISODES: Episode[] = [
     ],
   },
   { task: 0, max_turns: 30, replies: ['Cancel please.'], agent: [{ content: 'I cannot help with that. Goodbye.' }] },
+  // Long turns (cut at 500 code points, astral ones included) and more than the last ten messages.
+  {
+    task: 1,
+    max_turns: 30,
+    replies: ['Hi.', ...Array.from({ length: 6 }, (_, i) => `reply ${i} ${'ü🙂'.repeat(300)}`)],
+    agent: [...Array.from({ length: 6 }, (_, i) => ({ content: `turn ${i} ${'é🙂x'.repeat(250)}` })), { content: 'Goodbye!' }],
+  },
 ];
 
 interface Step {
