@@ -14,6 +14,7 @@ import type { SampleResponse, SamplingSession } from '../../../src/backends/type
 import { aggregateSweBench, skippedTasks, SWE_BENCH_SYSTEM_PROMPT, sweBenchUserPrompt, type SweBenchTask } from '../../../src/cookbook/eval/suites/swe-bench.js';
 import { loadTerminalEval, TerminalEvalSchema } from '../../../src/cookbook/eval/suites/terminal.js';
 import { evaluateTerminalTask, type TerminalEpisodeSetup } from '../../../src/cookbook/eval/suites/terminal-run.js';
+import { findMirror } from '../../../src/cookbook/eval/suites/swe-bench-env.js';
 import { rendererForModel } from '../../../src/cookbook/renderers/for-model.js';
 import { runStoreOnce } from '../../../src/cookbook/rl/side-effects.js';
 import { RunStore } from '../../../src/cookbook/run-store.js';
@@ -85,6 +86,19 @@ function setup(session: SamplingSession, logPath: string, repos: string | null):
 
 const call = (command: string) => `<tool_call>\n${JSON.stringify({ name: 'bash', arguments: { command } })}\n</tool_call>`;
 const applyGold = (patch: string) => call(`cd /workspace/repo && cat > /tmp/fix.diff <<'PATCH'\n${patch}PATCH\ngit apply /tmp/fix.diff && git status --short`);
+
+describe('swe_bench mirrors', () => {
+  it('<owner>__<name> or <owner>/<name>, bare (.git) or not; none for a repo not there', () => {
+    const dir = tempDir();
+    execFileSync('git', ['clone', '-q', '--bare', join(reposDir, 'cookbook-fixtures__tiny_calc'), join(dir, 'a', 'b.git')]);
+    execFileSync('git', ['clone', '-q', join(reposDir, 'cookbook-fixtures__tiny_text'), join(dir, 'c__d')]);
+    expect(findMirror(reposDir, 'cookbook-fixtures/tiny_calc')).toBe(join(reposDir, 'cookbook-fixtures__tiny_calc'));
+    expect(findMirror(dir, 'a/b')).toBe(join(dir, 'a', 'b.git'));
+    expect(findMirror(dir, 'c/d')).toBe(join(dir, 'c__d'));
+    expect(findMirror(dir, 'a/c')).toBeNull();
+    expect(findMirror(dir, 'no-slash')).toBeNull();
+  });
+});
 
 describe.skipIf(unavailable)('swe_bench episodes', { timeout: 180_000 }, () => {
   it("each shipped row fixed by its gold patch: PASS from pytest's exit code, with the reference's prompts and metrics", async () => {

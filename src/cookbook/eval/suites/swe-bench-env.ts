@@ -106,8 +106,13 @@ export function sweBenchReward(sandbox: SandboxInterface, failToPass: readonly u
   };
 }
 
-/** pytest and its pure-Python dependencies, as the image carries them under /opt/pylib (the sandbox has no network to pip install). */
-const PYLIB_PACKAGES = ['pytest', '_pytest', 'pluggy', 'iniconfig', 'packaging', 'pygments', 'py.py'];
+/**
+ * pytest and its pure-Python dependencies, as the image carries them under /opt/pylib (the sandbox
+ * has no network to pip install). Not pygments: the host's Debian python, which the local backend's
+ * sandboxes run, has it, and at 2.7 MB gzip'd it would weigh on every snapshot the durable sandbox
+ * records of the episode's files.
+ */
+const PYLIB_PACKAGES = ['pytest', '_pytest', 'pluggy', 'iniconfig', 'packaging', 'py.py'];
 
 /** The image: the host's git and python (as python too), pytest on PYTHONPATH, /workspace. */
 export const SWE_BENCH_DOCKERFILE = `FROM python:3.11-slim-bookworm
@@ -132,8 +137,10 @@ export function sweBenchImageTask(): HarborTask {
   const taskDir = path.join(cacheRoot(), 'swe-bench-image');
   const envDir = path.join(taskDir, 'environment');
   const site = engineSitePackages();
+  // What the pylib was copied from and which packages: a change of either copies it again.
   const marker = path.join(envDir, 'pylib.source');
-  if (!existsSync(marker) || readFileSync(marker, 'utf8') !== site || readFileSync(path.join(envDir, 'Dockerfile'), 'utf8') !== SWE_BENCH_DOCKERFILE) {
+  const source = `${site}\n${PYLIB_PACKAGES.join(' ')}\n`;
+  if (!existsSync(marker) || readFileSync(marker, 'utf8') !== source || readFileSync(path.join(envDir, 'Dockerfile'), 'utf8') !== SWE_BENCH_DOCKERFILE) {
     rmSync(envDir, { recursive: true, force: true });
     mkdirSync(path.join(envDir, 'pylib'), { recursive: true });
     const names = readdirSync(site);
@@ -142,7 +149,7 @@ export function sweBenchImageTask(): HarborTask {
       for (const n of [pkg, ...infos]) if (existsSync(path.join(site, n))) cpSync(path.join(site, n), path.join(envDir, 'pylib', n), { recursive: true, filter: (f) => !f.includes('__pycache__') });
     }
     writeFileSync(path.join(envDir, 'Dockerfile'), SWE_BENCH_DOCKERFILE);
-    writeFileSync(marker, site);
+    writeFileSync(marker, source);
   }
   return { taskName: 'swe-bench-image', instruction: '', taskDir, config: {} };
 }
