@@ -91,4 +91,11 @@ describe('tau2_bench: an episode replayed from its records', () => {
     expect([cut.score, cut.turns, cut.stopReason, cut.metrics]).toEqual([0, 2, 'max_tokens', { max_tokens_reached: 1, 'stop/max_tokens': 1 }]);
     expect(cut.calls.map((c) => c.name)).toEqual(['cancel_reservation']);
   });
+
+  it('a call to a tool the domain lacks fails the episode (the reference’s step raises there): reward 0, the tool named', async () => {
+    const bad: Message = { role: 'assistant', content: '', tool_calls: [{ id: 'b', function: { name: 'book_flight', arguments: '{}' } }] };
+    const out = await runTau2Episode(task!, { agent: agent([cancel, bad]), prefixWithTools: () => [], user: customer(['Hi.'], []), once: runStoreOnce(store, ['eval', 0, 2]), maxTurns: 5 });
+    expect([out.score, out.turns, out.stopReason]).toEqual([0, 2, 'unknown_tool']);
+    expect(out.error).toMatch(/"book_flight", which the airline domain has no tool for/);
+  });
 });

@@ -15,7 +15,7 @@ import { pyJsonDumps } from '../../pyjson.js';
 import type { Judge } from '../judge.js';
 import { sha256 } from './code-exec.js';
 import { pyStrOf, Tau2Backend, type Tau2Call } from './tau2-backend.js';
-import type { Tau2Action, Tau2Task } from './tau2-data.js';
+import { TAU2_DOMAIN, type Tau2Action, type Tau2Task } from './tau2-data.js';
 
 /** Python's s[:n] by code point. */
 const pyHead = (s: string, n: number) => [...s].slice(0, n).join('');
@@ -164,7 +164,7 @@ export async function runTau2Episode(task: Tau2Task, deps: Tau2EpisodeDeps): Pro
     if (calls.length > 0) {
       for (const call of calls) {
         const name = call.function.name;
-        if (!toolNames.has(name)) return finish('unknown_tool', `the agent called ${JSON.stringify(name)}, which the ${task.taskName} domain has no tool for`);
+        if (!toolNames.has(name)) return finish('unknown_tool', `the agent called ${JSON.stringify(name)}, which the ${TAU2_DOMAIN} domain has no tool for (${task.taskName})`);
         const content = backend.execute(name, callArguments(call.function.arguments));
         history.push({ role: 'tool', content, tool_call_id: call.id ?? '', name });
       }
