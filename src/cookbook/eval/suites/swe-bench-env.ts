@@ -9,7 +9,7 @@
 // suite's machinery: its backends, the durable sandbox that records every operation by position
 // (so a retried chunk runs nothing again) and the agent tool env.
 import { spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { cacheRoot } from '../../../stack/cache.mjs';
@@ -141,15 +141,18 @@ export function sweBenchImageTask(): HarborTask {
   const marker = path.join(envDir, 'pylib.source');
   const source = `${site}\n${PYLIB_PACKAGES.join(' ')}\n`;
   if (!existsSync(marker) || readFileSync(marker, 'utf8') !== source || readFileSync(path.join(envDir, 'Dockerfile'), 'utf8') !== SWE_BENCH_DOCKERFILE) {
-    rmSync(envDir, { recursive: true, force: true });
-    mkdirSync(path.join(envDir, 'pylib'), { recursive: true });
+    // Made aside and moved in whole, so a build in another process never reads a half-copied context.
+    const staging = `${envDir}.${process.pid}.${Date.now()}`;
+    mkdirSync(path.join(staging, 'pylib'), { recursive: true });
     const names = readdirSync(site);
     for (const pkg of PYLIB_PACKAGES) {
       const infos = names.filter((n) => n.toLowerCase().startsWith(`${pkg.toLowerCase()}-`) && n.endsWith('.dist-info'));
-      for (const n of [pkg, ...infos]) if (existsSync(path.join(site, n))) cpSync(path.join(site, n), path.join(envDir, 'pylib', n), { recursive: true, filter: (f) => !f.includes('__pycache__') });
+      for (const n of [pkg, ...infos]) if (existsSync(path.join(site, n))) cpSync(path.join(site, n), path.join(staging, 'pylib', n), { recursive: true, filter: (f) => !f.includes('__pycache__') });
     }
-    writeFileSync(path.join(envDir, 'Dockerfile'), SWE_BENCH_DOCKERFILE);
-    writeFileSync(marker, source);
+    writeFileSync(path.join(staging, 'Dockerfile'), SWE_BENCH_DOCKERFILE);
+    writeFileSync(path.join(staging, 'pylib.source'), source);
+    rmSync(envDir, { recursive: true, force: true });
+    renameSync(staging, envDir);
   }
   return { taskName: 'swe-bench-image', instruction: '', taskDir, config: {} };
 }
