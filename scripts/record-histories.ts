@@ -10,6 +10,7 @@ import { resolveContinuation } from '../src/cli/continue.js';
 import { resolveEval, startEval } from '../src/cli/eval.js';
 import { EVAL_SCHEDULE_WORKFLOW, resolveEvalSchedule } from '../src/cli/eval-schedule.js';
 import { resolveTts, startTts } from '../src/cli/tts.js';
+import { resolveInspectEval, startInspectEval } from '../src/cli/eval-inspect.js';
 import { pauseSignal, progressQuery, resumeSignal, setUpdate, stopSignal } from '../src/workflows/shared/messages.js';
 import { saveHistories } from '../test/support/history.js';
 import { startTestStack, testRun, waitUntil, withWorker, type TestStack } from '../test/support/stack.js';
@@ -133,6 +134,13 @@ recordings.eval_schedule = async (stack) => {
 recordings.tts = async (stack) => {
   const r = resolveTts('tiny-qwen3', { limit: '3', set: ['chunk_size=2', 'concurrency=2', 'max_tokens=16', 'temperature=1.0'] }, { runsDir: join(stack.dir, 'runs'), workflowId: `tts-${Date.now()}` });
   await (await startTts(stack.client, r, stack.taskQueue)).result();
+  return r.workflowId;
+};
+
+// `cookbook eval --inspect`: the shipped Inspect task, its first three samples.
+recordings.eval_inspect = async (stack) => {
+  const r = resolveInspectEval('tiny-qwen3', `${join(root, 'data', 'eval', 'inspect', 'arithmetic.py')}@arithmetic`, { limit: '3', set: ['max_tokens=8'] }, { runsDir: join(stack.dir, 'runs'), workflowId: `eval_inspect-${Date.now()}` });
+  await (await startInspectEval(stack.client, r, stack.taskQueue)).result();
   return r.workflowId;
 };
 

@@ -4,6 +4,7 @@ import { decisionsActivities } from './decisions.js';
 import { dpoActivities } from './dpo.js';
 import { evaluatorActivities } from './evaluators.js';
 import { evalActivities } from './eval.js';
+import { evalInspectActivities } from './eval-inspect.js';
 import { evalScheduleActivities } from './eval-schedule.js';
 import { ttsActivities } from './tts.js';
 import { rlActivities } from './rl.js';
@@ -25,5 +26,5 @@ export type { ActivityDeps } from './context.js';
 export function createActivities(deps: ActivityDeps): Activities {
   // Tracking (W&B) mirrors the run store after the activities that write to it (tracking.ts), once
   // their timing (timing.ts) is stored.
-  return withFailover(withTracking(withTiming({ ...trainingActivities(deps), ...supervisedActivities(deps), ...rlActivities(deps), ...dpoActivities(deps), ...decisionsActivities(deps), ...distillActivities(deps), ...offPolicyDistillActivities(deps), ...promptDistillationActivities(deps), ...sdftActivities(deps), ...evaluatorActivities(deps), ...evalActivities(deps), ...evalScheduleActivities(), ...ttsActivities(deps), ...sweepActivities(), ...hotForwardActivities() })));
+  return withFailover(withTracking(withTiming({ ...trainingActivities(deps), ...supervisedActivities(deps), ...rlActivities(deps), ...dpoActivities(deps), ...decisionsActivities(deps), ...distillActivities(deps), ...offPolicyDistillActivities(deps), ...promptDistillationActivities(deps), ...sdftActivities(deps), ...evaluatorActivities(deps), ...evalActivities(deps), ...evalInspectActivities(deps), ...evalScheduleActivities(), ...ttsActivities(deps), ...sweepActivities(), ...hotForwardActivities() })));
 }

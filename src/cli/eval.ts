@@ -23,6 +23,8 @@ export const EVAL_USAGE = `  eval <model or checkpoint> <suite>    evaluate a ba
   eval <model or checkpoint> --benchmarks a,b,c   one eval per benchmark, then a summary table of them all
   eval <run id or log dir> --every 30m --benchmarks a,b   a schedule: each firing evaluates the run's sampler
         [--id <schedule id>]                checkpoints not evaluated yet (<log dir>/evals/<checkpoint>/<benchmark>)
+  eval <model or checkpoint> --inspect <task>   an Inspect AI task (a registered name, or path/task.py@name)
+        [--limit N] [--set key=value …]     through Inspect's own runner, resumable; results.json + Inspect's log
   eval --list                         the benchmark suites and the eval schedules
   eval --unschedule <schedule id>     delete an eval schedule`;
 
@@ -90,6 +92,8 @@ export interface EvalCommandOptions extends EvalArgs {
   detach?: boolean;
   workflowId?: string;
   benchmarks?: string;
+  /** An Inspect AI task: the eval runs it through Inspect instead of a suite. */
+  inspect?: string;
   every?: string;
   unschedule?: string;
   engineUrl: string;
@@ -124,6 +128,10 @@ export async function evalCommand(rest: string[], o: EvalCommandOptions): Promis
   }
   const [target, suite] = rest;
   if (!target) throw new ConfigError(USAGE_LINE);
+  if (o.inspect !== undefined) {
+    if (suite || o.benchmarks !== undefined || o.every !== undefined) throw new ConfigError('eval --inspect: give the model and the Inspect task only (no suite, --benchmarks or --every)');
+    return (await import('./eval-inspect.js')).inspectEvalCommand(target, o.inspect, o);
+  }
   if (suite && o.benchmarks !== undefined) throw new ConfigError(`eval: give the suite as "${suite}" or as --benchmarks, not both`);
   const benchmarks = o.benchmarks !== undefined ? schedules.parseBenchmarks(o.benchmarks) : suite ? [suite] : [];
   if (benchmarks.length === 0) throw new ConfigError(USAGE_LINE);

@@ -8,6 +8,7 @@ export { offPolicyDistillWorkflow } from './distill-off-policy.js';
 export { pipelineWorkflow } from './pipeline.js';
 export { sweepWorkflow } from './sweep.js';
 export { evalWorkflow } from './eval.js';
+export { evalInspectWorkflow } from './eval-inspect.js';
 export { ttsWorkflow } from './tts.js';
 export { promptDistillWorkflow } from './prompt-distillation.js';
 export { sdftWorkflow } from './sdft.js';

@@ -13,9 +13,9 @@ const dir = join(import.meta.dirname, '..', 'fixtures', 'histories');
 const fixtures = readdirSync(dir).filter((f) => f.endsWith('.json')).sort();
 
 describe('replay of recorded histories', () => {
-  it('has fixtures for every workflow kind that exists (the trainable ones, eval, eval_schedule and tts)', () => {
+  it('has fixtures for every workflow kind that exists (the trainable ones, eval, eval_inspect, eval_schedule and tts)', () => {
     const kinds = new Set(fixtures.map((f) => f.split('-')[0]));
-    expect([...kinds].sort()).toEqual([...Object.keys(TRAINABLE_KINDS), 'eval', 'eval_schedule', 'tts'].sort());
+    expect([...kinds].sort()).toEqual([...Object.keys(TRAINABLE_KINDS), 'eval', 'eval_inspect', 'eval_schedule', 'tts'].sort());
   });
 
   for (const file of fixtures) {
