@@ -163,12 +163,20 @@ export interface BenchmarkSummary {
 /** One line per benchmark: its score, how many of how many, and where its results.json is. */
 export function benchmarkSummaryTable(model: string, rows: readonly BenchmarkSummary[]): string {
   const cells = [
-    ['benchmark', 'score', 'correct', 'examples', 'results'],
-    ...rows.map((r) => [r.suite, (r.metrics.score ?? NaN).toFixed(4), String(r.metrics.num_correct ?? '?'), String(r.metrics.num_examples ?? '?'), r.resultsPath]),
+    ['benchmark', 'score', '± stderr', 'correct', 'examples', 'results'],
+    ...rows.map((r) => [
+      r.suite,
+      (r.metrics.score ?? NaN).toFixed(4),
+      r.metrics.score_stderr === undefined ? '–' : r.metrics.score_stderr.toFixed(4),
+      String(r.metrics.num_correct ?? '?'),
+      String(r.metrics.num_examples ?? '?'),
+      r.resultsPath,
+    ]),
   ];
+  const numeric = (c: number) => c >= 1 && c <= 4;
   const widths = cells[0]!.map((_, c) => Math.max(...cells.map((row) => row[c]!.length)));
-  const line = (row: string[]) => `| ${row.map((cell, c) => (c >= 1 && c <= 3 ? cell.padStart(widths[c]!) : cell.padEnd(widths[c]!))).join(' | ')} |`;
-  const rule = `| ${widths.map((w, c) => (c >= 1 && c <= 3 ? `${'-'.repeat(w - 1)}:` : '-'.repeat(w))).join(' | ')} |`;
+  const line = (row: string[]) => `| ${row.map((cell, c) => (numeric(c) ? cell.padStart(widths[c]!) : cell.padEnd(widths[c]!))).join(' | ')} |`;
+  const rule = `| ${widths.map((w, c) => (numeric(c) ? `${'-'.repeat(w - 1)}:` : '-'.repeat(w))).join(' | ')} |`;
   return [`model ${model}`, '', line(cells[0]!), rule, ...cells.slice(1).map(line)].join('\n');
 }
 

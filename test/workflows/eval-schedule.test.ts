@@ -85,14 +85,14 @@ describe('eval schedule: arguments', () => {
 
   it('the summary table of several benchmarks: one row each', () => {
     const t = benchmarkSummaryTable('m', [
-      { suite: 'gsm8k', metrics: { score: 0.5, num_correct: 1, num_examples: 2 }, resultsPath: '/r/gsm8k/results.json' },
+      { suite: 'gsm8k', metrics: { score: 0.5, num_correct: 1, num_examples: 2, score_stderr: 0.5 }, resultsPath: '/r/gsm8k/results.json' },
       { suite: 'mmlu', metrics: { score: 0, num_correct: 0, num_examples: 3 }, resultsPath: '/r/mmlu/results.json' },
     ]);
     expect(t.split('\n').slice(2)).toEqual([
-      '| benchmark |  score | correct | examples | results               |',
-      '| --------- | -----: | ------: | -------: | --------------------- |',
-      '| gsm8k     | 0.5000 |       1 |        2 | /r/gsm8k/results.json |',
-      '| mmlu      | 0.0000 |       0 |        3 | /r/mmlu/results.json  |',
+      '| benchmark |  score | ± stderr | correct | examples | results               |',
+      '| --------- | -----: | -------: | ------: | -------: | --------------------- |',
+      '| gsm8k     | 0.5000 |   0.5000 |       1 |        2 | /r/gsm8k/results.json |',
+      '| mmlu      | 0.0000 |        – |       0 |        3 | /r/mmlu/results.json  |',
     ]);
   });
 });
@@ -233,7 +233,7 @@ describe('eval schedule on the real stack', () => {
       const resultsPath = join(stack.dir, 'runs', `multi-${process.pid}-${b}`, 'results.json');
       const file = JSON.parse(readFileSync(resultsPath, 'utf8')) as EvalResultsFile;
       expect(file.suite).toBe(b);
-      expect(out).toMatch(new RegExp(`\\| ${b} +\\| ${file.metrics.score!.toFixed(4)} \\| +${file.metrics.num_correct} \\| +2 \\| ${resultsPath.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} +\\|`));
+      expect(out).toMatch(new RegExp(`\\| ${b} +\\| ${file.metrics.score!.toFixed(4)} \\| +${file.metrics.score_stderr!.toFixed(4)} \\| +${file.metrics.num_correct} \\| +2 \\| ${resultsPath.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} +\\|`));
     }
   }, 120_000);
 });

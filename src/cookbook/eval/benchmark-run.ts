@@ -88,11 +88,28 @@ function perSample(results: readonly ExampleResult[]): ExampleResult[] {
   return results.flatMap(({ samples, ...r }) => (samples ? samples.map(({ metrics, ...s }) => ({ ...r, metrics, ...s })) : [r]));
 }
 
+/** An example's share of correct samples (its one sample's verdict, with one). */
+const exampleScore = (r: ExampleResult) => (r.samples ? r.samples.filter((s) => s.correct).length / r.samples.length : Number(r.correct));
+
+/**
+ * The score's standard error with examples as the unit (samples of one example are not
+ * independent): the sample standard deviation of the examples' scores over √n; none below two
+ * examples. With one sample each it is the binomial √(p(1−p)/(n−1)).
+ */
+export function scoreStderr(results: readonly ExampleResult[]): Record<string, number> {
+  const n = results.length;
+  if (n < 2) return {};
+  const scores = results.map(exampleScore);
+  const mean = scores.reduce((a, b) => a + b, 0) / n;
+  const variance = scores.reduce((s, x) => s + (x - mean) ** 2, 0) / (n - 1);
+  return { score_stderr: Math.sqrt(variance / n) };
+}
+
 /**
  * The reference's BenchmarkResult fields plus the suite's own metrics, over every sample (as the
  * reference aggregates all samples' rewards): score = share of samples correct, num_correct =
- * correct samples, num_examples = examples; with several samples, `num_samples` (all samples) and
- * `pass@<k>` for each k in `passAtKs`, averaged over examples.
+ * correct samples, num_examples = examples; `score_stderr` (not in the reference); with several
+ * samples, `num_samples` (all samples) and `pass@<k>` for each k in `passAtKs`, averaged over examples.
  */
 export function aggregateResults(suite: Suite, results: readonly ExampleResult[], passAtKs: readonly number[] = []): Record<string, number> {
   const samples = perSample(results);
@@ -103,6 +120,7 @@ export function aggregateResults(suite: Suite, results: readonly ExampleResult[]
     num_correct: correct,
     num_examples: results.length,
     ...(multi ? { num_samples: samples.length } : {}),
+    ...scoreStderr(results),
     ...meanPassAtK(results.map((r) => ({ n: r.samples?.length ?? 1, correct: r.samples ? r.samples.filter((s) => s.correct).length : Number(r.correct) })), passAtKs),
     ...(suite.aggregate?.(samples) ?? {}),
   };

@@ -96,11 +96,15 @@ describe('pass@k in eval configs and results', () => {
     });
     const multi = aggregateResults(suite, [ex(0, [false, false, false, false]), ex(1, [true, false, true, false])], [1, 2, 4]);
     expect(multi).toMatchObject({ score: 2 / 8, num_correct: 2, num_examples: 2, num_samples: 8 });
+    // Examples as the unit: scores 0 and 1/2, standard deviation √(1/8), over √2.
+    expect(multi.score_stderr).toBeCloseTo(0.25, 15);
     expect(multi['pass@1']).toBeCloseTo(0.25, 15);
     expect(multi['pass@2']).toBeCloseTo((0 + (1 - 1 / 6)) / 2, 15);
     expect(multi['pass@4']).toBe(0.5);
     const single = aggregateResults(suite, [ex(0, [true]), ex(1, [false])]);
-    expect(single).toEqual({ score: 0.5, num_correct: 1, num_examples: 2 });
-    expect(aggregateResults(suite, [ex(0, [true]), ex(1, [false])], [1])).toEqual({ score: 0.5, num_correct: 1, num_examples: 2, 'pass@1': 0.5 });
+    expect(single).toEqual({ score: 0.5, num_correct: 1, num_examples: 2, score_stderr: 0.5 });
+    expect(aggregateResults(suite, [ex(0, [true]), ex(1, [false])], [1])).toEqual({ score: 0.5, num_correct: 1, num_examples: 2, score_stderr: 0.5, 'pass@1': 0.5 });
+    // No standard error from one example.
+    expect(aggregateResults(suite, [ex(0, [true])])).toEqual({ score: 1, num_correct: 1, num_examples: 1 });
   });
 });
