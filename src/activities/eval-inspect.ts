@@ -139,7 +139,12 @@ export function evalInspectActivities(deps: ActivityDeps): EvalInspectActivities
             : { task: cfg.task, model: cfg.model, task_args: cfg.task_args, limit: cfg.limit, max_tokens: cfg.max_tokens, temperature: cfg.temperature, seed: cfg.seed, log_dir: logDir };
           const env = { ...process.env, COOKBOOK_BASE_URL: server.url, COOKBOOK_API_KEY: apiKey, PYTHONUNBUFFERED: '1' };
           const attempt = Context.current().info.attempt;
-          const out = await heartbeating(runDriver(python, spec, env, join(run.logPath, `inspect-attempt-${attempt}.log`)), { inspect: unfinished ? `retry of ${unfinished}` : cfg.task });
+          const out = await heartbeating(runDriver(python, spec, env, join(run.logPath, `inspect-attempt-${attempt}.log`)), { inspect: unfinished ? `retry of ${unfinished}` : cfg.task }).catch((err: Error) => {
+            // Inspect failing before its log exists could not load the task (a wrong name, a file
+            // that does not import): no retry fixes that. Later failures are retried from the log.
+            if (inspectLogs(run).length === 0) throw ApplicationFailure.nonRetryable(`Inspect task ${cfg.task}: ${err.message}`, ErrorTypes.config);
+            throw err;
+          });
           if (out.status !== 'success') throw new Error(`Inspect ended with status ${out.status}: ${out.error ?? 'no error given'} (log ${out.log})`);
           finished = out.log.replace(/^file:\/\//, '');
         } finally {

@@ -70,6 +70,16 @@ describe('eval --inspect', () => {
     expect(readFileSync(join(result.logPath, 'results.md'), 'utf8')).toContain('| includes/accuracy |');
   }, 300_000);
 
+  it('a task Inspect cannot load fails the eval at once, with Inspect’s reason', async () => {
+    const r = resolveInspectEval(MODEL, TASK.replace(/@arithmetic$/, '@no_such_task'), {}, { runsDir: join(stack.dir, 'runs'), workflowId: `eval-inspect-test-${++counter}` });
+    const failure = await withWorker(stack, async () => (await startInspectEval(stack.client, r, stack.taskQueue)).result().then(() => undefined, (err: Error) => err));
+    expect(failure).toBeDefined();
+    const cause = (failure as Error & { cause?: { cause?: Error } }).cause?.cause;
+    expect(cause?.message).toMatch(/Inspect task .*@no_such_task: Inspect exited with 1/);
+    expect(cause?.message).toMatch(/no_such_task/);
+    expect(await retriedActivities(stack.client, r.workflowId, 'evalInspectRun')).toBe(0);
+  }, 120_000);
+
   it.runIf(fullTier)('a worker killed mid-eval resumes Inspect’s log: no finished sample runs again, and the results equal an uninterrupted run’s', async () => {
     // Longer completions, so the kill lands while samples remain; a short heartbeat timeout, so the
     // killed attempt is handed on quickly.
