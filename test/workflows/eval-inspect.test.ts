@@ -6,9 +6,9 @@
 // uninterrupted run's.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { inspectLogs, readInspectLog, type InspectLog } from '../../src/activities/eval-inspect.js';
-import { resolveInspectEval, startInspectEval, type ResolvedInspectEval } from '../../src/cli/eval-inspect.js';
+import { inspectEvalCommand, resolveInspectEval, startInspectEval, type ResolvedInspectEval } from '../../src/cli/eval-inspect.js';
 import type { InspectResultsFile } from '../../src/cookbook/eval/inspect-config.js';
 import { ensureInspectEnv } from '../../src/stack/inspect-env.mjs';
 import type { EvalInspectResult } from '../../src/workflows/eval-inspect.js';
@@ -40,9 +40,23 @@ describe('eval --inspect', () => {
     await stack?.stop();
   });
 
-  it('runs the shipped Inspect task through the workflow; results.json is what Inspect logged', async () => {
-    const r = inspectRun();
-    const result = await withWorker(stack, async () => (await (await startInspectEval(stack.client, r, stack.taskQueue)).result()) as EvalInspectResult);
+  it('runs the shipped Inspect task through `cookbook eval --inspect`; results.json is what Inspect logged', async () => {
+    // The command itself: it starts the workflow, follows it and prints the table.
+    const workflowId = `eval-inspect-test-${++counter}`;
+    const printed: string[] = [];
+    const quiet = vi.spyOn(console, 'log').mockImplementation((line: string) => void printed.push(String(line)));
+    try {
+      const code = await withWorker(stack, () =>
+        inspectEvalCommand(MODEL, TASK, { set: ['max_tokens=16'], workflowId, engineUrl: stack.engine.baseUrl, taskQueue: stack.taskQueue, runsDir: join(stack.dir, 'runs'), connect: async () => stack.client }),
+      );
+      expect(code).toBe(0);
+    } finally {
+      quiet.mockRestore();
+    }
+    const result = (await stack.client.workflow.getHandle(workflowId).result()) as EvalInspectResult;
+    const r = { run: { workflowId, kind: 'eval' as const, logPath: result.logPath } };
+    expect(printed.join('\n')).toContain(`results  ${result.resultsPath}`);
+    expect(printed.join('\n')).toContain('| includes/accuracy |');
     expect(result.status).toBe('completed');
     const file = results(result);
     const logs = inspectLogs(r.run);
