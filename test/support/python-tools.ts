@@ -5,9 +5,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildCachedVenv } from '../../src/stack/engine-env.mjs';
 import { cacheRoot } from '../../src/stack/cache.mjs';
-
-export const OPENAI_PY_VERSION = '3.57.0';
-export const INSPECT_AI_VERSION = '0.3.285';
+import { ensureInspectEnv as ensureProductInspectEnv, OPENAI_PY_VERSION } from '../../src/stack/inspect-env.mjs';
 
 async function ensureVenv(name: string, packages: string[], log: (chunk: string) => void): Promise<{ python: string }> {
   const venv = join(cacheRoot(), name);
@@ -27,6 +25,5 @@ const stderr = (chunk: string) => process.stderr.write(chunk);
 /** The official OpenAI Python client. */
 export const ensureOpenAIPythonEnv = (log = stderr) => ensureVenv(`openai-venv-${OPENAI_PY_VERSION}`, [`openai==${OPENAI_PY_VERSION}`], log);
 
-/** Inspect AI with the OpenAI client its OpenAI-compatible provider needs. */
-export const ensureInspectEnv = (log = stderr) =>
-  ensureVenv(`inspect-venv-${INSPECT_AI_VERSION}-${OPENAI_PY_VERSION}`, [`inspect-ai==${INSPECT_AI_VERSION}`, `openai==${OPENAI_PY_VERSION}`], log);
+/** Inspect AI with the OpenAI client its OpenAI-compatible provider needs: the venv `cookbook eval --inspect` uses. */
+export const ensureInspectEnv = (log = stderr) => ensureProductInspectEnv({ log });
