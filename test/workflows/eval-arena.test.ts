@@ -50,7 +50,7 @@ async function checkRun(result: EvalWorkflowResult, file: EvalResultsFile, judge
   expect(result.status).toBe('completed');
   expect(file.examples.map((e) => e.id)).toEqual(items.map((i) => i.id));
   expect(result.metrics).toEqual(aggregateResults(arenaHard, file.examples));
-  expect(Object.keys(result.metrics).sort()).toEqual(['avg_score', 'num_correct', 'num_examples', 'score', 'win_rate']);
+  expect(Object.keys(result.metrics).sort()).toEqual(['avg_score', 'num_correct', 'num_examples', 'score', 'score_stderr', 'win_rate']);
   const store = new RunStore(result.logPath);
   const replies: string[] = [];
   for (const [i, e] of file.examples.entries()) {
