@@ -206,3 +206,17 @@ export class EnvFromMessageEnv implements Env {
     };
   }
 }
+
+/**
+ * Adds `logs(reward)` to the logs of the step that ends an episode (an example id, a test verdict),
+ * where results files and the report's rollout browser read them.
+ */
+export function withEpisodeEndLogs(env: EnvFromMessageEnv, logs: (reward: number) => Record<string, string>): EnvFromMessageEnv {
+  const step = env.step.bind(env);
+  env.step = async (action, opts) => {
+    const result = await step(action, opts);
+    if (result.episodeDone) result.logs = { ...result.logs, ...logs(result.reward) };
+    return result;
+  };
+  return env;
+}

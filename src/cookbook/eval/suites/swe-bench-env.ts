@@ -28,6 +28,7 @@ import type { SandboxInterface } from '../../sandbox/types.js';
 import { buildAgentToolEnv, simpleToolResult, tool, type RewardResult, type Tool, type ToolDeclaringRenderer } from '../../tool-use/index.js';
 import { sweBenchSystemPrompt, sweBenchUserPrompt, type SweBenchTask } from './swe-bench.js';
 import { TaskSkippedError } from './terminal-results.js';
+import { withEpisodeEndLogs } from '../../rl/message-env.js';
 
 const REPO = '/workspace/repo';
 const COMMAND_TIMEOUT = 120;
@@ -263,16 +264,10 @@ export class SweBenchEnvGroupBuilder extends BaseEnvGroupBuilder implements Cont
       // One command at a time, in the order the model wrote them: the repo is one state.
       toolExecution: 'sequential',
     });
-    const step = env.step.bind(env);
-    env.step = async (action, opts) => {
-      const result = await step(action, opts);
-      if (result.episodeDone) {
-        result.logs = { ...result.logs, example_id: this.task.taskName, instance_id: this.task.instanceId, repo: this.task.repo };
-        const run = testRun as SweTestRun | null;
-        if (run) result.logs.test_verdict = verdictText(result.reward, run);
-      }
-      return result;
-    };
+    withEpisodeEndLogs(env, (reward) => {
+      const run = testRun as SweTestRun | null;
+      return { example_id: this.task.taskName, instance_id: this.task.instanceId, repo: this.task.repo, ...(run ? { test_verdict: verdictText(reward, run) } : {}) };
+    });
     return [env];
   }
 

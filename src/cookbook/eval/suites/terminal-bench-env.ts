@@ -20,6 +20,7 @@ import { BaseEnvGroupBuilder, type Env, type EnvGroupBuilder } from '../../rl/ty
 import type { SandboxInterface } from '../../sandbox/types.js';
 import { buildAgentToolEnv, simpleToolResult, tool, type RewardResult, type Tool, type ToolDeclaringRenderer } from '../../tool-use/index.js';
 import type { TerminalBenchTask } from './terminal-bench.js';
+import { withEpisodeEndLogs } from '../../rl/message-env.js';
 
 export const TERMINAL_BENCH_SYSTEM_PROMPT = `You are an expert Linux/Unix systems administrator solving a terminal task in a sandboxed environment.
 
@@ -182,16 +183,10 @@ export class TerminalBenchEnvGroupBuilder extends BaseEnvGroupBuilder implements
       // One command at a time, in the order the model wrote them: the episode's files are one state.
       toolExecution: 'sequential',
     });
-    const step = env.step.bind(env);
-    env.step = async (action, opts) => {
-      const result = await step(action, opts);
-      if (result.episodeDone) {
-        result.logs = { ...result.logs, example_id: this.task.taskName };
-        const run = testRun as TestRun | null;
-        if (run) result.logs.test_verdict = verdictText(result.reward, run);
-      }
-      return result;
-    };
+    withEpisodeEndLogs(env, (reward) => {
+      const run = testRun as TestRun | null;
+      return { example_id: this.task.taskName, ...(run ? { test_verdict: verdictText(reward, run) } : {}) };
+    });
     return [env];
   }
 

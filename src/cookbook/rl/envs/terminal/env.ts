@@ -9,7 +9,7 @@ import { ConfigurationError } from '../../../errors.js';
 import type { Message, Renderer } from '../../../renderers/types.js';
 import { EPISODE_DEFAULTS, clearStaleEpisodeRoots } from '../../../sandbox/episode.js';
 import { buildAgentToolEnv, toolDeclaring, type ToolDeclaringRenderer } from '../../../tool-use/index.js';
-import type { EnvFromMessageEnv } from '../../message-env.js';
+import { withEpisodeEndLogs, type EnvFromMessageEnv } from '../../message-env.js';
 import type { ContextualEnvGroupBuilder, RolloutContext } from '../../rollout-context.js';
 import { actAlways } from '../../side-effects.js';
 import { BaseEnvGroupBuilder, type Env, type EnvGroupBuilder, type RLDataset } from '../../types.js';
@@ -49,17 +49,12 @@ export function initialMessages(task: HarborTask, renderer: ToolDeclaringRendere
 
 /** The test verdict on the episode's last step's logs, where the report's rollout browser shows it. */
 function withVerdictLog(env: EnvFromMessageEnv, verdict: () => TestVerdict | null): EnvFromMessageEnv {
-  const step = env.step.bind(env);
-  env.step = async (action, opts) => {
-    const result = await step(action, opts);
+  return withEpisodeEndLogs(env, (): Record<string, string> => {
     const v = verdict();
-    if (result.episodeDone && v) {
-      const head = `reward ${v.reward} · test.sh exit ${v.exitCode ?? 'none'}${v.error ? ` · grading error: ${v.error}` : ''}`;
-      result.logs = { ...result.logs, test_verdict: v.output.trim() ? `${head}\n${v.output.trim()}` : head };
-    }
-    return result;
-  };
-  return env;
+    if (!v) return {};
+    const head = `reward ${v.reward} · test.sh exit ${v.exitCode ?? 'none'}${v.error ? ` · grading error: ${v.error}` : ''}`;
+    return { test_verdict: v.output.trim() ? `${head}\n${v.output.trim()}` : head };
+  });
 }
 
 export class TerminalEnvGroupBuilder extends BaseEnvGroupBuilder implements ContextualEnvGroupBuilder {
