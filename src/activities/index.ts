@@ -19,6 +19,7 @@ import { trainingActivities } from './training.js';
 import { withFailover } from './failover.js';
 import { withTiming } from './timing.js';
 import { withTracking } from './tracking.js';
+import { withStoreSync } from './store-sync.js';
 import type { Activities } from './types.js';
 
 export type { ActivityDeps } from './context.js';
@@ -26,5 +27,6 @@ export type { ActivityDeps } from './context.js';
 export function createActivities(deps: ActivityDeps): Activities {
   // Tracking (W&B) mirrors the run store after the activities that write to it (tracking.ts), once
   // their timing (timing.ts) is stored.
-  return withFailover(withTracking(withTiming({ ...trainingActivities(deps), ...supervisedActivities(deps), ...rlActivities(deps), ...dpoActivities(deps), ...decisionsActivities(deps), ...distillActivities(deps), ...offPolicyDistillActivities(deps), ...promptDistillationActivities(deps), ...sdftActivities(deps), ...evaluatorActivities(deps), ...evalActivities(deps), ...evalInspectActivities(deps), ...evalScheduleActivities(), ...ttsActivities(deps), ...sweepActivities(), ...hotForwardActivities() })));
+  // Runs in an object store are pulled before and pushed after everything else (store-sync.ts).
+  return withStoreSync(withFailover(withTracking(withTiming({ ...trainingActivities(deps), ...supervisedActivities(deps), ...rlActivities(deps), ...dpoActivities(deps), ...decisionsActivities(deps), ...distillActivities(deps), ...offPolicyDistillActivities(deps), ...promptDistillationActivities(deps), ...sdftActivities(deps), ...evaluatorActivities(deps), ...evalActivities(deps), ...evalInspectActivities(deps), ...evalScheduleActivities(), ...ttsActivities(deps), ...sweepActivities(), ...hotForwardActivities() }))));
 }

@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { pyJsonDumps } from './pyjson.js';
 import { isIntMetricKey } from './metric-types.js';
 import type { TimingRow } from './timing.js';
+import { runDir } from './stores/mirror.js';
 import { CheckedFile, CheckedJsonl, parseJsonLine, RunStoreDamagedError, RunStoreWriteError, writeFileAtomic } from './run-store-integrity.js';
 
 export { RunStoreDamagedError, RunStoreWriteError, writeFileAtomic };
@@ -152,7 +153,15 @@ export class RunStore {
   private readonly checkpoints: CheckedJsonl;
   private readonly timingSpans: CheckedJsonl;
 
-  constructor(readonly logPath: string) {
+  /** The local folder the files live in: the run's log_path, or this process's mirror of a run in an object store. */
+  readonly logPath: string;
+
+  constructor(
+    /** The run's log_path as configured: a folder, or an `s3://` URI (stores/mirror.ts). */
+    readonly uri: string,
+  ) {
+    const logPath = runDir(uri);
+    this.logPath = logPath;
     this.configJson = join(logPath, 'config.json');
     this.metricsJsonl = join(logPath, 'metrics.jsonl');
     this.checkpointsJsonl = join(logPath, 'checkpoints.jsonl');

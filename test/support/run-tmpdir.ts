@@ -8,10 +8,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 export default function setup(): () => void {
-  const previous = { TMPDIR: process.env.TMPDIR, COOKBOOK_WORKFLOW_BUNDLE_CACHE: process.env.COOKBOOK_WORKFLOW_BUNDLE_CACHE };
+  const previous = { TMPDIR: process.env.TMPDIR, COOKBOOK_WORKFLOW_BUNDLE_CACHE: process.env.COOKBOOK_WORKFLOW_BUNDLE_CACHE, COOKBOOK_STORE_CACHE: process.env.COOKBOOK_STORE_CACHE };
   const dir = mkdtempSync(join(tmpdir(), 'cookbook-vitest-'));
   process.env.TMPDIR = dir;
   process.env.COOKBOOK_WORKFLOW_BUNDLE_CACHE = join(dir, 'workflow-bundles');
+  // Mirrors of runs in an object store (src/cookbook/stores/mirror.ts), not the user's cache.
+  process.env.COOKBOOK_STORE_CACHE = join(dir, 'store-cache');
   return () => {
     for (const [key, value] of Object.entries(previous)) {
       if (value === undefined) delete process.env[key];

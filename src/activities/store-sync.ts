@@ -1,0 +1,107 @@
+// Runs on object storage (cookbook/stores/mirror.ts): every activity of a run whose log_path is an
+// `s3://` URI works in this worker's mirror of the run, brought up to the store before the activity
+// and sent back after it, before the activity reports success — so no workflow goes on past a write
+// that is not in the store, and workers on hosts with no shared disk each see every other's writes.
+//
+// The activity itself sees a local folder: the `logPath` of the run it works for is the mirror's
+// folder while it runs (and is given back as the URI in what it returns), so the run store and every
+// file it writes work as on a local run. Other runs it reads (`continue_from.log_path`, a parent) are
+// pulled too; RunStore finds their mirror through runDir().
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import { isObjectStoreUri } from '../cookbook/stores/storage.js';
+import { mirrorOf, StoreConflictError, type SyncOptions } from '../cookbook/stores/mirror.js';
+import { heartbeating } from './context.js';
+import type { Activities } from './types.js';
+
+const MAX_DEPTH = 6;
+
+/** The object-store runs an activity's input names: those it works for (`logPath`) and those it only reads (`log_path`). */
+export function storeRunsOf(input: unknown): { writes: Set<string>; reads: Set<string> } {
+  const writes = new Set<string>();
+  const reads = new Set<string>();
+  const visit = (v: unknown, depth: number) => {
+    if (depth > MAX_DEPTH || v === null || typeof v !== 'object') return;
+    if (Array.isArray(v)) return v.forEach((x) => visit(x, depth + 1));
+    for (const [k, x] of Object.entries(v)) {
+      if (typeof x === 'string' && isObjectStoreUri(x)) {
+        if (k === 'logPath') writes.add(x.replace(/\/+$/, ''));
+        else if (k === 'log_path') reads.add(x.replace(/\/+$/, ''));
+      } else visit(x, depth + 1);
+    }
+  };
+  visit(input, 0);
+  for (const w of writes) reads.delete(w);
+  return { writes, reads };
+}
+
+/** `v` with every string that is (or starts with) a key of `map` rewritten; only `logPath` values going in. */
+function rewrite(v: unknown, map: Map<string, string>, onlyLogPath: boolean, depth = 0): unknown {
+  if (typeof v === 'string') {
+    for (const [from, to] of map) if (v === from || v.startsWith(`${from}/`)) return to + v.slice(from.length);
+    return v;
+  }
+  if (depth > MAX_DEPTH || v === null || typeof v !== 'object') return v;
+  if (Array.isArray(v)) return v.map((x) => rewrite(x, map, onlyLogPath, depth + 1));
+  const out: Record<string, unknown> = {};
+  for (const [k, x] of Object.entries(v)) out[k] = onlyLogPath && typeof x === 'string' ? (k === 'logPath' ? rewrite(x, map, false) : x) : rewrite(x, map, onlyLogPath, depth + 1);
+  return out;
+}
+
+function syncOptions(): SyncOptions {
+  let ctx: Context | undefined;
+  try {
+    ctx = Context.current();
+  } catch {
+    ctx = undefined;
+  }
+  // A store waited out is said in the heartbeat (`cookbook watch` shows it), which also keeps the attempt alive.
+  return { onWait: (what, err) => ctx?.heartbeat({ store: `waiting for the run store (${what}): ${(err as Error)?.message ?? err}` }) };
+}
+
+async function inActivity<T>(work: Promise<T>): Promise<T> {
+  try {
+    Context.current();
+  } catch {
+    return work;
+  }
+  return heartbeating(work);
+}
+
+/** A conflict means this worker's copy was stale: retried (on a fresh pull), never a failed run. */
+function asFailure(err: unknown): unknown {
+  if (err instanceof StoreConflictError) return ApplicationFailure.retryable(err.message, 'StoreConflict');
+  return err;
+}
+
+export function withStoreSync(activities: Activities): Activities {
+  const wrapped: Record<string, unknown> = {};
+  for (const [name, fn] of Object.entries(activities) as Array<[string, (...args: unknown[]) => Promise<unknown>]>) {
+    wrapped[name] = async (...args: unknown[]) => {
+      const { writes, reads } = storeRunsOf(args);
+      if (writes.size === 0 && reads.size === 0) return fn(...args);
+      const opts = syncOptions();
+      const mirrors = [...writes].map((uri) => mirrorOf(uri));
+      for (const uri of [...writes, ...reads]) await inActivity(mirrorOf(uri).pull(opts));
+      const toLocal = new Map(mirrors.map((m) => [m.uri, m.dir]));
+      const toUri = new Map(mirrors.map((m) => [m.dir, m.uri]));
+      for (const m of mirrors) m.active++;
+      try {
+        let result: unknown;
+        try {
+          result = await fn(...(rewrite(args, toLocal, true) as unknown[]));
+        } catch (err) {
+          // What the attempt recorded before it failed (side effects by position) is kept for its retry.
+          await Promise.all(mirrors.map((m) => m.push(opts).catch(() => undefined)));
+          throw err;
+        }
+        for (const m of mirrors) await inActivity(m.push(opts));
+        return rewrite(result, toUri, false);
+      } catch (err) {
+        throw asFailure(err);
+      } finally {
+        for (const m of mirrors) m.active--;
+      }
+    };
+  }
+  return wrapped as unknown as Activities;
+}

@@ -1,0 +1,149 @@
+// The run store's mirror of an object-store run (src/cookbook/stores/mirror.ts), two "hosts" (two
+// cache folders) on one store. The store here is a folder (LocalStorage, with its conditional writes);
+// test/stores/mirror-s3.test.ts runs the multi-host cases on a real S3 server.
+import { mkdtempSync, readFileSync, appendFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { RunStore } from '../../src/cookbook/run-store.js';
+import { RunMirror, StoreConflictError } from '../../src/cookbook/stores/mirror.js';
+import { LocalStorage, type Storage } from '../../src/cookbook/stores/storage.js';
+
+const URI = 's3://bucket/runs/r1';
+const saved = process.env.COOKBOOK_STORE_CACHE;
+afterEach(() => {
+  if (saved === undefined) delete process.env.COOKBOOK_STORE_CACHE;
+  else process.env.COOKBOOK_STORE_CACHE = saved;
+});
+
+/** A worker host: its own cache folder, its own mirror of the run. */
+function host(storage: Storage): RunMirror {
+  process.env.COOKBOOK_STORE_CACHE = mkdtempSync(join(tmpdir(), 'mirror-host-'));
+  return new RunMirror(URI, storage);
+}
+
+const config = { model_name: 'tiny', learning_rate: 1e-4, log_path: URI };
+
+describe('run mirror', () => {
+  it('a run written on one host reads the same on another, blobs and records included', async () => {
+    const bucket = new LocalStorage(mkdtempSync(join(tmpdir(), 'bucket-')));
+    const a = host(bucket);
+    await a.pull();
+    const sa = new RunStore(a.dir);
+    sa.init({ workflowId: 'wf-1', kind: 'sl', config }, new Set(['learning_rate']));
+    sa.writeMetrics({ step: 0, loss: 1.5 });
+    sa.writeMetrics({ step: 1, loss: 1.25 });
+    sa.writeCheckpoint({ name: '000001', batch: 1, state_path: 'tinker://m/weights/000001' });
+    sa.writeBlob('rollouts/iteration_000001/group_0000.json', '{"g":1}');
+    const requests = await a.push();
+    expect(requests).toBeGreaterThan(0);
+    // the bucket holds the run in the reference's layout
+    expect((await bucket.list('')).map((o) => o.path)).toEqual(expect.arrayContaining(['config.json', 'metrics.jsonl', 'checkpoints.jsonl', '.cookbook/run.json']));
+
+    const b = host(bucket);
+    await b.pull();
+    const sb = new RunStore(b.dir);
+    expect(sb.read().workflowId).toBe('wf-1');
+    expect(sb.readMetrics()).toEqual([{ step: 0, loss: 1.5 }, { step: 1, loss: 1.25 }]);
+    expect(sb.readCheckpoints()[0].name).toBe('000001');
+    expect(sb.readBlob('rollouts/iteration_000001/group_0000.json').toString()).toBe('{"g":1}');
+    expect(readFileSync(join(b.dir, 'config.json'), 'utf8')).toBe(readFileSync(join(a.dir, 'config.json'), 'utf8'));
+
+    // a step replaced after a restore on host B (rows of step 1 and later dropped) reaches host A whole
+    sb.truncateMetrics(1);
+    sb.writeMetrics({ step: 1, loss: 1.0 });
+    await b.push();
+    await a.pull();
+    expect(new RunStore(a.dir).readMetrics()).toEqual([{ step: 0, loss: 1.5 }, { step: 1, loss: 1.0 }]);
+    // nothing changed: a pull is one list request, a push none
+    const before = a.stats.requests;
+    await a.pull();
+    expect(a.stats.requests - before).toBe(1);
+    expect(await a.push()).toBe(0);
+  });
+
+  it('a write based on a stale copy is refused, not lost; the retry on a fresh pull succeeds', async () => {
+    const bucket = new LocalStorage(mkdtempSync(join(tmpdir(), 'bucket-')));
+    const a = host(bucket);
+    await a.pull();
+    new RunStore(a.dir).init({ workflowId: 'wf-2', kind: 'sl', config }, new Set());
+    await a.push();
+    const b = host(bucket);
+    await b.pull();
+    new RunStore(a.dir).writeMetrics({ step: 0, loss: 2 });
+    await a.push();
+    // host B, not having pulled A's row (a zombie attempt), writes step 0 too
+    new RunStore(b.dir).writeMetrics({ step: 0, loss: 3 });
+    await expect(b.push()).rejects.toBeInstanceOf(StoreConflictError);
+    // the store still holds A's row, once
+    await a.pull();
+    expect(new RunStore(a.dir).readMetrics()).toEqual([{ step: 0, loss: 2 }]);
+    // B's retry starts from a fresh pull and rewrites its row over A's: one row for step 0
+    await b.pull();
+    const sb = new RunStore(b.dir);
+    expect(sb.readMetrics()).toEqual([{ step: 0, loss: 2 }]);
+    sb.writeMetrics({ step: 0, loss: 3 });
+    await b.push();
+    await a.pull();
+    expect(new RunStore(a.dir).readMetrics()).toEqual([{ step: 0, loss: 3 }]);
+  });
+
+  it('logs of several hosts are merged, not overwritten', async () => {
+    const bucket = new LocalStorage(mkdtempSync(join(tmpdir(), 'bucket-')));
+    const a = host(bucket);
+    const b = host(bucket);
+    await a.pull();
+    await b.pull();
+    appendFileSync(join(a.dir, 'logs.log'), 'a1\n');
+    appendFileSync(join(b.dir, 'logs.log'), 'b1\n');
+    await a.push();
+    await b.push();
+    appendFileSync(join(a.dir, 'logs.log'), 'a2\n');
+    await a.pull(); // B's line arrives, A's unpushed line stays after it
+    await a.push();
+    await b.pull();
+    expect(readFileSync(join(b.dir, 'logs.log'), 'utf8')).toBe('a1\nb1\na2\n');
+    expect((await bucket.get('logs.log'))!.data.toString()).toBe('a1\nb1\na2\n');
+  });
+
+  it('a blob written again with the same bytes by another host is not a conflict', async () => {
+    const bucket = new LocalStorage(mkdtempSync(join(tmpdir(), 'bucket-')));
+    const a = host(bucket);
+    const b = host(bucket);
+    await a.pull();
+    await b.pull();
+    new RunStore(a.dir).writeBlob('side_effects/x.json', '{"out":1}');
+    new RunStore(b.dir).writeBlob('side_effects/x.json', '{"out":1}');
+    await a.push();
+    await b.push();
+    new RunStore(b.dir).writeBlob('side_effects/y.json', '{"out":2}');
+    await b.push();
+    await a.pull();
+    expect(new RunStore(a.dir).readBlob('side_effects/y.json').toString()).toBe('{"out":2}');
+  });
+
+  it('a pull that catches another host between a file and its records waits until the state is whole', async () => {
+    const bucket = new LocalStorage(mkdtempSync(join(tmpdir(), 'bucket-')));
+    const a = host(bucket);
+    await a.pull();
+    const sa = new RunStore(a.dir);
+    sa.init({ workflowId: 'wf-3', kind: 'sl', config }, new Set());
+    sa.writeMetrics({ step: 0, loss: 1 });
+    await a.push();
+    sa.writeMetrics({ step: 1, loss: 0.5 });
+    sa.writeMetrics({ step: 2, loss: 0.25 });
+    // Another host's push half done: the records of two appends arrived, the file not yet.
+    const sums = '.cookbook/sums/metrics.jsonl.sums';
+    await bucket.put(sums, readFileSync(join(a.dir, sums)));
+    const b = host(bucket);
+    let waited = false;
+    const pulled = b.pull().then(() => new RunStore(b.dir).readMetrics());
+    // the rest of that push lands while B waits
+    setTimeout(() => {
+      waited = true;
+      void a.push();
+    }, 150);
+    expect(await pulled).toEqual([{ step: 0, loss: 1 }, { step: 1, loss: 0.5 }, { step: 2, loss: 0.25 }]);
+    expect(waited).toBe(true);
+  });
+});
