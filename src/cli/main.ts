@@ -40,6 +40,8 @@ ${TRACK_USAGE}
   models [<model name>] [--catalogue] the backend's models with their shapes (layers, width, vocabulary, parameters),
                                       renderers, tokenizer, LR hint; --catalogue: the hosted service's model table too
   runs [--wide]                       list runs (kind, model, step, status); --wide: ids never shortened
+        [--store URI …]                     the runs in run stores (a folder, s3://bucket/prefix; repeat for more):
+                                            status from Temporal where it knows the run, else inferred from the files
   status <id>                         progress, hot settings, last checkpoint and metrics
   watch <id>                          progress bar until the run ends
   stop <id> [--reason <text>]         graceful early stop: finish the step, save a final checkpoint
@@ -106,6 +108,7 @@ async function main(argv: string[]): Promise<number> {
       verbose: { type: 'boolean', default: false },
       catalogue: { type: 'boolean', default: false },
       wide: { type: 'boolean', default: false },
+      store: { type: 'string', multiple: true },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -241,6 +244,7 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case 'runs':
+      if (values.store?.length) return (await import('./runs-stores.js')).storeRunsCommand(values.store, { connect: () => connectClient(flags), wide: values.wide });
       console.log(await listRuns(await connectClient(flags), { wide: values.wide }));
       return 0;
     case 'status':

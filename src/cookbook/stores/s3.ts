@@ -2,8 +2,8 @@
 // through the maintained AWS client. Credentials, region and endpoint come from the standard AWS
 // settings (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/AWS_SESSION_TOKEN, AWS_PROFILE and its files,
 // AWS_REGION, AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL); nothing secret is part of a URI or a config.
-import { DeleteObjectCommand, GetObjectCommand, HeadBucketCommand, ListObjectsV2Command, PutObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
-import { joinKey, parseS3Uri, StorageConfigError, StorageConflictError, type PutOptions, type Storage, type StoredObject } from './storage.js';
+import { DeleteObjectCommand, GetObjectCommand, HeadBucketCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
+import { joinKey, parseS3Uri, StorageConfigError, StorageConflictError, type ObjectStat, type PutOptions, type Storage, type StoredObject } from './storage.js';
 
 /** A request the store did not answer or answered with a transient failure (5xx, throttling, no connection). */
 export function isTransientStoreError(err: unknown): boolean {
@@ -77,6 +77,42 @@ export class S3Storage implements Storage {
       return { data, etag: res.ETag ?? '' };
     } catch (err) {
       if (isMissing(err)) return undefined;
+      throw this.named(err, path);
+    }
+  }
+
+  async stat(path: string): Promise<ObjectStat | undefined> {
+    try {
+      const res = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: this.key(path) }));
+      return { size: res.ContentLength ?? 0, mtimeMs: res.LastModified?.getTime() ?? 0 };
+    } catch (err) {
+      if (isMissing(err)) return undefined;
+      throw this.named(err, path);
+    }
+  }
+
+  async getRange(path: string, start: number, end?: number): Promise<{ data: Buffer; size: number } | undefined> {
+    const range = start < 0 ? `bytes=${start}` : `bytes=${start}-${end === undefined ? '' : Math.max(start, end - 1)}`;
+    if (end !== undefined && start >= 0 && end <= start) {
+      const s = await this.stat(path);
+      return s && { data: Buffer.alloc(0), size: s.size };
+    }
+    try {
+      const res = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: this.key(path), Range: range }));
+      const data = Buffer.from(await res.Body!.transformToByteArray());
+      // `bytes 100-199/200`; a server that ignored the range sent the whole object
+      const total = /\/(\d+)$/.exec(res.ContentRange ?? '')?.[1];
+      if (total !== undefined) return { data, size: Number(total) };
+      const size = data.length;
+      const from = start < 0 ? Math.max(0, size + start) : Math.min(start, size);
+      return { data: data.subarray(from, start < 0 || end === undefined ? size : Math.min(end, size)), size };
+    } catch (err) {
+      if (isMissing(err)) return undefined;
+      // a range past the end (or any range of an empty object)
+      if (statusOf(err) === 416 || /InvalidRange/.test((err as Error)?.name ?? '')) {
+        const s = await this.stat(path);
+        return s && { data: Buffer.alloc(0), size: s.size };
+      }
       throw this.named(err, path);
     }
   }

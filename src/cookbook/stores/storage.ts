@@ -4,7 +4,7 @@
 // object's current version (`ifMatch`: its etag, `ifNoneMatch: true`: that it does not exist), which
 // is how two hosts writing one run find out about each other instead of losing a write.
 import { createHash } from 'node:crypto';
-import { mkdir, readFile, readdir, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
+import { mkdir, open, readFile, readdir, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve, sep } from 'node:path';
 
 export interface StoredObject {
@@ -53,6 +53,20 @@ export interface Storage {
   delete(path: string): Promise<void>;
   /** Fails with one clear line when the store cannot be read and written as configured. */
   check(): Promise<void>;
+  /** The object's size and last write time, or undefined when it does not exist. */
+  stat?(path: string): Promise<ObjectStat | undefined>;
+  /**
+   * Bytes `[start, end)` of the object (`end` omitted: to its end; `start` < 0: its last -start
+   * bytes) and its whole size, or undefined when it does not exist: the tail of a long
+   * metrics.jsonl without reading the file (an S3 Range GET). A backend without it is read whole.
+   */
+  getRange?(path: string, start: number, end?: number): Promise<{ data: Buffer; size: number } | undefined>;
+}
+
+export interface ObjectStat {
+  size: number;
+  /** Last write, ms since the epoch (a local file's mtime, an object's Last-Modified). */
+  mtimeMs: number;
 }
 
 export const isObjectStoreUri = (uri: string): boolean => /^s3:\/\//i.test(uri);
@@ -157,6 +171,40 @@ export class LocalStorage implements Storage {
     } catch (err) {
       if (err instanceof StorageConfigError) throw err;
       throw new StorageConfigError(`${this.root}: cannot be used as a run store (${(err as Error).message})`);
+    }
+  }
+
+  async stat(path: string): Promise<ObjectStat | undefined> {
+    try {
+      const s = await stat(this.resolvePath(path));
+      return s.isFile() ? { size: s.size, mtimeMs: s.mtimeMs } : undefined;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'ENOTDIR') return undefined;
+      throw err;
+    }
+  }
+
+  async getRange(path: string, start: number, end?: number): Promise<{ data: Buffer; size: number } | undefined> {
+    let file;
+    try {
+      file = await open(this.resolvePath(path), 'r');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'EISDIR') return undefined;
+      throw err;
+    }
+    try {
+      const { size } = await file.stat();
+      const from = start < 0 ? Math.max(0, size + start) : Math.min(start, size);
+      const to = start < 0 || end === undefined ? size : Math.min(Math.max(end, from), size);
+      const data = Buffer.alloc(to - from);
+      for (let off = 0; off < data.length; ) {
+        const { bytesRead } = await file.read(data, off, data.length - off, from + off);
+        if (bytesRead === 0) return { data: data.subarray(0, off), size };
+        off += bytesRead;
+      }
+      return { data, size };
+    } finally {
+      await file.close();
     }
   }
 
