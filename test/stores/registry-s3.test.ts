@@ -11,7 +11,7 @@ import { lastJsonLine, RunRegistry } from '../../src/cookbook/stores/registry.js
 import { S3Storage } from '../../src/cookbook/stores/s3.js';
 import { mirrorOf } from '../../src/cookbook/stores/mirror.js';
 import { StatusKey } from '../../src/workflows/shared/search-attributes.js';
-import { cookbookOn } from '../support/cli.js';
+import { cookbookOn, cookbookProcess } from '../support/cli.js';
 import { startS3Server, type S3Server } from '../support/s3-server.js';
 import { startTestStack, type TestStack } from '../support/stack.js';
 
@@ -77,6 +77,12 @@ describe('runs across a local folder and a bucket', () => {
     expect(row(ids.flat)).toEqual([ids.flat, 'rl', 'tiny-qwen3', 'running (inferred)', '1', 'train_mean_nll=2', `${bucketRoot}/flat`]);
     expect(row(ids.nested)).toEqual([ids.nested, 'dpo', 'tiny-qwen3', 'terminated (was running)', '4', 'train_mean_nll=-1', `${bucketRoot}/group/nested`]);
     expect(rows).toHaveLength(4);
+
+    // Temporal not reachable: said once on stderr, every status the files' (the terminated run's files say it is going)
+    const offline = await cookbookProcess(['runs', '--wide', '--store', bucketRoot, '--address', '127.0.0.1:1'], { env: { ...server.env } }).done;
+    expect(offline.code).toBe(0);
+    expect(offline.err.trim()).toMatch(/^statuses inferred from the files: cannot reach Temporal at 127\.0\.0\.1:1 [^\n]*$/);
+    expect(offline.out.split('\n').find((r) => r.startsWith(`${ids.nested} `))?.split(/\s{2,}/)[3]).toBe('running (inferred)');
 
     // a bucket that does not exist: one line naming it, the other store still listed, exit 1
     const bad = await cookbookOn(stack, ['runs', '--store', `s3://h57b-no-such-bucket/x`, '--store', local], { ...server.env });
