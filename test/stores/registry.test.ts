@@ -200,4 +200,36 @@ describe('eval store', () => {
     expect((await all.listRuns()).map((r) => r.run)).toEqual(['train/evals/000002/gsm8k']);
     await expect(all.deleteRun('')).rejects.toThrow(/root refused/);
   });
+
+  it('reads a long results.json’s aggregate from its head only', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'h57b-evalstore-'));
+    const local = new LocalStorage(root);
+    let bytesRead = 0;
+    const counting: Storage = Object.assign(Object.create(local) as LocalStorage, {
+      getRange: async (path: string, start: number, end?: number) => {
+        const got = await local.getRange(path, start, end);
+        bytesRead += got?.data.length ?? 0;
+        return got;
+      },
+      get: async () => {
+        throw new Error('read whole');
+      },
+    });
+    run(join(root, 'big'), 'eval-big', 'eval', { model: 'tiny-qwen3' });
+    const file = evalResults('tiny-qwen3', Array.from({ length: 2000 }, (_, i) => i % 3 === 0));
+    await new EvalStore(local, 'big').writeResults(file);
+    expect((await local.stat('big/results.json'))!.size).toBeGreaterThan(200_000);
+    const { examples: _, ...head } = file;
+    expect(await new EvalStore(counting, 'big').readHead()).toEqual(head);
+    expect(bytesRead).toBeLessThanOrEqual(64 * 1024);
+
+    // an Inspect run's file (samples, not examples), small enough to be read in one go
+    const inspect = { format: 'inspect_results/v1' as const, task: 'gsm8k', model: 'm', base_model: 'm', inspect_log: 'l.json', sampling: { max_tokens: 8, temperature: 0, seed: 0 }, metrics: { 'match/accuracy': 0.5, num_samples: 2 }, samples: [] };
+    await new EvalStore(local, 'insp').writeResults(inspect, '', 'table');
+    expect(await new EvalStore(local, 'insp').readHead()).toEqual({ ...inspect, samples: undefined });
+    expect((await new EvalStore(local).listRuns()).map((r) => [r.run, r.benchmark, r.examples])).toEqual([
+      ['big', 'gsm8k', 2000],
+      ['insp', 'gsm8k', 2],
+    ]);
+  });
 });

@@ -16,6 +16,9 @@ import { joinKey, LocalStorage, type Storage } from './storage.js';
 
 export type ResultsFile = EvalResultsFile | TerminalResultsFile | InspectResultsFile;
 export type ResultExample = ExampleResult | TerminalTaskResult | InspectSampleResult;
+/** A results.json without its examples (or Inspect samples): what it says about the whole run. */
+export type ResultsHead = DistributiveOmit<ResultsFile, 'examples' | 'samples'>;
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
 export interface EvalRunSummary {
   /** The eval run's folder under the store's prefix ('' for the prefix itself). */
@@ -26,7 +29,8 @@ export interface EvalRunSummary {
   model: string;
   base_model: string;
   metrics: Record<string, number>;
-  examples: number;
+  /** Examples graded (an Inspect run: samples), from the metrics; null when they do not say. */
+  examples: number | null;
   /** A scheduled eval's checkpoint (its folder under `evals/`), else null. */
   checkpoint: string | null;
 }
@@ -41,9 +45,11 @@ export interface ExampleFilter {
 /** Eval-run folders below the prefix that listRuns looks in; scheduled evals sit 3 below a training run. */
 const MAX_DEPTH = 6;
 const RESULTS = 'results.json';
+/** results.json's aggregate comes before its examples (the order the eval activities write it in): a head this long holds it. */
+const HEAD_BYTES = 64 * 1024;
 
 const examplesOf = (f: ResultsFile): ResultExample[] => ('samples' in f ? f.samples : f.examples);
-const benchmarkOf = (f: ResultsFile): string => ('task' in f ? f.task : f.suite);
+const benchmarkOf = (f: ResultsHead): string => ('task' in f ? f.task : f.suite);
 const isError = (e: ResultExample) => 'status' in e && e.status === 'ERROR';
 const isCorrect = (e: ResultExample) => 'correct' in e && e.correct === true;
 
@@ -65,12 +71,41 @@ export class EvalStore {
   /** The eval run's results.json (`run`: its folder under the prefix), or undefined before it finished. */
   async readResults(run = ''): Promise<ResultsFile | undefined> {
     const got = await this.storage.get(this.path(run, RESULTS));
-    if (!got) return undefined;
+    return got && this.parse(run, got.data);
+  }
+
+  private parse(run: string, data: Buffer): ResultsFile {
     try {
-      return JSON.parse(jsonText(got.data.toString('utf8'))) as ResultsFile;
+      return JSON.parse(jsonText(data.toString('utf8'))) as ResultsFile;
     } catch (err) {
       throw new Error(`${this.url(joinKey(run, RESULTS))}: not valid JSON (${(err as Error).message})`);
     }
+  }
+
+  /**
+   * The run's results without their examples, reading only the head of results.json where the
+   * backend allows a range read (a listing of many evals, each file holding every example, does
+   * not download them all); undefined before the run finished.
+   */
+  async readHead(run = ''): Promise<ResultsHead | undefined> {
+    const path = this.path(run, RESULTS);
+    const got = this.storage.getRange ? await this.storage.getRange(path, 0, HEAD_BYTES) : undefined;
+    if (!got || got.data.length < got.size) {
+      const text = got?.data.toString('utf8');
+      // the top-level key of the examples, as JSON.stringify(file, null, 2) indents it
+      const cut = text?.search(/\n {2}"(examples|samples)": /) ?? -1;
+      if (text !== undefined && cut !== -1) {
+        try {
+          return JSON.parse(jsonText(`${text.slice(0, cut).replace(/,\s*$/, '')}\n}`)) as ResultsHead;
+        } catch {
+          // not the layout the activities write: read it whole
+        }
+      }
+    }
+    const file = got && got.data.length >= got.size ? this.parse(run, got.data) : await this.readResults(run);
+    if (!file) return undefined;
+    const { examples: _e, samples: _s, ...head } = file as ResultsFile & { examples?: unknown; samples?: unknown };
+    return head as ResultsHead;
   }
 
   /**
@@ -101,8 +136,8 @@ export class EvalStore {
     const visit = async (run: string, depth: number): Promise<void> => {
       const { dirs, files } = await this.storage.listDir(this.path(run));
       if (files.includes(RESULTS)) {
-        const file = await this.readResults(run);
-        if (file) out.push(this.summary(run, file));
+        const head = await this.readHead(run);
+        if (head) out.push(this.summary(run, head));
       }
       if (depth < MAX_DEPTH) await Promise.all(dirs.filter((d) => !d.startsWith('.') && !/^iteration_\d+$/.test(d)).map((d) => visit(joinKey(run, d), depth + 1)));
     };
@@ -116,8 +151,8 @@ export class EvalStore {
     for (const checkpoint of (await this.storage.listDir(this.path(SCHEDULED_EVALS_DIR))).dirs) {
       for (const benchmark of (await this.storage.listDir(this.path(SCHEDULED_EVALS_DIR, checkpoint))).dirs) {
         const run = joinKey(SCHEDULED_EVALS_DIR, checkpoint, benchmark);
-        const file = await this.readResults(run);
-        if (file) out.push(this.summary(run, file)); // still running, or failed: no results yet
+        const head = await this.readHead(run);
+        if (head) out.push(this.summary(run, head)); // still running, or failed: no results yet
       }
     }
     return out;
@@ -132,7 +167,7 @@ export class EvalStore {
     await Promise.all(objects.map((o) => this.storage.delete(o.path)));
   }
 
-  private summary(run: string, file: ResultsFile): EvalRunSummary {
+  private summary(run: string, file: ResultsHead): EvalRunSummary {
     const scheduled = new RegExp(`(?:^|/)${SCHEDULED_EVALS_DIR}/([^/]+)/[^/]+$`).exec(run);
     return {
       run,
@@ -141,7 +176,7 @@ export class EvalStore {
       model: file.model,
       base_model: file.base_model,
       metrics: file.metrics,
-      examples: examplesOf(file).length,
+      examples: ('task' in file ? file.metrics.num_samples : file.metrics.num_examples) ?? null,
       checkpoint: scheduled ? scheduled[1] : null,
     };
   }

@@ -10,6 +10,7 @@
 // that end by writing one, their results file) → completed; else idle. Temporal's status, when
 // Temporal is reachable, is the CLI's to merge (cli/runs-stores.ts): the files cannot tell a
 // crashed run from a paused one.
+import { stat } from 'node:fs/promises';
 import { jsonText } from '../run-store-integrity.js';
 import type { RunKind } from '../run-store.js';
 import { EvalStore } from './eval-store.js';
@@ -74,7 +75,6 @@ export function storeStorage(uri: string): Storage {
 /** A local store must already be a folder: listing one never creates it (Storage.check would). */
 async function checkReadable(store: string, storage: Storage): Promise<void> {
   if (storage instanceof LocalStorage) {
-    const { stat } = await import('node:fs/promises');
     const s = await stat(storage.root).catch(() => undefined);
     if (!s) throw new StorageConfigError(`${store}: no such folder (${storage.root})`);
     if (!s.isDirectory()) throw new StorageConfigError(`${store}: not a folder (${storage.root})`);
@@ -210,7 +210,7 @@ async function runAt(store: string, storage: Storage, prefix: string, dirs: stri
     lastUpdated = stat?.mtimeMs ?? null;
   }
   const checkpoints = has('checkpoints.jsonl') ? jsonLines(await storage.get(joinKey(prefix, 'checkpoints.jsonl'))) : [];
-  if (kind === 'eval' && has('results.json')) lastMetrics = (await new EvalStore(storage, prefix).readResults())?.metrics ?? lastMetrics;
+  if (kind === 'eval' && has('results.json')) lastMetrics = (await new EvalStore(storage, prefix).readHead())?.metrics ?? lastMetrics;
 
   const hasFinal = checkpoints.some((c) => c.final === true || c.name === 'final');
   const status: InferredStatus =
