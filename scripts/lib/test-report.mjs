@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, relative } from 'node:path';
 
 /** The span categories, in the order the table shows them (test/support/timing.ts names them). */
-const CATEGORIES = ['import and collect', 'stack start', 'engine start', 'temporal start', 'worker start', 'waits', 'chaos baseline', 'chaos trials'];
+const CATEGORIES = ['import and collect', 'stack start', 'engine start', 's3 start', 'temporal start', 'worker start', 'waits', 'chaos baseline', 'chaos trials'];
 
 /**
  * @param {{ root: string, vitestJson?: string, engineXml?: string, timings?: string }} inputs

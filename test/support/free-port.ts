@@ -17,7 +17,7 @@ export async function onFreePort<O extends { port: number }, S extends Service>(
 }
 
 /** A start that lost its port, or whose server exited before it was ready (for any reason a lost port may be behind). */
-const lostItsPort = (err: unknown) => isPortTaken(err) || /exited \(.*\) before it was ready/.test(String(err));
+export const lostItsPort = (err: unknown) => isPortTaken(err) || /exited \(.*\) before it was ready/.test(String(err));
 
 /**
  * A port on 127.0.0.1 where connections are refused (ECONNREFUSED), for as long as it is held: a

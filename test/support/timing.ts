@@ -7,7 +7,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { appendFileSync } from 'node:fs';
 
-export type TimeCategory = 'stack start' | 'engine start' | 'temporal start' | 'worker start' | 'waits' | 'chaos baseline' | 'chaos trials';
+export type TimeCategory = 'stack start' | 'engine start' | 's3 start' | 'temporal start' | 'worker start' | 'waits' | 'chaos baseline' | 'chaos trials';
 
 const inside = new AsyncLocalStorage<TimeCategory>();
 

@@ -3,6 +3,7 @@
 // settings (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/AWS_SESSION_TOKEN, AWS_PROFILE and its files,
 // AWS_REGION, AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL); nothing secret is part of a URI or a config.
 import { DeleteObjectCommand, GetObjectCommand, HeadBucketCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
+import { createHash } from 'node:crypto';
 import { joinKey, parseS3Uri, StorageConfigError, StorageConflictError, type ObjectStat, type PutOptions, type Storage, type StoredObject } from './storage.js';
 
 /** A request the store did not answer or answered with a transient failure (5xx, throttling, no connection). */
@@ -25,13 +26,18 @@ function statusOf(err: unknown): number | undefined {
 const isConflict = (err: unknown) => statusOf(err) === 412 || statusOf(err) === 409 || /PreconditionFailed|ConditionalRequestConflict/.test((err as Error)?.name ?? '');
 const isMissing = (err: unknown) => statusOf(err) === 404 || /NoSuchKey|NotFound/.test((err as Error)?.name ?? '');
 
-/** The client every S3 store of this process shares per endpoint (connections are pooled). */
+/** The client every S3 store of this process shares per endpoint and credentials (connections are pooled). */
 const clients = new Map<string, S3Client>();
 
+/** The client for the AWS settings in `env`: the keys it names, else the SDK's own chain (profile, SSO, instance role). */
 export function s3Client(env: NodeJS.ProcessEnv = process.env): S3Client {
   const endpoint = env.AWS_ENDPOINT_URL_S3 || env.AWS_ENDPOINT_URL || undefined;
   const region = env.AWS_REGION || env.AWS_DEFAULT_REGION || 'us-east-1';
-  const key = `${endpoint ?? ''}|${region}|${env.AWS_PROFILE ?? ''}|${env.AWS_ACCESS_KEY_ID ?? ''}`;
+  const keys = env.AWS_ACCESS_KEY_ID && env.AWS_SECRET_ACCESS_KEY ? { accessKeyId: env.AWS_ACCESS_KEY_ID, secretAccessKey: env.AWS_SECRET_ACCESS_KEY, ...(env.AWS_SESSION_TOKEN ? { sessionToken: env.AWS_SESSION_TOKEN } : {}) } : undefined;
+  const maxAttempts = Number(env.AWS_MAX_ATTEMPTS) > 0 ? Number(env.AWS_MAX_ATTEMPTS) : 4;
+  // A changed secret (rotated, or mistyped and fixed) is another client: the secret only as a hash in this key.
+  const secret = keys ? createHash('sha256').update(`${keys.secretAccessKey}|${keys.sessionToken ?? ''}`).digest('hex') : '';
+  const key = `${endpoint ?? ''}|${region}|${env.AWS_PROFILE ?? ''}|${env.AWS_ACCESS_KEY_ID ?? ''}|${secret}|${maxAttempts}`;
   let client = clients.get(key);
   if (!client) {
     // The pinned client works on Node 20; its notice about future releases is not for our users.
@@ -39,9 +45,11 @@ export function s3Client(env: NodeJS.ProcessEnv = process.env): S3Client {
     client = new S3Client({
       region,
       ...(endpoint ? { endpoint, forcePathStyle: env.AWS_S3_FORCE_PATH_STYLE !== 'false' } : {}),
+      ...(keys ? { credentials: keys } : {}),
       // The client's own retries (with backoff) ride out a blip; longer outages are waited out by
-      // the run store's sync (mirror.ts), which knows the activity it is part of.
-      maxAttempts: 4,
+      // the run store's sync (mirror.ts), which knows the activity it is part of. AWS_MAX_ATTEMPTS
+      // (the standard setting) changes the budget.
+      maxAttempts,
       retryMode: 'standard',
     });
     clients.set(key, client);
@@ -131,7 +139,8 @@ export class S3Storage implements Storage {
       );
       return res.ETag ?? '';
     } catch (err) {
-      if (isConflict(err)) throw new StorageConflictError(this.url(path));
+      // S3 answers a write on the etag of an object deleted since with 404 (NoSuchKey): lost all the same.
+      if (isConflict(err) || (opts.ifMatch !== undefined && isMissing(err))) throw new StorageConflictError(this.url(path));
       throw this.named(err, path);
     }
   }
