@@ -1,10 +1,11 @@
 #!/usr/bin/env node
 // `npm test`: the gate CI runs, also as the first command on a fresh clone. Installs the node
 // modules when missing (npm's cache in ~/.npm) and what the suites need outside the clone (the
-// Temporal CLI, the engine's Python environment, the official SDKs and the Python reference, all
-// cached under ~/.cache/durable-cookbook), then runs the engine's pytest suite and the TypeScript vitest
-// suite, prints the slowest test files and where their time went (and writes every file's figures to
-// test-results/durations.json), and ends with one line `N passed, N failed` over both.
+// Temporal CLI, the engine's Python environment, the official SDKs and the Python reference, the
+// S3 server the storage tests use, all cached under ~/.cache/durable-cookbook), then runs the
+// engine's pytest suite and the TypeScript vitest suite, prints the slowest test files and where
+// their time went (and writes every file's figures to test-results/durations.json), and ends with
+// one line `N passed, N failed` over both.
 // Modes (first argument): `full` (`npm run test:full`: the fuller tier too, docs/testing.md), `unit`
 // (`npm run test:unit`: the node modules and the in-process vitest suites only, so it too works as a
 // fresh clone's first command), `ts` and `engine` (one of the two suites; more arguments go to it).
@@ -15,6 +16,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureTemporalCli } from '../src/stack/temporal-bin.mjs';
 import { ensureEngineEnv } from '../src/stack/engine-env.mjs';
+import { ensureSeaweedFs } from '../src/stack/seaweedfs.mjs';
 import { ensureReferenceEnv } from './lib/reference-env.mjs';
 import { runEngineTests } from './lib/engine-test.mjs';
 import { ensureNodeModules } from './lib/node-modules.mjs';
@@ -51,6 +53,8 @@ if (only !== 'unit') {
   process.env.TEMPORAL_CLI = await ensureTemporalCli({ log: console.log });
   await ensureEngineEnv();
 }
+// The S3 server of the object-store tests (test/support/s3-server.ts): built from source once (needs Go).
+if (only !== 'engine' && only !== 'unit') console.log(`SeaweedFS (S3 server for the storage tests): ${await ensureSeaweedFs({ log: console.log })}`);
 // The Python reference for the parity suite (test/parity), sharing the engine venv's PyTorch.
 if (only !== 'engine' && only !== 'unit') await ensureReferenceEnv();
 
