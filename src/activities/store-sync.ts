@@ -14,6 +14,7 @@ import { heartbeating } from './context.js';
 import type { Activities } from './types.js';
 
 const MAX_DEPTH = 6;
+const FAILED_ATTEMPT_WAIT_S = 15;
 
 /** The object-store runs an activity's input names: those it works for (`logPath`) and those it only reads (`log_path`). */
 export function storeRunsOf(input: unknown): { writes: Set<string>; reads: Set<string> } {
@@ -90,8 +91,9 @@ export function withStoreSync(activities: Activities): Activities {
         try {
           result = await fn(...(rewrite(args, toLocal, true) as unknown[]));
         } catch (err) {
-          // What the attempt recorded before it failed (side effects by position) is kept for its retry.
-          await Promise.all(mirrors.map((m) => m.push(opts).catch(() => undefined)));
+          // What the attempt recorded before it failed (side effects by position) is kept for its
+          // retry; a store that is down too is not waited out for long here (the retry pulls anyway).
+          await inActivity(Promise.all(mirrors.map((m) => m.push({ ...opts, waitS: FAILED_ATTEMPT_WAIT_S }).catch(() => undefined))));
           throw err;
         }
         for (const m of mirrors) await inActivity(m.push(opts));

@@ -11,6 +11,9 @@ import { metadataConflicts, type MetadataConfig } from '../cookbook/checkpoint-m
 import { ConfigError, parseWithOverrides } from '../cookbook/config/overrides.js';
 import { RunStore, type CheckpointRow, type RunKind } from '../cookbook/run-store.js';
 import { runIdFor, TRAINABLE_KINDS, type ResolvedRun } from './train.js';
+import { checkLogPathFree, runLogPath } from '../cookbook/stores/run-location.js';
+import { isObjectStoreUri } from '../cookbook/stores/storage.js';
+import { mountRun } from '../cookbook/stores/mirror.js';
 import { rowExpired } from '../cookbook/checkpoint-expiry.js';
 import { tokenLoopState, tokenTotalsFromLoopState } from '../cookbook/token-usage.js';
 
@@ -37,9 +40,16 @@ export function lastStateCheckpoint(logPath: string, nowMs = Date.now()): Checkp
 
 /** A log dir given directly, or the log dir of a workflow id. */
 export async function parentLogDir(idOrDir: string, logDirOf: (id: string) => Promise<string>): Promise<string> {
+  if (isObjectStoreUri(idOrDir)) return mounted(idOrDir.replace(/\/+$/, ''));
   const dir = resolve(idOrDir);
   if (existsSync(join(dir, '.cookbook', 'run.json'))) return dir;
-  return logDirOf(idOrDir);
+  return mounted(await logDirOf(idOrDir));
+}
+
+/** A run in an object store, brought into this host's mirror (RunStore reads it there); a folder as it is. */
+async function mounted(logPath: string): Promise<string> {
+  await mountRun(logPath);
+  return logPath;
 }
 
 /**
@@ -89,9 +99,9 @@ export function resolveContinuation(parentLogPath: string, overrides: string[], 
   const name = config.run_name ?? `${typeof parentName === 'string' ? parentName : 'run'}-continued`;
   const workflowId = opts.workflowId ?? runIdFor(kind, name);
   const logPathFromId = config.log_path == null;
-  const logPath = resolve(config.log_path ?? resolve(opts.runsDir ?? 'runs', workflowId));
-  if (logPath === resolve(parentLogPath)) throw new ConfigError(`log_path: ${logPath} is the parent run's directory; a continued run writes its own`);
-  if (existsSync(join(logPath, '.cookbook', 'run.json'))) throw new ConfigError(`log_path: ${logPath} already holds another run; choose another log_path or run_name`);
+  const logPath = runLogPath(config.log_path, opts.runsDir, workflowId);
+  if (logPath === (isObjectStoreUri(parentLogPath) ? parentLogPath : resolve(parentLogPath))) throw new ConfigError(`log_path: ${logPath} is the parent run's directory; a continued run writes its own`);
+  checkLogPathFree(logPath);
   config.log_path = logPath;
   return { kind, workflowId, config, run: { workflowId, kind, logPath }, ...(opts.workflowId ? {} : { generatedId: { logPathFromId } }) };
 }

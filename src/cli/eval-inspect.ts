@@ -12,6 +12,7 @@ import type { EvalInspectResult } from '../workflows/eval-inspect.js';
 import { KindKey, ModelKey, StatusKey, StepKey } from '../workflows/shared/search-attributes.js';
 import { followRun } from './follow.js';
 import { checkBackend } from './train.js';
+import { checkLogPathFree, checkRunStore, runLogPath } from '../cookbook/stores/run-location.js';
 
 export interface ResolvedInspectEval {
   workflowId: string;
@@ -41,9 +42,9 @@ export function resolveInspectEval(model: string, task: string, args: { limit?: 
   if (config.tokenizer_path !== null) config.tokenizer_path = resolve(config.tokenizer_path);
   const stamp = new Date().toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
   const workflowId = opts.workflowId ?? `eval-${config.run_name ?? `inspect-${slug(name ?? file)}-${slug(config.model)}`}-${stamp}`;
-  const logPath = resolve(config.log_path ?? resolve(opts.runsDir ?? 'runs', workflowId));
+  const logPath = runLogPath(config.log_path, opts.runsDir, workflowId);
   config.log_path = logPath;
-  if (existsSync(resolve(logPath, '.cookbook', 'run.json'))) throw new ConfigError(`log_path: ${logPath} already holds another run; choose another log_path or run_name`);
+  checkLogPathFree(logPath);
   return { workflowId, config, run: { workflowId, kind: 'eval', logPath } };
 }
 
@@ -66,6 +67,7 @@ export function startInspectEval(client: Client, r: ResolvedInspectEval, taskQue
 
 export async function inspectEvalCommand(model: string, task: string, o: { limit?: string; set?: string[]; detach?: boolean; workflowId?: string; engineUrl: string; taskQueue?: string; runsDir?: string; connect: () => Promise<Client> }): Promise<number> {
   const r = resolveInspectEval(model, task, o, { workflowId: o.workflowId, runsDir: o.runsDir });
+  await checkRunStore(r.run.logPath);
   if (!r.config.model.startsWith('tinker://')) await checkBackend(r.config.base_url ?? o.engineUrl, r.config.model);
   const client = await o.connect();
   await startInspectEval(client, r, o.taskQueue);

@@ -13,6 +13,7 @@ import type { EvalWorkflowResult } from '../workflows/eval.js';
 import type { Progress } from '../workflows/shared/messages.js';
 import { followRun } from './follow.js';
 import { KindKey, ModelKey, StatusKey, StepKey } from '../workflows/shared/search-attributes.js';
+import { checkRunStore } from '../cookbook/stores/run-location.js';
 
 export { resolveEval, type EvalArgs, type ResolvedEval };
 
@@ -30,6 +31,7 @@ export const EVAL_USAGE = `  eval <model or checkpoint> <suite>    evaluate a ba
 
 /** Loads the data as the workflow will, so a bad row fails here (naming file and line) before any run exists. */
 export async function checkEvalData(r: ResolvedEval): Promise<number> {
+  await checkRunStore(r.run.logPath);
   try {
     if (isAgenticSuite(r.config.suite)) return (await loadTerminalEval(r.config)).tasks.length;
     return (await loadBenchmark(r.config)).items.length;

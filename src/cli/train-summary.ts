@@ -3,6 +3,7 @@
 import { join } from 'node:path';
 import { formatNumber } from './numbers.js';
 import { TRAINABLE_KINDS, type DataPlan, type ResolvedRun } from './train.js';
+import { isObjectStoreUri } from '../cookbook/stores/storage.js';
 
 
 /** Kind, model and data, steps and learning rate: printed before the run starts. */
@@ -19,4 +20,4 @@ export function runSummary(r: ResolvedRun, plan?: DataPlan): string[] {
 }
 
 /** Where the full config is, printed once the run has started (the run writes it as it starts). */
-export const configLine = (r: ResolvedRun): string => `config   ${join(r.run.logPath, 'config.json')} (the resolved config, written as the run starts; --verbose prints it here)`;
+export const configLine = (r: ResolvedRun): string => `config   ${isObjectStoreUri(r.run.logPath) ? `${r.run.logPath}/config.json` : join(r.run.logPath, 'config.json')} (the resolved config, written as the run starts; --verbose prints it here)`;

@@ -28,6 +28,7 @@ import { buildChatDatasets } from '../cookbook/supervised/dataset.js';
 import { batchesPerEpoch, loadDecisionsData } from '../cookbook/supervised/decisions/run-data.js';
 import { SupervisedConfigSchema } from '../cookbook/config/sl.js';
 import type { RunKind, RunRef } from '../cookbook/run-store.js';
+import { checkLogPathFree, checkRunStore, runLogPath } from '../cookbook/stores/run-location.js';
 import { localIsoDate } from '../cookbook/renderers/gpt-oss.js';
 import { rendererNotRecommendedWarning } from '../cookbook/renderers/registry.js';
 import { apiKeyFor, DEFAULT_TASK_QUEUE } from '../workers/worker.js';
@@ -318,16 +319,14 @@ export function resolveRun(kind: string, configPath: string, overrides: string[]
   const name = config.run_name ?? basename(configPath).replace(/\.json$/, '');
   const workflowId = opts.workflowId ?? runIdFor(kind, name);
   const logPathFromId = config.log_path == null;
-  const logPath = resolve(config.log_path ?? resolve(opts.runsDir ?? 'runs', workflowId));
+  const logPath = runLogPath(config.log_path, opts.runsDir, workflowId);
   config.log_path = logPath;
   // One date for the whole run (each pipeline stage too), whatever day a step is rebuilt on.
   const today = localIsoDate();
   for (const c of [config, ...(Array.isArray(config.stages) ? config.stages.map((st: { config: Record<string, any> }) => st.config) : [])]) {
     if ('render_date' in c && c.render_date === null) c.render_date = today;
   }
-  if (existsSync(resolve(logPath, '.cookbook', 'run.json'))) {
-    throw new ConfigError(`log_path: ${logPath} already holds another run; choose another log_path or run_name`);
-  }
+  checkLogPathFree(logPath);
   return { kind: kind as RunKind, workflowId, config, run: { workflowId, kind: kind as RunKind, logPath }, ...(opts.workflowId ? {} : { generatedId: { logPathFromId } }) };
 }
 
@@ -342,6 +341,7 @@ export function rendererWarnings(cfg: Record<string, any>): string[] {
 
 /** Bad data is a config error: it names the file and line, and no run is started. */
 export async function checkRunData(r: ResolvedRun): Promise<DataPlan | undefined> {
+  await checkRunStore(r.run.logPath);
   try {
     return (await TRAINABLE_KINDS[r.kind].checkData?.(r.config)) ?? undefined;
   } catch (err) {

@@ -14,6 +14,7 @@ import { KindKey, ModelKey, StatusKey, StepKey } from '../workflows/shared/searc
 import type { TtsWorkflowResult } from '../workflows/tts.js';
 import { followRun } from './follow.js';
 import { checkBackend } from './train.js';
+import { checkLogPathFree, checkRunStore, runLogPath } from '../cookbook/stores/run-location.js';
 
 export const TTS_USAGE = `  tts <model or checkpoint>           True-Thinking Score of each step of the model's chains of thought
         [--limit N] [--data PATH]           (docs/tts.md); --data: a JSONL file of the dataset's rows (default: the
@@ -56,14 +57,15 @@ export function resolveTts(model: string, args: TtsArgs, opts: { runsDir?: strin
   // A local model folder is passed on as an absolute path, like `train`'s model_name.
   if (config.model.startsWith('./') || config.model.startsWith('../')) config.model = resolve(config.model);
   const workflowId = opts.workflowId ?? `tts-${config.run_name ?? `${config.dataset}-${slug(config.model)}`}-${timestamp()}`;
-  const logPath = resolve(config.log_path ?? resolve(opts.runsDir ?? 'runs', workflowId));
+  const logPath = runLogPath(config.log_path, opts.runsDir, workflowId);
   config.log_path = logPath;
-  if (existsSync(resolve(logPath, '.cookbook', 'run.json'))) throw new ConfigError(`log_path: ${logPath} already holds another run; choose another log_path or run_name`);
+  checkLogPathFree(logPath);
   return { workflowId, config, run: { workflowId, kind: 'tts', logPath } };
 }
 
 /** Loads the problems as the workflow will, so a bad row fails here (naming file and line) before any run exists. */
 export async function checkTtsData(r: ResolvedTts): Promise<number> {
+  await checkRunStore(r.run.logPath);
   try {
     return (await loadTtsProblems(r.config)).problems.length;
   } catch (err) {

@@ -151,14 +151,14 @@ export async function withWorker<T>(stack: TestStack, fn: () => Promise<T>, opts
   }
 }
 
-export function workerProcess(stack: TestStack, name = 'worker'): Promise<Service> {
+export function workerProcess(stack: TestStack, name = 'worker', env: Record<string, string> = {}): Promise<Service> {
   return timed('worker start', () =>
     startWorkerProcess({
       temporalAddress: stack.temporalAddress,
       tinkerBaseUrl: stack.engine.baseUrl,
       taskQueue: stack.taskQueue,
       logFile: join(stack.dir, `${name}.log`),
-      env: { TINKER_API_KEY: 'tml-test' },
+      env: { TINKER_API_KEY: 'tml-test', ...env },
     }),
   );
 }

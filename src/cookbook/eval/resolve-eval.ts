@@ -8,6 +8,7 @@ import type { RunRef } from '../run-store.js';
 import { EvalConfigSchema, type EvalConfig } from './benchmark-config.js';
 import { benchmarkDataPath } from './benchmark-data.js';
 import { agenticConfigDefaults, isAgenticSuite, readsTaskFolders, terminalDataDir } from './suites/terminal.js';
+import { checkLogPathFree, runLogPath } from '../stores/run-location.js';
 
 export interface ResolvedEval {
   workflowId: string;
@@ -77,9 +78,9 @@ export function resolveEval(model: string, suite: string, args: EvalArgs, opts: 
   // A local model folder is passed on as an absolute path, like `train`'s model_name.
   if (config.model.startsWith('./') || config.model.startsWith('../')) config.model = resolve(config.model);
   const workflowId = opts.workflowId ?? `eval-${config.run_name ?? `${config.suite}-${slug(config.model)}`}-${timestamp()}`;
-  const logPath = resolve(config.log_path ?? resolve(opts.runsDir ?? 'runs', workflowId));
+  const logPath = runLogPath(config.log_path, opts.runsDir, workflowId);
   config.log_path = logPath;
-  if (existsSync(resolve(logPath, '.cookbook', 'run.json'))) throw new ConfigError(`log_path: ${logPath} already holds another run; choose another log_path or run_name`);
+  checkLogPathFree(logPath);
   return { workflowId, config, run: { workflowId, kind: 'eval', logPath } };
 }
 

@@ -58,6 +58,8 @@ export class StoreUnavailableError extends Error {
 export interface SyncOptions {
   /** Called while a failing store is waited out (an activity heartbeats here). */
   onWait?: (what: string, err: unknown) => void;
+  /** How long a failing store is waited out (default COOKBOOK_STORE_WAIT_S, else 600 s). */
+  waitS?: number;
 }
 
 export interface SyncStats {
@@ -203,7 +205,7 @@ export class RunMirror {
 
   /** Runs a store request, waiting out an unreachable or failing store with backoff. */
   private async request<T>(what: string, fn: () => Promise<T>, opts: SyncOptions): Promise<T> {
-    const waitS = Number(process.env.COOKBOOK_STORE_WAIT_S ?? 600);
+    const waitS = opts.waitS ?? Number(process.env.COOKBOOK_STORE_WAIT_S ?? 600);
     const start = Date.now();
     for (let delay = 200; ; delay = Math.min(delay * 2, 5_000)) {
       try {
