@@ -1,20 +1,38 @@
 // The run store's mirror of an object-store run (src/cookbook/stores/mirror.ts), two "hosts" (two
-// cache folders) on one store. The store here is a folder (LocalStorage, with its conditional writes);
-// test/stores/mirror-s3.test.ts runs the multi-host cases on a real S3 server.
+// cache folders) on one store: a real S3 server (SeaweedFS), and a folder (LocalStorage, with its
+// conditional writes) for the same cases. Then a store that throttles every other request.
+import { createServer, request, type Server } from 'node:http';
 import { mkdtempSync, readFileSync, appendFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RunStore } from '../../src/cookbook/run-store.js';
 import { RunMirror, StoreConflictError } from '../../src/cookbook/stores/mirror.js';
+import { S3Storage, s3Client } from '../../src/cookbook/stores/s3.js';
 import { LocalStorage, type Storage } from '../../src/cookbook/stores/storage.js';
+import { startS3Server, type S3Server } from '../support/s3-server.js';
 
-const URI = 's3://bucket/runs/r1';
+const URI = 's3://mirror-tests/runs/r1';
 const saved = process.env.COOKBOOK_STORE_CACHE;
 afterEach(() => {
   if (saved === undefined) delete process.env.COOKBOOK_STORE_CACHE;
   else process.env.COOKBOOK_STORE_CACHE = saved;
 });
+
+let s3: S3Server;
+beforeAll(async () => {
+  s3 = await startS3Server({ buckets: ['mirror-tests'] });
+}, 300_000);
+afterAll(async () => {
+  await s3?.close();
+});
+
+let prefixes = 0;
+/** A fresh, empty store of each kind. */
+const stores: Record<string, () => Storage> = {
+  folder: () => new LocalStorage(mkdtempSync(join(tmpdir(), 'bucket-'))),
+  s3: () => new S3Storage(`s3://mirror-tests/case-${process.pid}-${++prefixes}`, s3Client({ ...s3.env })),
+};
 
 /** A worker host: its own cache folder, its own mirror of the run. */
 function host(storage: Storage): RunMirror {
@@ -24,9 +42,9 @@ function host(storage: Storage): RunMirror {
 
 const config = { model_name: 'tiny', learning_rate: 1e-4, log_path: URI };
 
-describe('run mirror', () => {
+for (const [kind, newStore] of Object.entries(stores)) describe(`run mirror on ${kind === 's3' ? 'an S3 bucket' : 'a folder'}`, () => {
   it('a run written on one host reads the same on another, blobs and records included', async () => {
-    const bucket = new LocalStorage(mkdtempSync(join(tmpdir(), 'bucket-')));
+    const bucket = newStore();
     const a = host(bucket);
     await a.pull();
     const sa = new RunStore(a.dir);
@@ -63,7 +81,7 @@ describe('run mirror', () => {
   });
 
   it('a write based on a stale copy is refused, not lost; the retry on a fresh pull succeeds', async () => {
-    const bucket = new LocalStorage(mkdtempSync(join(tmpdir(), 'bucket-')));
+    const bucket = newStore();
     const a = host(bucket);
     await a.pull();
     new RunStore(a.dir).init({ workflowId: 'wf-2', kind: 'sl', config }, new Set());
@@ -89,7 +107,7 @@ describe('run mirror', () => {
   });
 
   it('logs of several hosts are merged, not overwritten', async () => {
-    const bucket = new LocalStorage(mkdtempSync(join(tmpdir(), 'bucket-')));
+    const bucket = newStore();
     const a = host(bucket);
     const b = host(bucket);
     await a.pull();
@@ -107,7 +125,7 @@ describe('run mirror', () => {
   });
 
   it('a blob written again with the same bytes by another host is not a conflict', async () => {
-    const bucket = new LocalStorage(mkdtempSync(join(tmpdir(), 'bucket-')));
+    const bucket = newStore();
     const a = host(bucket);
     const b = host(bucket);
     await a.pull();
@@ -123,7 +141,7 @@ describe('run mirror', () => {
   });
 
   it('a pull that catches another host between a file and its records waits until the state is whole', async () => {
-    const bucket = new LocalStorage(mkdtempSync(join(tmpdir(), 'bucket-')));
+    const bucket = newStore();
     const a = host(bucket);
     await a.pull();
     const sa = new RunStore(a.dir);
@@ -145,5 +163,53 @@ describe('run mirror', () => {
     }, 150);
     expect(await pulled).toEqual([{ step: 0, loss: 1 }, { step: 1, loss: 0.5 }, { step: 2, loss: 0.25 }]);
     expect(waited).toBe(true);
+  });
+});
+
+/** An S3 front that answers every other request with 503 SlowDown, as a throttling store does. */
+function throttling(target: string): Promise<{ url: string; throttled: () => number; server: Server }> {
+  let n = 0;
+  let throttled = 0;
+  const upstream = new URL(target);
+  const server = createServer((req, res) => {
+    if (n++ % 2 === 0) {
+      throttled++;
+      req.resume();
+      res.writeHead(503, { 'content-type': 'application/xml' }).end('<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>');
+      return;
+    }
+    const fwd = request({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers }, (up) => {
+      res.writeHead(up.statusCode ?? 502, up.headers);
+      up.pipe(res);
+    });
+    req.pipe(fwd);
+  });
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, throttled: () => throttled, server })));
+}
+
+describe('run mirror on a throttling store', () => {
+  it('waits out 503 SlowDown with backoff: nothing lost, nothing doubled', async () => {
+    const front = await throttling(s3.endpoint);
+    try {
+      // One attempt per request in the client: the mirror's own backoff does the waiting.
+      const client = s3Client({ ...s3.env, AWS_ENDPOINT_URL_S3: front.url, AWS_MAX_ATTEMPTS: '1' });
+      const prefix = `s3://mirror-tests/throttled-${process.pid}`;
+      const a = host(new S3Storage(prefix, client));
+      const waits: string[] = [];
+      await a.pull({ onWait: (what) => waits.push(what) });
+      const sa = new RunStore(a.dir);
+      sa.init({ workflowId: 'wf-t', kind: 'sl', config }, new Set());
+      for (let step = 0; step < 4; step++) {
+        sa.writeMetrics({ step, loss: 1 / (step + 1) });
+        await a.push({ onWait: (what) => waits.push(what) });
+      }
+      expect(front.throttled()).toBeGreaterThan(4);
+      expect(waits.length).toBe(front.throttled());
+      const b = host(new S3Storage(prefix, s3Client({ ...s3.env })));
+      await b.pull();
+      expect(new RunStore(b.dir).readMetrics()).toEqual([0, 1, 2, 3].map((step) => ({ step, loss: 1 / (step + 1) })));
+    } finally {
+      front.server.close();
+    }
   });
 });

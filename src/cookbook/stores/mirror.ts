@@ -88,6 +88,17 @@ const pidAlive = (pid: number) => {
 };
 
 let slot: { root: string; dir: string } | undefined;
+const heldLocks = new Set<string>();
+
+function releaseLocks(): void {
+  for (const lock of heldLocks) {
+    try {
+      if (readFileSync(lock, 'utf8') === String(process.pid)) unlinkSync(lock);
+    } catch {
+      // already gone
+    }
+  }
+}
 
 /** This process's slot under the cache root: the first one whose lock is free or held by a dead process. */
 function slotDir(): string {
@@ -107,13 +118,8 @@ function slotDir(): string {
       else writeFileSync(lock, String(process.pid));
     }
     slot = { root, dir: join(root, `slot-${n}`) };
-    process.once('exit', () => {
-      try {
-        if (readFileSync(lock, 'utf8') === String(process.pid)) unlinkSync(lock);
-      } catch {
-        // already gone
-      }
-    });
+    if (heldLocks.size === 0) process.once('exit', releaseLocks);
+    heldLocks.add(lock);
     return slot.dir;
   }
 }
