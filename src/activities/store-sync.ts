@@ -48,24 +48,38 @@ function rewrite(v: unknown, map: Map<string, string>, onlyLogPath: boolean, dep
   return out;
 }
 
-function syncOptions(): SyncOptions {
+/** What a wait for the store says in the activity's heartbeat (`cookbook watch` shows it). */
+interface StoreWait {
+  store?: string;
+}
+
+function syncOptions(waiting: StoreWait): SyncOptions {
   let ctx: Context | undefined;
   try {
     ctx = Context.current();
   } catch {
     ctx = undefined;
   }
-  // A store waited out is said in the heartbeat (`cookbook watch` shows it), which also keeps the attempt alive.
-  return { onWait: (what, err) => ctx?.heartbeat({ store: `waiting for the run store (${what}): ${(err as Error)?.message ?? err}` }) };
+  return {
+    onWait: (what, err) => {
+      waiting.store = `${what}: ${(err as Error)?.message ?? err}`;
+      ctx?.heartbeat(waiting);
+    },
+  };
 }
 
-async function inActivity<T>(work: Promise<T>): Promise<T> {
+/** `work`, heartbeating while it runs (inside an activity); a wait it ends is no longer said. */
+async function inActivity<T>(work: Promise<T>, waiting: StoreWait): Promise<T> {
   try {
     Context.current();
   } catch {
     return work;
   }
-  return heartbeating(work);
+  try {
+    return await heartbeating(work, waiting);
+  } finally {
+    delete waiting.store;
+  }
 }
 
 /** A conflict means this worker's copy was stale: retried (on a fresh pull), never a failed run. */
@@ -80,9 +94,10 @@ export function withStoreSync(activities: Activities): Activities {
     wrapped[name] = async (...args: unknown[]) => {
       const { writes, reads } = storeRunsOf(args);
       if (writes.size === 0 && reads.size === 0) return fn(...args);
-      const opts = syncOptions();
+      const waiting: StoreWait = {};
+      const opts = syncOptions(waiting);
       const mirrors = [...writes].map((uri) => mirrorOf(uri));
-      for (const uri of [...writes, ...reads]) await inActivity(mirrorOf(uri).pull(opts));
+      for (const uri of [...writes, ...reads]) await inActivity(mirrorOf(uri).pull(opts), waiting);
       const toLocal = new Map(mirrors.map((m) => [m.uri, m.dir]));
       const toUri = new Map(mirrors.map((m) => [m.dir, m.uri]));
       for (const m of mirrors) m.active++;
@@ -93,10 +108,10 @@ export function withStoreSync(activities: Activities): Activities {
         } catch (err) {
           // What the attempt recorded before it failed (side effects by position) is kept for its
           // retry; a store that is down too is not waited out for long here (the retry pulls anyway).
-          await inActivity(Promise.all(mirrors.map((m) => m.push({ ...opts, waitS: FAILED_ATTEMPT_WAIT_S }).catch(() => undefined))));
+          await inActivity(Promise.all(mirrors.map((m) => m.push({ ...opts, waitS: FAILED_ATTEMPT_WAIT_S }).catch(() => undefined))), waiting);
           throw err;
         }
-        for (const m of mirrors) await inActivity(m.push(opts));
+        for (const m of mirrors) await inActivity(m.push(opts), waiting);
         return rewrite(result, toUri, false);
       } catch (err) {
         throw asFailure(err);

@@ -202,12 +202,14 @@ export function waitingOn(pending: PendingActivity[], o: { all?: boolean; nowMs?
     const attempt = a.attempt ?? 1;
     const backend = heartbeatBackend(a);
     const failure = a.lastFailure?.message;
-    if (!o.all && !backend && attempt <= 1) continue;
+    if (!o.all && !backend && typeof heartbeatDetails(a)?.store !== 'string' && attempt <= 1) continue;
     const nextMs = timestampMs(a.nextAttemptScheduleTime);
     const next = nextMs ? ` · next attempt in ${Math.max(0, Math.round((nextMs - now) / 1000))} s` : '';
     const state = o.all ? ` · ${ACTIVITY_STATES[Number(a.state)] ?? 'pending'}${a.lastWorkerIdentity ? ` (last worker ${a.lastWorkerIdentity})` : ''}` : '';
     lines.push(`  waiting: ${type} attempt ${attempt}${state}${next}`);
     if (backend) lines.push(`    backend unavailable: ${backend.backend} (retry ${backend.retry}, failing for ${backend.failingForS} s, next try in ${backend.nextInS} s)`);
+    const store = heartbeatDetails(a)?.store;
+    if (typeof store === 'string') lines.push(`    run store unavailable, waiting: ${store}`);
     if (failure && attempt > 1) lines.push(`    last failure: ${failure}`);
   }
   return lines;
@@ -216,17 +218,23 @@ export function waitingOn(pending: PendingActivity[], o: { all?: boolean; nowMs?
 /** What the waiting lines are about, without the counters that change every poll: a follower prints each change once. */
 export function waitingKey(pending: PendingActivity[]): string {
   return pending
-    .filter((a) => (a.attempt ?? 1) > 1 || heartbeatBackend(a))
-    .map((a) => `${a.activityType?.name}|${a.lastFailure?.message ?? ''}|${heartbeatBackend(a)?.backend ?? ''}`)
+    .filter((a) => (a.attempt ?? 1) > 1 || heartbeatBackend(a) || typeof heartbeatDetails(a)?.store === 'string')
+    .map((a) => `${a.activityType?.name}|${a.lastFailure?.message ?? ''}|${heartbeatBackend(a)?.backend ?? ''}|${typeof heartbeatDetails(a)?.store === 'string' ? 'store' : ''}`)
     .join('\n');
 }
 
 function heartbeatBackend(a: PendingActivity): { backend: string; retry: number; failingForS: number; nextInS: number } | undefined {
+  const details = heartbeatDetails(a);
+  return typeof details?.backend === 'string' ? (details as { backend: string; retry: number; failingForS: number; nextInS: number }) : undefined;
+}
+
+/** The activity's last heartbeat details (the backend's retry status, a wait for the run store), if JSON. */
+function heartbeatDetails(a: PendingActivity): Record<string, unknown> | undefined {
   const payload = a.heartbeatDetails?.payloads?.[0];
   if (!payload?.data) return undefined;
   try {
-    const details = JSON.parse(Buffer.from(payload.data).toString('utf8')) as { backend?: unknown };
-    return typeof details.backend === 'string' ? (details as { backend: string; retry: number; failingForS: number; nextInS: number }) : undefined;
+    const details = JSON.parse(Buffer.from(payload.data).toString('utf8')) as unknown;
+    return details && typeof details === 'object' ? (details as Record<string, unknown>) : undefined;
   } catch {
     return undefined;
   }

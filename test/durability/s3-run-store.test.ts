@@ -18,6 +18,7 @@ import { startS3Server, type S3Server } from '../support/s3-server.js';
 import { runToEnd, startTestStack, testRun, waitUntil, workerProcess, type TestStack } from '../support/stack.js';
 import type { Service } from '../../src/cli/services.js';
 import { cookbookOn } from '../support/cli.js';
+import { waitingOn } from '../../src/cli/liveness.js';
 
 const config = join(import.meta.dirname, '..', 'fixtures', 'sl_small.json');
 /** As the issue states it: the store unreachable for a minute. */
@@ -67,7 +68,14 @@ describe('a run on S3, workers without a shared folder', () => {
     const down = Date.now();
     // Nothing is lost while the store is away: the run does not get ahead of what it could write.
     const stepWhenDown = (await handle.query(progressQuery)).step;
-    await new Promise((r) => setTimeout(r, OUTAGE_MS)); // the outage itself, not a wait for an event
+    // What `cookbook status`/`watch` print: the activity says it waits for the store.
+    let said: string[] = [];
+    await waitUntil('the wait for the store in a heartbeat', async () => {
+      said = waitingOn((await handle.describe()).raw.pendingActivities ?? []);
+      return said.some((l) => l.includes('run store unavailable, waiting'));
+    }, OUTAGE_MS / 2, 500);
+    expect(said.join('\n')).toContain(onS3.run.logPath.split('/')[2]); // names the bucket
+    await new Promise((r) => setTimeout(r, OUTAGE_MS - (Date.now() - down))); // the rest of the outage: its length, not a wait for an event
     expect((await handle.query(progressQuery)).step).toBeLessThanOrEqual(stepWhenDown + 1);
     await s3.start();
     expect(Date.now() - down).toBeGreaterThanOrEqual(OUTAGE_MS);

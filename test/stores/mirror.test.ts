@@ -10,7 +10,7 @@ import { RunStore } from '../../src/cookbook/run-store.js';
 import { RunMirror, StoreConflictError } from '../../src/cookbook/stores/mirror.js';
 import { S3Storage, s3Client } from '../../src/cookbook/stores/s3.js';
 import { LocalStorage, type Storage } from '../../src/cookbook/stores/storage.js';
-import { startS3Server, type S3Server } from '../support/s3-server.js';
+import { s3ServerForFile, type S3Server } from '../support/s3-server.js';
 
 const URI = 's3://mirror-tests/runs/r1';
 const saved = process.env.COOKBOOK_STORE_CACHE;
@@ -21,7 +21,7 @@ afterEach(() => {
 
 let s3: S3Server;
 beforeAll(async () => {
-  s3 = await startS3Server({ buckets: ['mirror-tests'] });
+  s3 = await s3ServerForFile({ buckets: ['mirror-tests'] });
 }, 300_000);
 afterAll(async () => {
   await s3?.close();

@@ -12,17 +12,17 @@ import { S3Storage } from '../../src/cookbook/stores/s3.js';
 import { mirrorOf } from '../../src/cookbook/stores/mirror.js';
 import { StatusKey } from '../../src/workflows/shared/search-attributes.js';
 import { cookbookOn, cookbookProcess } from '../support/cli.js';
-import { startS3Server, type S3Server } from '../support/s3-server.js';
+import { s3ServerForFile, type S3Server } from '../support/s3-server.js';
 import { startTestStack, type TestStack } from '../support/stack.js';
 
-const BUCKET = 'h57b-runs';
+const BUCKET = 'registry-runs';
 let server: S3Server;
 let stack: TestStack;
 const saved = { ...process.env };
 
 beforeAll(async () => {
-  [server, stack] = await Promise.all([startS3Server({ buckets: [BUCKET] }), startTestStack()]);
-  Object.assign(process.env, server.env, { COOKBOOK_STORE_CACHE: mkdtempSync(join(tmpdir(), 'h57b-cache-')) });
+  [server, stack] = await Promise.all([s3ServerForFile({ buckets: [BUCKET] }), startTestStack()]);
+  Object.assign(process.env, server.env, { COOKBOOK_STORE_CACHE: mkdtempSync(join(tmpdir(), 'registry-cache-')) });
 }, 600_000);
 
 afterAll(async () => {
@@ -43,10 +43,10 @@ async function writeRun(logPath: string, workflowId: string, kind: RunKind, step
 
 describe('runs across a local folder and a bucket', () => {
   it('lists both stores with kind, model, status, last step, metrics and store URI', async () => {
-    const local = mkdtempSync(join(tmpdir(), 'h57b-local-'));
+    const local = mkdtempSync(join(tmpdir(), 'registry-local-'));
     const bucketRoot = `s3://${BUCKET}/team`;
     const tag = stack.taskQueue;
-    const ids = { local: `h57b-local-${tag}`, flat: `h57b-s3-flat-${tag}`, nested: `h57b-s3-nested-${tag}` };
+    const ids = { local: `registry-local-${tag}`, flat: `registry-s3-flat-${tag}`, nested: `registry-s3-nested-${tag}` };
     await writeRun(join(local, 'run-a'), ids.local, 'sl', 3, true);
     await writeRun(`${bucketRoot}/flat`, ids.flat, 'rl', 2, false);
     await writeRun(`${bucketRoot}/group/nested`, ids.nested, 'dpo', 5, true);
@@ -60,12 +60,12 @@ describe('runs across a local folder and a bucket', () => {
     ]);
 
     // Temporal knows one run (terminated although its files say completed); the others it does not
-    const handle = await stack.client.workflow.start('h57bNoSuchWorkflow', {
+    const handle = await stack.client.workflow.start('registryNoSuchWorkflow', {
       workflowId: ids.nested,
       taskQueue: `${tag}-nobody`,
       typedSearchAttributes: [{ key: StatusKey, value: 'running' }],
     });
-    await handle.terminate('h57b test');
+    await handle.terminate('registry test');
 
     const res = await cookbookOn(stack, ['runs', '--wide', '--store', local, '--store', bucketRoot], { ...server.env });
     expect(res.err).toBe('');
@@ -85,9 +85,9 @@ describe('runs across a local folder and a bucket', () => {
     expect(offline.out.split('\n').find((r) => r.startsWith(`${ids.nested} `))?.split(/\s{2,}/)[3]).toBe('running (inferred)');
 
     // a bucket that does not exist: one line naming it, the other store still listed, exit 1
-    const bad = await cookbookOn(stack, ['runs', '--store', `s3://h57b-no-such-bucket/x`, '--store', local], { ...server.env });
+    const bad = await cookbookOn(stack, ['runs', '--store', `s3://registry-no-such-bucket/x`, '--store', local], { ...server.env });
     expect(bad.code).toBe(1);
-    expect(bad.err.trim()).toBe('error: s3://h57b-no-such-bucket/x: the bucket h57b-no-such-bucket does not exist (create it, or fix the URI)');
+    expect(bad.err.trim()).toBe('error: s3://registry-no-such-bucket/x: the bucket registry-no-such-bucket does not exist (create it, or fix the URI)');
     expect(bad.out).toContain(ids.local);
   }, 120_000);
 

@@ -65,7 +65,7 @@ async function layout(root: string): Promise<void> {
 
 describe('run registry on local folders', () => {
   it('finds runs nested at any depth with their kind, model, last step, metrics, checkpoints and status', async () => {
-    const root = mkdtempSync(join(tmpdir(), 'h57b-registry-'));
+    const root = mkdtempSync(join(tmpdir(), 'registry-registry-'));
     await layout(root);
     const [scan] = await new RunRegistry([root]).refresh();
     expect(scan.error).toBeUndefined();
@@ -93,7 +93,7 @@ describe('run registry on local folders', () => {
   });
 
   it('stops its walk at the bounds and says so', async () => {
-    const root = mkdtempSync(join(tmpdir(), 'h57b-registry-'));
+    const root = mkdtempSync(join(tmpdir(), 'registry-registry-'));
     await layout(root);
     const [shallow] = await new RunRegistry([root], { maxDepth: 1 }).refresh();
     expect(shallow.runs.map((r) => r.id).sort()).toEqual(['ref-dpo', 'sl-a-20261129']);
@@ -103,7 +103,7 @@ describe('run registry on local folders', () => {
   });
 
   it('names a store it cannot read in one line and still lists the others', async () => {
-    const root = mkdtempSync(join(tmpdir(), 'h57b-registry-'));
+    const root = mkdtempSync(join(tmpdir(), 'registry-registry-'));
     await layout(root);
     const missing = join(root, 'no-such-store');
     const scans = await new RunRegistry([missing, 'gs://bucket/runs', root]).refresh();
@@ -113,7 +113,7 @@ describe('run registry on local folders', () => {
   });
 
   it('reads the last metrics row from the tail of a long file, not the whole file', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'h57b-registry-'));
+    const dir = mkdtempSync(join(tmpdir(), 'registry-registry-'));
     const store = run(dir, 'long', 'sl', { model_name: 'tiny-qwen3' });
     for (let step = 0; step < 1200; step++) store.writeMetrics({ step, train_mean_nll: 1 / (step + 1) });
     let bytesRead = 0;
@@ -142,7 +142,7 @@ describe('run registry on local folders', () => {
   });
 
   it('LocalStorage range reads: a slice, a suffix, past the end', async () => {
-    const s = new LocalStorage(mkdtempSync(join(tmpdir(), 'h57b-range-')));
+    const s = new LocalStorage(mkdtempSync(join(tmpdir(), 'registry-range-')));
     await s.put('f', Buffer.from('0123456789'));
     expect((await s.getRange('f', 2, 5))!.data.toString()).toBe('234');
     expect(await s.getRange('f', -3)).toEqual({ data: Buffer.from('789'), size: 10 });
@@ -166,7 +166,7 @@ describe('run registry on local folders', () => {
 
 describe('eval store', () => {
   it('writes, reads, filters, lists and deletes eval runs', async () => {
-    const root = mkdtempSync(join(tmpdir(), 'h57b-evalstore-'));
+    const root = mkdtempSync(join(tmpdir(), 'registry-evalstore-'));
     const storage = new LocalStorage(root);
     // a training run with two scheduled evals, one finished, one still running; and a standalone eval run
     run(join(root, 'train'), 'train-1', 'sl', { model_name: 'tiny-qwen3' });
@@ -202,7 +202,7 @@ describe('eval store', () => {
   });
 
   it('reads a long results.json’s aggregate from its head only', async () => {
-    const root = mkdtempSync(join(tmpdir(), 'h57b-evalstore-'));
+    const root = mkdtempSync(join(tmpdir(), 'registry-evalstore-'));
     const local = new LocalStorage(root);
     let bytesRead = 0;
     const counting: Storage = Object.assign(Object.create(local) as LocalStorage, {

@@ -60,7 +60,8 @@ function weedArgs(dir: string, ports: number[], configFile: string): string[] {
     '-master.peers=none',
     `-volume.port=${volume}`,
     `-volume.port.grpc=${volumeGrpc}`,
-    '-volume.max=8',
+    // Each bucket is a collection with volumes of its own: room for the buckets of a whole test run.
+    '-volume.max=100',
     '-filer',
     `-filer.port=${filer}`,
     `-filer.port.grpc=${filerGrpc}`,
@@ -160,5 +161,41 @@ export async function startS3Server(opts: { buckets?: string[] } = {}): Promise<
     await server.close();
     throw err;
   }
+  return server;
+}
+
+/**
+ * The run's shared S3 server (test/support/shared-stack.ts) with these buckets, when the run has one;
+ * else a server of the file's own. A file that stops or restarts its server calls startS3Server.
+ */
+export async function s3ServerForFile(opts: { buckets?: string[] } = {}): Promise<S3Server> {
+  let shared: { endpoint: string; env: S3ServerEnv; logFile: string } | null = null;
+  try {
+    shared = (await import('vitest')).inject('sharedS3');
+  } catch {
+    shared = null;
+  }
+  if (!shared) return startS3Server(opts);
+  const admin = s3Client(shared.env);
+  const refuse = (what: string) => async () => {
+    throw new Error(`the shared S3 server cannot be ${what}: start this file's own with startS3Server()`);
+  };
+  const server: S3Server = {
+    endpoint: shared.endpoint,
+    env: shared.env,
+    dataDir: '',
+    logFile: shared.logFile,
+    async createBucket(name) {
+      await admin.send(new CreateBucketCommand({ Bucket: name })).catch((err: unknown) => {
+        if (!/BucketAlreadyOwnedByYou|BucketAlreadyExists/.test((err as Error).name)) throw err;
+      });
+    },
+    stop: refuse('stopped'),
+    start: refuse('restarted'),
+    async close() {
+      // the run's teardown stops it
+    },
+  };
+  for (const bucket of opts.buckets ?? []) await server.createBucket(bucket);
   return server;
 }

@@ -1,4 +1,4 @@
-// vitest globalSetup: one Temporal dev server and one engine for the whole run, started once in the
+// vitest globalSetup: one Temporal dev server, one engine and one S3 server for the whole run, started once in the
 // main process and handed to every test file through `inject('sharedStack')`. A file that does not
 // kill or restart a server runs on it (startTestStack() in support/stack.ts) with its own task queue,
 // run folders and model ids, so files stay isolated while the start-up is paid once. Only when
@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { startEngine, startTemporalServer } from '../../src/cli/services.js';
 import { onFreePort } from './free-port.js';
+import { startS3Server, type S3ServerEnv } from './s3-server.js';
 
 export interface SharedStackInfo {
   temporalAddress: string;
@@ -17,25 +18,37 @@ export interface SharedStackInfo {
   engineLog: string;
 }
 
+/** The run's S3 server (SeaweedFS), for files that never stop it (s3ServerForFile in s3-server.ts). */
+export interface SharedS3Info {
+  endpoint: string;
+  env: S3ServerEnv;
+  logFile: string;
+}
+
 declare module 'vitest' {
   export interface ProvidedContext {
     sharedStack: SharedStackInfo | null;
+    sharedS3: SharedS3Info | null;
   }
 }
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   if (process.env.COOKBOOK_TEST_SHARED_STACK !== '1') {
     project.provide('sharedStack', null);
+    project.provide('sharedS3', null);
     return async () => undefined;
   }
   // Under the run's own TMPDIR (run-tmpdir.ts ran first), so the run's cleanup takes it too.
   const dir = mkdtempSync(join(tmpdir(), 'cookbook-shared-stack-'));
-  const [t, e] = await Promise.all([
+  // The S3 server starts beside them: its start-up (10-15 s of SeaweedFS's own) is paid once.
+  const [t, e, s3] = await Promise.all([
     onFreePort({ logFile: join(dir, 'temporal.log') }, startTemporalServer),
     onFreePort({ dataDir: join(dir, 'engine') }, startEngine),
+    startS3Server(),
   ]);
   project.provide('sharedStack', { temporalAddress: `127.0.0.1:${t.opts.port}`, engineUrl: e.service.baseUrl, engineLog: e.service.logFile });
+  project.provide('sharedS3', { endpoint: s3.endpoint, env: s3.env, logFile: s3.logFile });
   return async () => {
-    await Promise.all([t.service.stop(), e.service.stop()]);
+    await Promise.all([t.service.stop(), e.service.stop(), s3.close()]);
   };
 }
