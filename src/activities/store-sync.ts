@@ -16,7 +16,7 @@ import type { Activities } from './types.js';
 const MAX_DEPTH = 6;
 const FAILED_ATTEMPT_WAIT_S = 15;
 
-/** The object-store runs an activity's input names: those it works for (`logPath`) and those it only reads (`log_path`). */
+/** The object-store runs an activity's input names: those it works for (`logPath`) and those it only reads (`log_path`, `metrics_log_path`, …). */
 export function storeRunsOf(input: unknown): { writes: Set<string>; reads: Set<string> } {
   const writes = new Set<string>();
   const reads = new Set<string>();
@@ -26,7 +26,7 @@ export function storeRunsOf(input: unknown): { writes: Set<string>; reads: Set<s
     for (const [k, x] of Object.entries(v)) {
       if (typeof x === 'string' && isObjectStoreUri(x)) {
         if (k === 'logPath') writes.add(x.replace(/\/+$/, ''));
-        else if (k === 'log_path') reads.add(x.replace(/\/+$/, ''));
+        else if (/log_?path$/i.test(k)) reads.add(x.replace(/\/+$/, '')); // log_path, a sweep point's metrics_log_path, …
       } else visit(x, depth + 1);
     }
   };

@@ -4,6 +4,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { RunStore } from './run-store.js';
+import { runDir } from './stores/mirror.js';
 
 export type PointStatus = 'completed' | 'stopped' | 'failed';
 
@@ -27,7 +28,7 @@ export const RESULTS_FILE = 'results.jsonl';
 
 /** The last value each numeric key took in the run's metrics.jsonl (a key logged only at evals keeps its last eval). */
 export function finalMetrics(logPath: string): Record<string, number> {
-  if (!existsSync(join(logPath, 'metrics.jsonl'))) return {};
+  if (!existsSync(join(runDir(logPath), 'metrics.jsonl'))) return {};
   const last: Record<string, number> = {};
   for (const row of new RunStore(logPath).readMetrics()) {
     for (const [k, v] of Object.entries(row)) if (typeof v === 'number') last[k] = v;

@@ -18,7 +18,7 @@ const looksLikePath = (t: string) => isAbsolute(t) || t.startsWith('.') || t.sta
 
 export async function resolveTarget(target: string, lookup?: LogDirLookup): Promise<string> {
   // A run in an object store is read from this host's mirror of it, brought up to the store first.
-  if (isObjectStoreUri(target)) return checkLogDir(await mountRun(target.replace(/\/+$/, '')).catch(storeError(target)));
+  if (isObjectStoreUri(target)) return checkLogDir(await mountRun(target.replace(/\/+$/, ''), { nested: true }).catch(storeError(target)));
   if (existsSync(target)) return checkLogDir(target);
   // Workflow ids may contain '/' (pipeline stages are `<id>/<index>-<kind>`), so only clear paths stop here.
   if (looksLikePath(target)) throw new ReportError(`no log dir at ${resolve(target)}`);
@@ -30,7 +30,7 @@ export async function resolveTarget(target: string, lookup?: LogDirLookup): Prom
     // Say both readings of the target: a mistyped path reads as an unknown workflow id.
     throw new ReportError(`"${target}" is no directory here, and as a workflow id: ${(err as Error).message}`);
   }
-  if (isObjectStoreUri(logDir)) return checkLogDir(await mountRun(logDir).catch(storeError(logDir)));
+  if (isObjectStoreUri(logDir)) return checkLogDir(await mountRun(logDir, { nested: true }).catch(storeError(logDir)));
   if (!existsSync(logDir)) {
     throw new ReportError(`run "${target}" writes to ${logDir}, which is not on this machine (run the report where the worker writes, or copy the log dir and pass its path)`);
   }

@@ -3,9 +3,11 @@
 // - RL: rollout groups sampled in parallel by two worker processes with no shared folder (each
 //   pushes its groups' blobs, the train step on either host pulls them), a worker SIGKILLed in the
 //   middle of a step's rollouts; the run equals an uninterrupted local run, its rollouts read back.
+// - A sweep: its points (child runs nested under the sweep's prefix) on two hosts, the results table
+//   built from the points' metrics in the bucket, equal to a local sweep's; its report from the bucket.
 // - Failover: the training engine killed after a checkpoint; the checkpoint's archive, mirrored into
 //   the bucket by one host, is what another host imports into the failover engine.
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,7 +15,8 @@ import { resolveRun, startRun } from '../../src/cli/train.js';
 import { startEngine, type Service } from '../../src/cli/services.js';
 import { onFreePort } from '../support/free-port.js';
 import { RunStore } from '../../src/cookbook/run-store.js';
-import { mountRun } from '../../src/cookbook/stores/mirror.js';
+import { mountRun, runDir } from '../../src/cookbook/stores/mirror.js';
+import { writeReport } from '../../src/report/report.js';
 import { progressQuery } from '../../src/workflows/shared/messages.js';
 import type { RunResult } from '../../src/workflows/shared/training-run.js';
 import { checkpointsOf, metricsOf, timingProblems, weightsFingerprint } from '../support/runs.js';
@@ -108,6 +111,28 @@ describe('SL failover on S3', { timeout: 900_000 }, () => {
       expect(await weightsFingerprint(spare.baseUrl, result.finalCheckpoint!.samplerPath!)).toBe(await weightsFingerprint(stack.engine.baseUrl, cleanResult.finalCheckpoint!.samplerPath!));
     } finally {
       await Promise.all([worker.stop(), ...engines.map((e) => e.stop().catch(() => undefined))]);
+    }
+  });
+});
+
+describe('a sweep on S3', { timeout: 900_000 }, () => {
+  const sweepConfig = join(import.meta.dirname, '..', 'fixtures', 'sweep_small.json');
+  it('points on two hosts, results from the bucket equal a local sweep', async () => {
+    const workers = await Promise.all([hostWorker('sweep-host-a'), hostWorker('sweep-host-b')]);
+    try {
+      const clean = testRun(stack, sweepConfig, [], 'sweep');
+      const id = `sweep-s3-${Date.now()}`;
+      const onS3 = resolveRun('sweep', sweepConfig, [`log_path=s3://rl-runs/${id}`], { workflowId: id });
+      const [local, remote] = await Promise.all([runToEnd(stack, clean), runToEnd(stack, onS3)]);
+      const values = (r: unknown) => (r as { points: Array<{ name: string; status: string; value: number | null }> }).points.map((p) => [p.name, p.status, p.value]);
+      expect(values(remote)).toEqual(values(local));
+      expect(values(remote).every(([, , v]) => typeof v === 'number')).toBe(true);
+      const rows = (dir: string) => readFileSync(join(dir, 'results.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l)).map((r) => [r.name, r.value, r.best]);
+      const out = await writeReport([onS3.run.logPath], { out: join(stack.dir, 'sweep-s3.html') });
+      expect(rows(runDir(onS3.run.logPath))).toEqual(rows(clean.run.logPath));
+      expect(readFileSync(out, 'utf8')).toContain('id="sweep"');
+    } finally {
+      await Promise.all(workers.map((w) => w.stop()));
     }
   });
 });

@@ -42,6 +42,9 @@ function host(storage: Storage): RunMirror {
 
 const config = { model_name: 'tiny', learning_rate: 1e-4, log_path: URI };
 
+/** The store of a run nested at `p` in `store`'s. */
+const subStore = (store: Storage, p: string): Storage => (store instanceof S3Storage ? new S3Storage(store.url(p), s3Client({ ...s3.env })) : new LocalStorage(join((store as LocalStorage).root, p)));
+
 for (const [kind, newStore] of Object.entries(stores)) describe(`run mirror on ${kind === 's3' ? 'an S3 bucket' : 'a folder'}`, () => {
   it('a run written on one host reads the same on another, blobs and records included', async () => {
     const bucket = newStore();
@@ -138,6 +141,30 @@ for (const [kind, newStore] of Object.entries(stores)) describe(`run mirror on $
     await b.push();
     await a.pull();
     expect(new RunStore(a.dir).readBlob('side_effects/y.json').toString()).toBe('{"out":2}');
+  });
+
+  it('a run nested in another (a sweep point) is its own: the parent neither fetches nor sends its files', async () => {
+    const bucket = newStore();
+    const parent = host(bucket);
+    await parent.pull();
+    new RunStore(parent.dir).init({ workflowId: 'sweep', kind: 'sweep', config }, new Set());
+    await parent.push();
+    // a point's run, by its own mirror (another activity, another host)
+    const point = new RunMirror(`${URI}/p1`, subStore(bucket, 'p1'));
+    await point.pull();
+    const sp = new RunStore(point.dir);
+    sp.init({ workflowId: 'sweep/p1', kind: 'sl', config }, new Set());
+    sp.writeMetrics({ step: 0, loss: 1 });
+    await point.push();
+    await parent.pull();
+    expect(parent.nested).toEqual(['p1']);
+    // the parent's next push leaves the point's files alone, although the folder is inside its own
+    sp.writeMetrics({ step: 1, loss: 0.5 });
+    expect(await parent.push()).toBe(0);
+    await point.push();
+    const reader = host(bucket);
+    await reader.pull();
+    expect(reader.nested).toEqual(['p1']);
   });
 
   it('a pull that catches another host between a file and its records waits until the state is whole', async () => {

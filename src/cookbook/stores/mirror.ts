@@ -172,6 +172,8 @@ export class RunMirror {
   /** Activities of this run working in the folder now: while any is, its unpushed files are never replaced by a pull. */
   active = 0;
   readonly stats: SyncStats = { requests: 0, bytes: 0, files: 0 };
+  /** Prefixes of the runs nested in this one, as the last pull found them. */
+  nested: string[] = [];
 
   constructor(
     readonly uri: string,
@@ -240,12 +242,22 @@ export class RunMirror {
         const child = join(abs, name);
         const st = lstatSync(child, { throwIfNoEntry: false });
         if (!st) continue;
-        if (st.isDirectory()) visit(child);
+        // A run nested in this one (a sweep's point, a pipeline's stage, a scheduled eval) has a mirror of its own.
+        if (st.isDirectory()) {
+          if (!existsSync(join(child, '.cookbook', 'run.json'))) visit(child);
+        }
         else if (st.isFile() && !isTemp(name)) out.set(relative(this.dir, child).split(sep).join('/'), { size: st.size, mtimeMs: st.mtimeMs });
       }
     };
     visit(this.dir);
     return out;
+  }
+
+  /** Whether `rel` lies in a folder here that is a nested run (one this host created since its last pull). */
+  private nestedHere(rel: string): boolean {
+    const parts = rel.split('/');
+    for (let i = 1; i < parts.length; i++) if (existsSync(join(this.dir, ...parts.slice(0, i), '.cookbook', 'run.json'))) return true;
+    return false;
   }
 
   /** Whether the local file differs from what the store had when this host last synced it. */
@@ -275,7 +287,9 @@ export class RunMirror {
     const settleS = Number(process.env.COOKBOOK_STORE_SETTLE_S ?? 30);
     const start = Date.now();
     for (let delay = 50; ; delay = Math.min(delay * 2, 2_000)) {
-      const remote = await this.request('list', () => this.storage.list(''), opts);
+      const listed = await this.request('list', () => this.storage.list(''), opts);
+      this.nested = nestedRuns(listed.map((o) => o.path));
+      const remote = listed.filter((o) => !isUnder(o.path, this.nested));
       const local = this.walk();
       const fetched: string[] = [];
       const changed = remote.filter((o) => manifest.get(o.path)?.etag !== o.etag).sort((a, b) => pullRank(a.path) - pullRank(b.path));
@@ -305,6 +319,10 @@ export class RunMirror {
       const inStore = new Set(remote.map((o) => o.path));
       for (const rel of [...manifest.keys()]) {
         if (inStore.has(rel)) continue;
+        if (isUnder(rel, this.nested)) {
+          manifest.delete(rel); // became a nested run's (fetched before its run record was there): its own mirror's now
+          continue;
+        }
         if (this.active > 0 && this.dirty(rel, local.get(rel))) continue;
         if (existsSync(join(this.dir, rel))) unlinkSync(join(this.dir, rel));
         manifest.delete(rel);
@@ -356,7 +374,7 @@ export class RunMirror {
     // One synchronous pass: the run store writes synchronously, so this is a state it left whole.
     const changed: Array<{ rel: string; data: Buffer; mtimeMs: number }> = [];
     for (const [rel, st] of local) if (this.dirty(rel, st)) changed.push({ rel, data: readFileSync(join(this.dir, rel)), mtimeMs: st.mtimeMs });
-    const removed = [...manifest.keys()].filter((rel) => !local.has(rel));
+    const removed = [...manifest.keys()].filter((rel) => !local.has(rel) && !isUnder(rel, this.nested) && !this.nestedHere(rel));
     const conflicts: string[] = [];
     const ranks = [...new Set(changed.map((c) => pullRank(c.rel)))].sort((a, b) => b - a);
     for (const rank of ranks) {
@@ -410,6 +428,15 @@ export class RunMirror {
   }
 }
 
+/** Prefixes P (not the root) with a `P/.cookbook/run.json`: runs of their own inside a run's prefix. */
+export function nestedRuns(paths: string[]): string[] {
+  const out: string[] = [];
+  for (const p of paths) if (p.endsWith('/.cookbook/run.json')) out.push(p.slice(0, -'/.cookbook/run.json'.length));
+  return out.sort();
+}
+
+const isUnder = (rel: string, prefixes: string[]) => prefixes.some((p) => rel.startsWith(`${p}/`));
+
 const mirrors = new Map<string, RunMirror>();
 
 /** This process's mirror of an object-store run (one per URI). */
@@ -424,9 +451,13 @@ export function mirrorOf(uri: string): RunMirror {
 }
 
 /** The local folder of a run, brought up to its store first when the run lives in one. */
-export async function mountRun(logPath: string, opts: SyncOptions = {}): Promise<string> {
+export async function mountRun(logPath: string, opts: SyncOptions & { nested?: boolean } = {}): Promise<string> {
   if (!isObjectStoreUri(logPath)) return logPath;
-  return mirrorOf(logPath).pull(opts);
+  const mirror = mirrorOf(logPath);
+  const dir = await mirror.pull(opts);
+  // A report of a sweep or a pipeline reads its points' and stages' runs too.
+  if (opts.nested) for (const p of mirror.nested.filter((p) => !isUnder(p, mirror.nested))) await mountRun(`${mirror.uri}/${p}`, opts);
+  return dir;
 }
 
 /** Sends a run's local changes to its store (nothing to do for a local run). */
