@@ -17,12 +17,14 @@
 //    are uploaded whole). A PUT of bytes the key already holds is counted: there should be none.
 // 2. End to end (--no-e2e to skip): the same short SL run (configs/sl_demo.json, tiny overrides)
 //    through the Temporal stack and an in-process worker, log_path local vs s3://, wall ms per step
-//    and the ratio.
+//    and the ratio, and the time the S3 run's activities spent in the mirror's pull and push (the
+//    engine's step time on a shared machine varies by more than the store costs).
 //
 // Goal: requests per step as mirror.ts states them (per activity one LIST per 1,000 objects, one
 // PUT per changed file, no GET for what this host wrote itself), and the S3 run's added wall time a
 // small share of an SL step on the real stack.
-//   npm run bench:store [-- --steps 40 --rounds 2 --groups 8 --blob-kb 16 --checkpoint-every 10 --e2e-steps 8 --no-e2e]
+//   npm run bench:store [-- --steps 40 --rounds 2 --groups 8 --blob-kb 16 --checkpoint-every 10]
+//                       [-- --e2e-steps 8 --e2e-rounds 3] [-- --no-e2e | --e2e-only]
 import { createHash } from 'node:crypto';
 import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -48,7 +50,9 @@ const { values } = parseArgs({
     'blob-kb': { type: 'string', default: '16' },
     'checkpoint-every': { type: 'string', default: '10' },
     'e2e-steps': { type: 'string', default: '8' },
+    'e2e-rounds': { type: 'string', default: '3' },
     'no-e2e': { type: 'boolean', default: false },
+    'e2e-only': { type: 'boolean', default: false },
   },
 });
 const STEPS = Number(values.steps);
@@ -57,6 +61,7 @@ const GROUPS = Number(values.groups);
 const BLOB_BYTES = Number(values['blob-kb']) * 1024;
 const CHECKPOINT_EVERY = Number(values['checkpoint-every']);
 const E2E_STEPS = Number(values['e2e-steps']);
+const E2E_ROUNDS = Number(values['e2e-rounds']);
 /** "At step 10": the figures of steps 6–10, as the median of a window is steadier than one step. */
 const EARLY = [5, 10] as const;
 const BUCKET = 'bench';
@@ -293,10 +298,28 @@ async function endToEnd(): Promise<void> {
   const stack = await startTestStack();
   try {
     let n = 0;
-    const once = async (where: 'local' | 's3'): Promise<{ ms: number; requests: number }> => {
+    const once = async (where: 'local' | 's3'): Promise<{ ms: number; syncMs: number; requests: number }> => {
       const id = `sl-e2e-${where}-${Date.now()}-${++n}`;
       const run = where === 'local' ? testRun(stack, config, overrides) : resolveRun('sl', config, [...overrides, `log_path=s3://${BUCKET}/e2e/${id}`], { workflowId: id });
       const before = { ...sent };
+      // The worker runs in this process: its mirror of the run is this one, its pulls and pushes timed here.
+      let syncMs = 0;
+      if (where === 's3') {
+        const mirror = mirrorOf(run.run.logPath);
+        for (const method of ['pull', 'push'] as const) {
+          const original = mirror[method].bind(mirror) as (opts?: object) => Promise<unknown>;
+          Object.assign(mirror, {
+            [method]: async (opts?: object) => {
+              const t0 = performance.now();
+              try {
+                return await original(opts);
+              } finally {
+                syncMs += performance.now() - t0;
+              }
+            },
+          });
+        }
+      }
       const ms = await withWorker(stack, async () => {
         const t0 = performance.now();
         await (await startRun(stack.client, run, stack.taskQueue)).result();
@@ -306,35 +329,41 @@ async function endToEnd(): Promise<void> {
       // This process is the worker's host too: its mirror holds what the run pushed.
       const rows = metricsOf(run.run.logPath);
       if (rows.length !== E2E_STEPS) throw new Error(`${where}: the run wrote ${rows.length} rows, not ${E2E_STEPS}`);
-      return { ms, requests: c.ListObjectsV2 + c.GetObject + c.PutObject + c.DeleteObject + c.other };
+      return { ms, syncMs, requests: c.ListObjectsV2 + c.GetObject + c.PutObject + c.DeleteObject + c.other };
     };
     await once('local'); // warm-up: tokenizer, dataset, engine, workflow bundle
     await once('s3');
     const l: number[] = [];
     const s: number[] = [];
+    const sync: number[] = [];
     let requests = 0;
-    for (let round = 0; round < ROUNDS; round++) {
+    for (let round = 0; round < E2E_ROUNDS; round++) {
       for (const where of round % 2 === 0 ? (['local', 's3'] as const) : (['s3', 'local'] as const)) {
         const r = await once(where);
         (where === 'local' ? l : s).push(r.ms);
+        if (where === 's3') sync.push(r.syncMs);
         if (where === 's3') requests += r.requests;
       }
+      console.log(`e2e round ${round + 1}: local ${(l[round] / E2E_STEPS).toFixed(1)} ms/step, s3 ${(s[round] / E2E_STEPS).toFixed(1)} ms/step (ratio ${(s[round] / l[round]).toFixed(3)}); s3 pull + push ${(sync[round] / E2E_STEPS).toFixed(1)} ms/step`);
     }
     const lm = median(l) / E2E_STEPS;
     const sm = median(s) / E2E_STEPS;
-    console.log(`\n== end to end: SL run (sl_demo, batch 8 × max_length 128, tiny-qwen3), ${E2E_STEPS} steps × ${ROUNDS} rounds, in-process worker ==`);
+    console.log(`\n== end to end: SL run (sl_demo, batch 8 × max_length 128, tiny-qwen3), ${E2E_STEPS} steps × ${E2E_ROUNDS} rounds, in-process worker (medians) ==`);
     console.log(`local log_path: ${lm.toFixed(1)} ms/step; s3:// log_path: ${sm.toFixed(1)} ms/step (incl. model creation and final save)`);
-    console.log(`ratio s3 / local ${(sm / lm).toFixed(3)}, added ${(sm - lm).toFixed(1)} ms/step; ${(requests / ROUNDS / E2E_STEPS).toFixed(1)} S3 requests per step (whole run, its start and end included)`);
+    console.log(`time in the mirror's pull and push (the activities wait on them): ${(median(sync) / E2E_STEPS).toFixed(1)} ms/step, ${((100 * median(sync)) / median(s)).toFixed(1)} % of the s3 run's wall time`);
+    console.log(`ratio s3 / local ${(sm / lm).toFixed(3)}, added ${(sm - lm).toFixed(1)} ms/step; ${(requests / E2E_ROUNDS / E2E_STEPS).toFixed(1)} S3 requests per step (whole run, its start and end included)`);
   } finally {
     await stack.stop();
   }
 }
 
 try {
-  await storeOnly('sl');
-  await storeOnly('rl');
+  if (!values['e2e-only']) {
+    await storeOnly('sl');
+    await storeOnly('rl');
+  }
   const ms = (k: Kind) => (latency[k].length ? `${median(latency[k]).toFixed(1)} ms (p90 ${quantile(latency[k], 0.9).toFixed(1)}, ${latency[k].length} requests)` : 'none');
-  console.log(`\nS3 request latency on this machine (loopback SeaweedFS): LIST ${ms('ListObjectsV2')}, PUT ${ms('PutObject')}, GET ${ms('GetObject')}`);
+  if (!values['e2e-only']) console.log(`\nS3 request latency on this machine (loopback SeaweedFS): LIST ${ms('ListObjectsV2')}, PUT ${ms('PutObject')}, GET ${ms('GetObject')}`);
   if (sent.unchangedPuts > 0) console.log(`\nPUTs of bytes the key already held: ${[...unchangedKeys].map(([k, n]) => `${k} ×${n}`).slice(0, 10).join(', ')}`);
   if (!values['no-e2e']) await endToEnd();
 } finally {
