@@ -12,6 +12,7 @@ import { checkpointStep, scheduledEvalDir, scheduledEvalId, type EvalScheduleInp
 import { RunStore, type RunRef } from '../cookbook/run-store.js';
 import { readRunConfig } from './run-config.js';
 import { ErrorTypes } from './types.js';
+import { mountNestedRuns } from '../cookbook/stores/mirror.js';
 
 export interface PendingEval {
   checkpoint: string;
@@ -49,6 +50,8 @@ export function evalScheduleActivities(): EvalScheduleActivities {
         throw ApplicationFailure.nonRetryable(`${logPath}: ${(err as Error).message}`, ErrorTypes.config);
       }
       const rows = new RunStore(logPath).readCheckpoints().filter((r) => typeof r.sampler_path === 'string' && !rowExpired(r));
+      // A run in an object store: its evals so far (runs nested in it) are read from the store.
+      await mountNestedRuns(logPath);
       const pairs = rows.flatMap((row) => benchmarks.map((benchmark) => ({ row, benchmark })));
       const pending: PendingEval[] = [];
       let done = 0;

@@ -7,8 +7,7 @@
 //   built from the points' metrics in the bucket, equal to a local sweep's; its report from the bucket.
 // - Failover: the training engine killed after a checkpoint; the checkpoint's archive, mirrored into
 //   the bucket by one host, is what another host imports into the failover engine.
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveRun, startRun } from '../../src/cli/train.js';
@@ -20,31 +19,24 @@ import { writeReport } from '../../src/report/report.js';
 import { progressQuery } from '../../src/workflows/shared/messages.js';
 import type { RunResult } from '../../src/workflows/shared/training-run.js';
 import { checkpointsOf, metricsOf, timingProblems, weightsFingerprint } from '../support/runs.js';
-import { s3ServerForFile, type S3Server } from '../support/s3-server.js';
-import { runToEnd, startTestStack, testRun, untilActivityRunning, waitUntil, workerProcess, type TestStack } from '../support/stack.js';
+import { s3ServerForFile, useS3Env, type S3Server } from '../support/s3-server.js';
+import { runToEnd, startTestStack, testRun, untilActivityRunning, waitUntil, storeHostWorker, type TestStack } from '../support/stack.js';
 
 const config = join(import.meta.dirname, '..', 'fixtures', 'rl_small.json');
 
 let stack: TestStack;
 let s3: S3Server;
-const savedEnv: Record<string, string | undefined> = {};
+let restoreEnv = () => {};
 beforeAll(async () => {
   [stack, s3] = await Promise.all([startTestStack(), s3ServerForFile({ buckets: ['rl-runs'] })]);
-  for (const [k, v] of Object.entries(s3.env)) {
-    savedEnv[k] = process.env[k];
-    process.env[k] = v;
-  }
+  restoreEnv = useS3Env(s3);
 }, 300_000);
 afterAll(async () => {
-  for (const [k, v] of Object.entries(savedEnv)) {
-    if (v === undefined) delete process.env[k];
-    else process.env[k] = v;
-  }
+  restoreEnv();
   await Promise.all([stack?.stop(), s3?.close()]);
 });
 
-const hostWorker = (name: string): Promise<Service> =>
-  workerProcess(stack, name, { ...s3.env, COOKBOOK_STORE_CACHE: mkdtempSync(join(tmpdir(), `${name}-cache-`)) });
+const hostWorker = (name: string): Promise<Service> => storeHostWorker(stack, s3, name);
 
 describe('RL on S3', { timeout: 900_000 }, () => {
   it('two hosts sample and train one run through the bucket; a killed host changes nothing', async () => {

@@ -199,3 +199,15 @@ export async function s3ServerForFile(opts: { buckets?: string[] } = {}): Promis
   for (const bucket of opts.buckets ?? []) await server.createBucket(bucket);
   return server;
 }
+
+/** Sets the server's AWS settings in this process (a test's CLI host); returns what puts the old ones back. */
+export function useS3Env(server: S3Server): () => void {
+  const saved = Object.keys(server.env).map((k) => [k, process.env[k]] as const);
+  Object.assign(process.env, server.env);
+  return () => {
+    for (const [k, v] of saved) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  };
+}

@@ -14,6 +14,7 @@ import { onFreePort } from './free-port.js';
 import type { SharedStackInfo } from './shared-stack.js';
 import { once } from './once.js';
 import { timed } from './timing.js';
+import type { S3Server } from './s3-server.js';
 
 /** A server of the stack: what tests do with it (the shared stack's cannot be killed). */
 export interface StackService {
@@ -161,6 +162,11 @@ export function workerProcess(stack: TestStack, name = 'worker', env: Record<str
       env: { TINKER_API_KEY: 'tml-test', ...env },
     }),
   );
+}
+
+/** A worker process on a "host" of its own: its own mirror folder for runs in the object store, the store's settings. */
+export function storeHostWorker(stack: TestStack, server: S3Server, name: string): Promise<Service> {
+  return workerProcess(stack, name, { ...server.env, COOKBOOK_STORE_CACHE: mkdtempSync(join(tmpdir(), `${name}-cache-`)) });
 }
 
 export async function runToEnd(stack: TestStack, run: ResolvedRun): Promise<RunResult> {

@@ -465,3 +465,16 @@ export async function syncRun(logPath: string, opts: SyncOptions = {}): Promise<
   if (!isObjectStoreUri(logPath)) return;
   await mirrorOf(logPath).push(opts);
 }
+
+/**
+ * Brings the runs nested in a run (a training run's scheduled evals, a sweep's points) into this
+ * host's mirror too; `logPath` may be the run's URI or its mirror's folder (what an activity sees).
+ */
+export async function mountNestedRuns(logPath: string, opts: SyncOptions = {}): Promise<void> {
+  if (isObjectStoreUri(logPath)) {
+    await mountRun(logPath, { ...opts, nested: true });
+    return;
+  }
+  const mirror = [...mirrors.values()].find((m) => m.dir === logPath);
+  if (mirror) await mountRun(mirror.uri, { ...opts, nested: true });
+}
