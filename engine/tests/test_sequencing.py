@@ -132,3 +132,37 @@ def test_unload_fails_waiting_requests_and_forgets_the_model(engine):
     assert c.post("get_info", {"model_id": model}).status == 404
     runs = c.get("training_runs?limit=100").json()
     assert model in [r["training_run_id"] for r in runs["training_runs"]]
+
+
+def test_capabilities_state_the_seq_id_guarantees(engine):
+    caps = Client(engine.url).get("get_server_capabilities").json()
+    assert caps["seq_id_guarantees"] == {"ordered": True, "deduplicated": True}
+
+
+def test_ignore_seq_id_runs_every_arrival_once_in_arrival_order(engine, fresh_engine):
+    """--ignore-seq-id: the engine behaves as SkyRL-tx (no ordering, no dedupe) and says nothing."""
+    loose = Client(fresh_engine(None, "--ignore-seq-id").url)
+    assert "seq_id_guarantees" not in loose.get("get_server_capabilities").json()
+    sid = loose.session()
+    data = [datum(s) for s in corpus(2)]
+    model = loose.create_model(sid, 0, seed=5)
+    first = loose.submit_fb(model, 1, data).json()
+    again = loose.submit_fb(model, 1, data).json()  # a blind resend: a request of its own, run again
+    assert again["request_id"] != first["request_id"]
+    loose.done(first["request_id"])
+    loose.done(again["request_id"])
+    loose.done(loose.ok("optim_step", {"model_id": model, "seq_id": 2, "adam_params": {"learning_rate": 1e-2}})["request_id"])
+    # seq 9 arrives before anything with a lower id and still runs at once.
+    loose.done(loose.submit_fb(model, 9, data).json()["request_id"])
+    counted = loose.get("debug/training_requests").json()["models"][model]
+    assert [(r["type"], r["seq_id"]) for r in counted] == [("ForwardBackward", 1), ("ForwardBackward", 1), ("OptimStep", 2), ("ForwardBackward", 9)]
+
+    loose.done(loose.ok("optim_step", {"model_id": model, "seq_id": 10, "adam_params": {"learning_rate": 1e-2}})["request_id"])
+
+    # The first gradient was accumulated twice (Adam's first step hides a scale, its second does not).
+    c = Client(engine.url)
+    once = c.create_model(c.session(), 0, seed=5)
+    for seq in (1, 3):
+        c.forward_backward(once, seq, data)
+        c.optim_step(once, seq + 1)
+    assert weights_probe(loose, model, 11) != weights_probe(c, once, 5)

@@ -82,10 +82,20 @@ def parse_args(argv=None):
                    default=os.environ.get("TINKER_ENGINE_CUSTOM_LOSS_SERVER_SIDE", "") == "1",
                    help="serve SDK 0.38's create_custom_loss: losses uploaded as torch.fx graphs, rebuilt from "
                         "an allow-list of torch operations (off: SDK clients run custom losses client-side)")
+    p.add_argument("--ignore-seq-id", action="store_true",
+                   default=os.environ.get("TINKER_ENGINE_IGNORE_SEQ_ID", "") == "1",
+                   help="test/operator switch: behave as servers that ignore seq_id (SkyRL-tx 0.3): a model's "
+                        "requests run in arrival order, a resent request runs again, and capabilities say nothing "
+                        "about seq_id (clients then probe); off by default")
     p.add_argument("--checkpoint-sweep-seconds", type=float,
                    default=float(os.environ.get("TINKER_ENGINE_CHECKPOINT_SWEEP_SECONDS", "60")),
                    help="how often checkpoints whose ttl_seconds ran out are deleted (also at startup and when "
                         "one is accessed); 0: only then")
+    p.add_argument("--refuse-protobuf", action="store_true",
+                   default=os.environ.get("TINKER_ENGINE_REFUSE_PROTOBUF", "") == "1",
+                   help="test switch: answer every protobuf request body with a plain 500, as servers that read "
+                        "JSON only do (hatchery-core 0.3), while client/config still offers protobuf; clients "
+                        "must fall back to JSON. Off by default")
     p.add_argument("--log-level", default=os.environ.get("TINKER_ENGINE_LOG_LEVEL", "info"))
     args = p.parse_args(argv)
     if not 0 <= args.checkpoint_sweep_seconds < float("inf"):
@@ -203,10 +213,11 @@ def main(argv=None):
         custom_loss_server_side=args.custom_loss_server_side,
         sample_ms_per_token=args.sample_ms_per_token,
         sample_slots=args.sample_slots,
+        ignore_seq_id=args.ignore_seq_id,
     )
     engine.store.sweep_seconds = args.checkpoint_sweep_seconds
     app = create_app(engine, api_key=args.api_key, max_body_bytes=int(args.max_body_mb * (1 << 20)),
-                     max_import_bytes=int(args.max_import_mb * (1 << 20)))
+                     max_import_bytes=int(args.max_import_mb * (1 << 20)), refuse_protobuf=args.refuse_protobuf)
     if sampler == "fast":
         sampling = f"fast sampler beside training, {kv_cache_bytes / (1 << 30):.1f} GB KV cache"
     else:

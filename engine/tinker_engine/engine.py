@@ -212,8 +212,16 @@ class Engine:
                  max_batch_tokens: int = 8192, long_poll_seconds: float = 20.0, continuous_batching: bool = False,
                  sampler: str = "reference", kv_cache_bytes: int = 2 << 30, max_decode_rows: int = 512,
                  clock_cycle_ms: float = 0, custom_loss_server_side: bool = False,
-                 sample_ms_per_token: float = 0, sample_slots: int = 1, exact_attention_backward: bool = True):
+                 sample_ms_per_token: float = 0, sample_slots: int = 1, exact_attention_backward: bool = True,
+                 ignore_seq_id: bool = False):
         self.store = ckpt.CheckpointStore(data_dir)
+        # --ignore-seq-id: behave as servers that neither order nor deduplicate a model's requests by
+        # seq_id (SkyRL-tx): each request runs once per arrival, in arrival order.
+        self.ignore_seq_id = ignore_seq_id
+        # Every forward_backward / optim_step that was accepted to run, per model (debug endpoint):
+        # what tests count to show that no step reached the server twice.
+        self.training_requests: collections.defaultdict = collections.defaultdict(list)
+        self._arrivals = itertools.count(1)
         # SDK 0.38 uploads custom losses only when client/config says so (off unless asked for).
         self.custom_loss_server_side = custom_loss_server_side
         self.custom_losses: dict = {}  # loss_id → CustomLoss (session-scoped, in memory)
@@ -320,7 +328,7 @@ class Engine:
         """Answers `error`, consuming the request's seq id when it names a live model, so that a
         malformed request cannot leave a gap that blocks every later request of the model."""
         handle = self.models.get(model_id) if isinstance(model_id, str) else None
-        if handle is not None and isinstance(seq_id, int) and seq_id >= handle.next_seq:
+        if handle is not None and not self.ignore_seq_id and isinstance(seq_id, int) and seq_id >= handle.next_seq:
             if seq_id not in handle.seen and seq_id - handle.next_seq <= MAX_SEQ_LOOKAHEAD:
                 handle.seen[seq_id] = SeqRecord(fingerprint, error=(error.status, error.detail))
                 self._enqueue(handle, seq_id, None)
@@ -335,6 +343,8 @@ class Engine:
         """
         if not isinstance(seq_id, int) or seq_id < 1:
             raise bad_request(f"seq_id must be an integer >= 1, got {seq_id!r}")
+        if self.ignore_seq_id:
+            return self._submit_unsequenced(handle, seq_id, fingerprint, request_type, validate, work)
         record = handle.seen.get(seq_id)
         if record is not None:
             if record.fingerprint != fingerprint:
@@ -360,6 +370,7 @@ class Engine:
         record = SeqRecord(fingerprint, request_id=request_id)
         handle.seen[seq_id] = record
         handle.last_request_time = ckpt.now_iso()
+        self._count_training_request(handle, seq_id, request_type)
         run = self._model_op_runner(handle, record, work)
 
         def release():  # called in seq order, once every earlier seq id of the model was released
@@ -367,6 +378,22 @@ class Engine:
 
         self._enqueue(handle, seq_id, release)
         return request_id
+
+    def _submit_unsequenced(self, handle: ModelHandle, seq_id: int, fingerprint: str, request_type: str, validate,
+                            work) -> str:
+        """--ignore-seq-id: a request is new every time it arrives (a resend runs again, under a
+        request id of its own) and runs when it arrives, whatever its seq_id."""
+        validate()
+        request_id = f"{handle.model_id}:{seq_id}:{next(self._arrivals)}"
+        fut = self.futures.create(request_id, request_type)
+        handle.last_request_time = ckpt.now_iso()
+        self._count_training_request(handle, seq_id, request_type)
+        self._release(fut, self._model_op_runner(handle, SeqRecord(fingerprint, request_id=request_id), work))
+        return request_id
+
+    def _count_training_request(self, handle: ModelHandle, seq_id: int, request_type: str) -> None:
+        if request_type in ("ForwardBackward", "OptimStep"):
+            self.training_requests[handle.model_id].append({"type": request_type, "seq_id": seq_id})
 
     def _release(self, fut, run) -> None:
         if self.clock is None:

@@ -227,7 +227,7 @@ async def sweep_expired_checkpoints(engine: Engine) -> None:
 
 
 def create_app(engine: Engine, api_key: str | None = None, max_body_bytes: int = 64 << 20,
-               max_import_bytes: int = DEFAULT_MAX_IMPORT_MB << 20) -> FastAPI:
+               max_import_bytes: int = DEFAULT_MAX_IMPORT_MB << 20, refuse_protobuf: bool = False) -> FastAPI:
     metrics = EngineMetrics(engine)
     engine.futures.listeners.append(metrics.future_settled)
     tracer = RequestTracer.from_env()  # None unless OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is set
@@ -300,7 +300,15 @@ def create_app(engine: Engine, api_key: str | None = None, max_body_bytes: int =
 
     @app.get(f"{API}/get_server_capabilities")
     async def get_server_capabilities():
-        return json_response({"supported_models": capabilities()})
+        # What a client may rely on about seq_id (unlike servers that ignore it, which say nothing).
+        sequencing = {} if engine.ignore_seq_id else {"seq_id_guarantees": {"ordered": True, "deduplicated": True}}
+        return json_response({"supported_models": capabilities(), **sequencing})
+
+    @app.get(f"{API}/debug/training_requests")
+    async def training_requests():
+        # Every forward_backward and optim_step accepted to run, per model, in arrival order: what a
+        # test counts to show that no step reached the server twice.
+        return json_response({"models": engine.training_requests})
 
     @app.post(f"{API}/client/config")
     async def client_config(request: Request):
@@ -361,6 +369,9 @@ def create_app(engine: Engine, api_key: str | None = None, max_body_bytes: int =
 
     @app.post(f"{API}/forward_backward")
     async def forward_backward(request: Request):
+        if refuse_protobuf and PROTO in request.headers.get("content-type", ""):
+            # --refuse-protobuf (tests): what a JSON-only server answers a binary body, before reading it.
+            return Response("Internal Server Error", status_code=500, media_type="text/plain")
         if PROTO in request.headers.get("content-type", ""):
             if request.headers.get("content-encoding", "identity") not in ("", "identity"):
                 raise bad_request("compressed forward_backward bodies are not supported (proto_compress_fwdbwd=false)")
