@@ -13,15 +13,16 @@
 //    on a local folder and on an s3:// run, arms alternating round by round. Per arm: ms per step
 //    (median, p90), S3 requests per step by kind (pull: LIST, GET; push: PUT, DELETE), bytes sent
 //    and fetched per step, and the ratio S3 / local; then the same figures at step 10 and at the
-//    last step, since the run's folder and bucket grow (one LIST per 1,000 objects; appended files
-//    are uploaded whole). A PUT of bytes the key already holds is counted: there should be none.
+//    last step, since the run's folder and bucket grow (a LIST, when another activity pushed since
+//    this host's last pull, pages 1,000 objects a request; appended files are uploaded whole). A PUT of bytes the key already holds is counted: there should be none.
 // 2. End to end (--no-e2e to skip): the same short SL run (configs/sl_demo.json, tiny overrides)
 //    through the Temporal stack and an in-process worker, log_path local vs s3://, wall ms per step
 //    and the ratio, and the time the S3 run's activities spent in the mirror's pull and push (the
 //    engine's step time on a shared machine varies by more than the store costs).
 //
-// Goal: requests per step as mirror.ts states them (per activity one LIST per 1,000 objects, one
-// PUT per changed file, no GET for what this host wrote itself), and the S3 run's added wall time a
+// Goal: requests per step as mirror.ts states them (per activity a GET of the run's version marker,
+// a LIST only when another host pushed since, one PUT per changed file and one of the marker, no GET
+// of what this host wrote itself), and the S3 run's added wall time a
 // small share of an SL step on the real stack.
 //   npm run bench:store [-- --steps 40 --rounds 2 --groups 8 --blob-kb 16 --checkpoint-every 10]
 //                       [-- --e2e-steps 8 --e2e-rounds 3] [-- --no-e2e | --e2e-only]

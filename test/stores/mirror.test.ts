@@ -214,6 +214,37 @@ function throttling(target: string): Promise<{ url: string; throttled: () => num
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, throttled: () => throttled, server })));
 }
 
+describe('run mirror: appends to a long file', () => {
+  it('send only the new bytes, and a stale append is refused', async () => {
+    const bucket = stores.s3();
+    const a = host(bucket);
+    await a.pull();
+    const sa = new RunStore(a.dir);
+    sa.init({ workflowId: 'wf-long', kind: 'sl', config }, new Set());
+    sa.writeMetrics({ step: 0, note: 'x'.repeat(5 * 1024 * 1024 + 100) }); // a metrics.jsonl past 5 MiB
+    await a.push();
+    const b = host(bucket);
+    await b.pull();
+    sa.writeMetrics({ step: 1, loss: 0.5 });
+    const sent = a.stats.bytes;
+    await a.push();
+    expect(a.stats.bytes - sent).toBeLessThan(64 * 1024); // the row and its records, not the 5 MiB before them
+    await b.pull();
+    const rows = new RunStore(b.dir).readMetrics();
+    expect(rows.map((r) => r.step)).toEqual([0, 1]);
+    expect((rows[0].note as string).length).toBe(5 * 1024 * 1024 + 100);
+    // host B appends on a copy A has moved past: refused, not appended to A's
+    const stale = host(bucket);
+    await stale.pull();
+    sa.writeMetrics({ step: 2, loss: 0.25 });
+    await a.push();
+    new RunStore(stale.dir).writeMetrics({ step: 2, loss: 9 });
+    await expect(stale.push()).rejects.toBeInstanceOf(StoreConflictError);
+    await b.pull();
+    expect(new RunStore(b.dir).readMetrics().map((r) => r.loss ?? null)).toEqual([null, 0.5, 0.25]);
+  });
+});
+
 describe('run mirror on a throttling store', () => {
   it('waits out 503 SlowDown with backoff: nothing lost, nothing doubled', async () => {
     const front = await throttling(s3.endpoint);

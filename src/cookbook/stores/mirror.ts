@@ -15,8 +15,10 @@
 //   last saw (`If-Match`, `If-None-Match: *` for a new key): a write based on a stale copy (a
 //   zombie attempt, two hosts at once) is refused instead of losing the other host's rows, and the
 //   activity is retried on a fresh pull. Logs (`*.log`, appended by every host) are merged instead.
-// - Requests per push: one PUT per changed file plus one DELETE per removed one; per pull: one LIST
-//   per 1,000 objects plus one GET per object another host changed.
+// - Requests per push: one PUT per changed file plus one DELETE per removed one, then one PUT of a
+//   version marker (a file that only grew past 5 MiB sends just its new bytes: a multipart upload
+//   that copies the stored part inside the store, four requests); per pull: one GET of that marker (a few bytes), and only when another host pushed since, one
+//   LIST per 1,000 objects plus one GET per object it changed.
 // - An unreachable or failing store (5xx, throttling, no connection) is waited out with backoff for
 //   up to COOKBOOK_STORE_WAIT_S (default 600 s), calling `onWait` (an activity heartbeats).
 //
@@ -29,7 +31,7 @@ import { homedir } from 'node:os';
 import { dirname, join, relative, sep } from 'node:path';
 import { CheckedFile, CheckedJsonl, RunStoreDamagedError, sumsPath } from '../run-store-integrity.js';
 import { isTransientStoreError, S3Storage } from './s3.js';
-import { isObjectStoreUri, parseS3Uri, StorageConflictError, type Storage } from './storage.js';
+import { APPEND_MIN_BYTES, isObjectStoreUri, parseS3Uri, StorageConflictError, type Storage } from './storage.js';
 
 interface ManifestEntry {
   etag: string;
@@ -73,6 +75,12 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const isTemp = (name: string) => /\.tmp-\d+-[a-z0-9]+$/.test(name);
 const isLog = (rel: string) => rel.endsWith('.log');
 const CONCURRENCY = 8;
+/**
+ * Changed (to a new random value) by every push that sent something, after it: a pull that finds
+ * the value it saw last knows nothing was pushed since, and skips the LIST, whose cost grows with
+ * the run. Never a file of the run: left out of lists, walks and manifests.
+ */
+const VERSION_KEY = '.cookbook/mirror-version';
 
 export function storeCacheRoot(env: NodeJS.ProcessEnv = process.env): string {
   return env.COOKBOOK_STORE_CACHE || join(homedir(), '.cache', 'durable-cookbook', 'store-cache');
@@ -172,8 +180,10 @@ export class RunMirror {
   /** Activities of this run working in the folder now: while any is, its unpushed files are never replaced by a pull. */
   active = 0;
   readonly stats: SyncStats = { requests: 0, bytes: 0, files: 0 };
-  /** Prefixes of the runs nested in this one, as the last pull found them. */
+  /** Prefixes of the runs nested in this one, as the last pull that listed found them. */
   nested: string[] = [];
+  /** The store's VERSION_KEY etag when this folder last matched the store (undefined: list on the next pull). */
+  private seenVersion: string | undefined;
 
   constructor(
     readonly uri: string,
@@ -188,7 +198,9 @@ export class RunMirror {
       this.manifest = new Map();
       if (existsSync(this.manifestFile)) {
         try {
-          for (const [k, v] of Object.entries(JSON.parse(readFileSync(this.manifestFile, 'utf8')) as Record<string, ManifestEntry>)) this.manifest.set(k, v);
+          const saved = JSON.parse(readFileSync(this.manifestFile, 'utf8')) as { files?: Record<string, ManifestEntry>; version?: string };
+          for (const [k, v] of Object.entries(saved.files ?? {})) this.manifest.set(k, v);
+          this.seenVersion = saved.version;
         } catch {
           // a damaged manifest only costs a full fetch: every file is compared again
         }
@@ -200,7 +212,7 @@ export class RunMirror {
   private save(): void {
     mkdirSync(dirname(this.manifestFile), { recursive: true });
     const tmp = `${this.manifestFile}.tmp-${process.pid}`;
-    writeFileSync(tmp, JSON.stringify(Object.fromEntries(this.load())));
+    writeFileSync(tmp, JSON.stringify({ files: Object.fromEntries(this.load()), version: this.seenVersion }));
     renameSync(tmp, this.manifestFile);
   }
 
@@ -276,18 +288,21 @@ export class RunMirror {
     this.load().set(rel, { etag, sha256: sha256(data), size: data.length, mtimeMs: st.mtimeMs });
   }
 
-  /** Brings the folder up to the store. */
-  pull(opts: SyncOptions = {}): Promise<string> {
+  /** Brings the folder up to the store (`listing`: list it even if no push changed it, to find new nested runs). */
+  pull(opts: SyncOptions & { listing?: boolean } = {}): Promise<string> {
     return this.serial(() => this.pullNow(opts));
   }
 
-  private async pullNow(opts: SyncOptions): Promise<string> {
+  private async pullNow(opts: SyncOptions & { listing?: boolean }): Promise<string> {
     mkdirSync(this.dir, { recursive: true });
     const manifest = this.load();
+    // Read before the list: a push that lands during the list changes it, and the next pull lists again.
+    const version = (await this.request('get', () => this.storage.get(VERSION_KEY), opts))?.etag;
+    if (!opts.listing && version !== undefined && version === this.seenVersion) return this.dir;
     const settleS = Number(process.env.COOKBOOK_STORE_SETTLE_S ?? 30);
     const start = Date.now();
     for (let delay = 50; ; delay = Math.min(delay * 2, 2_000)) {
-      const listed = await this.request('list', () => this.storage.list(''), opts);
+      const listed = (await this.request('list', () => this.storage.list(''), opts)).filter((o) => o.path !== VERSION_KEY);
       this.nested = nestedRuns(listed.map((o) => o.path));
       const remote = listed.filter((o) => !isUnder(o.path, this.nested));
       const local = this.walk();
@@ -330,7 +345,11 @@ export class RunMirror {
       this.stats.files += fetched.length;
       this.save();
       const damaged = this.damaged(fetched);
-      if (damaged.length === 0) return this.dir;
+      if (damaged.length === 0) {
+        this.seenVersion = version;
+        this.save();
+        return this.dir;
+      }
       if ((Date.now() - start) / 1000 >= settleS) return this.dir; // left as it is: the run store names the damage when it is read
       // Caught between another host's writes of a file and its records: fetch again.
       for (const rel of damaged) manifest.delete(rel);
@@ -393,9 +412,40 @@ export class RunMirror {
       });
     }
     this.stats.files += changed.length;
+    if (conflicts.length) {
+      this.seenVersion = undefined;
+      this.save();
+      throw new StoreConflictError(this.uri, conflicts);
+    }
+    if (changed.length || removed.length) await this.bumpVersion(opts);
     this.save();
-    if (conflicts.length) throw new StoreConflictError(this.uri, conflicts);
     return this.stats.requests - before;
+  }
+
+  /**
+   * Tells other hosts' pulls that this push changed the run. When nobody else pushed since this
+   * folder last matched the store (the version is the one it saw), the folder still matches it.
+   */
+  private async bumpVersion(opts: SyncOptions): Promise<void> {
+    const nonce = Buffer.from(`${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}\n`);
+    const seen = this.seenVersion;
+    this.seenVersion = undefined;
+    try {
+      if (seen === undefined) throw new StorageConflictError(VERSION_KEY);
+      this.seenVersion = await this.request('put', () => this.storage.put(VERSION_KEY, nonce, { ifMatch: seen }), opts);
+    } catch (err) {
+      if (!(err instanceof StorageConflictError)) throw err;
+      // Another host pushed too: say this push happened, and list on the next pull.
+      await this.request('put', () => this.storage.put(VERSION_KEY, nonce), opts);
+    }
+  }
+
+  /**
+   * Whether `data` is the stored object plus new bytes and big enough to send just those: a long
+   * metrics.jsonl or logs.log costs its new lines, not its whole length, on every push.
+   */
+  private appends(base: ManifestEntry | undefined, data: Buffer): boolean {
+    return this.storage.append !== undefined && base !== undefined && base.size >= APPEND_MIN_BYTES && data.length > base.size && sha256(data.subarray(0, base.size)) === base.sha256;
   }
 
   /** A conditional write of one file; false when another writer changed it (a log is merged instead). */
@@ -404,8 +454,11 @@ export class RunMirror {
     for (;;) {
       const base = manifest.get(rel);
       try {
-        const etag = await this.request('put', () => this.storage.put(rel, data, base ? { ifMatch: base.etag } : { ifNoneMatch: true }), opts);
-        this.stats.bytes += data.length;
+        const appending = this.appends(base, data);
+        const etag = appending
+          ? await this.request('append', () => this.storage.append!(rel, base!, data.subarray(base!.size)), opts)
+          : await this.request('put', () => this.storage.put(rel, data, base ? { ifMatch: base.etag } : { ifNoneMatch: true }), opts);
+        this.stats.bytes += appending ? data.length - base!.size : data.length;
         manifest.set(rel, { etag, sha256: sha256(data), size: data.length, mtimeMs });
         return true;
       } catch (err) {
@@ -454,7 +507,7 @@ export function mirrorOf(uri: string): RunMirror {
 export async function mountRun(logPath: string, opts: SyncOptions & { nested?: boolean } = {}): Promise<string> {
   if (!isObjectStoreUri(logPath)) return logPath;
   const mirror = mirrorOf(logPath);
-  const dir = await mirror.pull(opts);
+  const dir = await mirror.pull({ ...opts, listing: opts.nested });
   // A report of a sweep or a pipeline reads its points' and stages' runs too.
   if (opts.nested) for (const p of mirror.nested.filter((p) => !isUnder(p, mirror.nested))) await mountRun(`${mirror.uri}/${p}`, opts);
   return dir;

@@ -2,7 +2,7 @@
 // through the maintained AWS client. Credentials, region and endpoint come from the standard AWS
 // settings (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/AWS_SESSION_TOKEN, AWS_PROFILE and its files,
 // AWS_REGION, AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL); nothing secret is part of a URI or a config.
-import { DeleteObjectCommand, GetObjectCommand, HeadBucketCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
+import { AbortMultipartUploadCommand, CompleteMultipartUploadCommand, CreateMultipartUploadCommand, DeleteObjectCommand, GetObjectCommand, HeadBucketCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client, S3ServiceException, UploadPartCommand, UploadPartCopyCommand } from '@aws-sdk/client-s3';
 import { createHash } from 'node:crypto';
 import { joinKey, parseS3Uri, StorageConfigError, StorageConflictError, type ObjectStat, type PutOptions, type Storage, type StoredObject } from './storage.js';
 
@@ -184,6 +184,33 @@ export class S3Storage implements Storage {
       token = res.IsTruncated ? res.NextContinuationToken : undefined;
     } while (token);
     return { dirs: dirs.sort(), files: files.sort() };
+  }
+
+  /**
+   * The object's first `base.size` bytes, copied inside the store, then `tail`: an append that
+   * sends only the new bytes (a multipart upload: the copied part must be at least APPEND_MIN_BYTES).
+   * Conditional on the object still being `base.etag`, at the copy and at the completion.
+   */
+  async append(path: string, base: { etag: string; size: number }, tail: Uint8Array): Promise<string> {
+    const Key = this.key(path);
+    let uploadId: string | undefined;
+    try {
+      uploadId = (await this.client.send(new CreateMultipartUploadCommand({ Bucket: this.bucket, Key }))).UploadId;
+      const UploadId = uploadId;
+      const copied = await this.client.send(
+        new UploadPartCopyCommand({ Bucket: this.bucket, Key, UploadId, PartNumber: 1, CopySource: `${this.bucket}/${Key.split('/').map(encodeURIComponent).join('/')}`, CopySourceIfMatch: base.etag, CopySourceRange: `bytes=0-${base.size - 1}` }),
+      );
+      const added = await this.client.send(new UploadPartCommand({ Bucket: this.bucket, Key, UploadId, PartNumber: 2, Body: tail, ContentLength: tail.byteLength }));
+      const done = await this.client.send(
+        new CompleteMultipartUploadCommand({ Bucket: this.bucket, Key, UploadId, IfMatch: base.etag, MultipartUpload: { Parts: [{ PartNumber: 1, ETag: copied.CopyPartResult?.ETag }, { PartNumber: 2, ETag: added.ETag }] } }),
+      );
+      uploadId = undefined;
+      return done.ETag ?? '';
+    } catch (err) {
+      if (uploadId) await this.client.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key, UploadId: uploadId })).catch(() => undefined);
+      if (isConflict(err) || isMissing(err)) throw new StorageConflictError(this.url(path));
+      throw this.named(err, path);
+    }
   }
 
   async delete(path: string): Promise<void> {

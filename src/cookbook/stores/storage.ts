@@ -56,6 +56,11 @@ export interface Storage {
   /** The object's size and last write time, or undefined when it does not exist. */
   stat?(path: string): Promise<ObjectStat | undefined>;
   /**
+   * Replaces the object (still `base.etag`, of `base.size` bytes, at least APPEND_MIN_BYTES) by its
+   * bytes followed by `tail`, sending only `tail`; StorageConflictError when it is no longer `base`.
+   */
+  append?(path: string, base: { etag: string; size: number }, tail: Uint8Array): Promise<string>;
+  /**
    * Bytes `[start, end)` of the object (`end` omitted: to its end; `start` < 0: its last -start
    * bytes) and its whole size, or undefined when it does not exist: the tail of a long
    * metrics.jsonl without reading the file (an S3 Range GET). A backend without it is read whole.
@@ -68,6 +73,9 @@ export interface ObjectStat {
   /** Last write, ms since the epoch (a local file's mtime, an object's Last-Modified). */
   mtimeMs: number;
 }
+
+/** S3's smallest part but the last: an append by copy needs at least this much to copy. */
+export const APPEND_MIN_BYTES = 5 * 1024 * 1024;
 
 export const isObjectStoreUri = (uri: string): boolean => /^s3:\/\//i.test(uri);
 
