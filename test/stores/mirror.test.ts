@@ -167,6 +167,32 @@ for (const [kind, newStore] of Object.entries(stores)) describe(`run mirror on $
     expect(reader.nested).toEqual(['p1']);
   });
 
+  it('a damaged object is refused by the run store as a damaged file is; a missing one is missing', async () => {
+    const bucket = newStore();
+    const a = host(bucket);
+    await a.pull();
+    const sa = new RunStore(a.dir);
+    sa.init({ workflowId: 'wf-d', kind: 'sl', config }, new Set());
+    sa.writeBlob('checkpoints/000004.tar', 'weights-4');
+    sa.writeBlob('checkpoints/000008.tar', 'weights-8');
+    await a.push();
+    // The store's copy damaged (a bit flip behind the mirror's back), another deleted.
+    await bucket.put('.cookbook/store/checkpoints/000008.tar', Buffer.from('weights-X'));
+    await bucket.delete('.cookbook/store/checkpoints/000004.tar');
+    const settle = process.env.COOKBOOK_STORE_SETTLE_S;
+    process.env.COOKBOOK_STORE_SETTLE_S = '0.5'; // damage that stays is damage: not waited out for long here
+    try {
+      const b = host(bucket);
+      await b.pull();
+      const sb = new RunStore(b.dir);
+      expect(() => sb.readBlob('checkpoints/000008.tar')).toThrow(/000008\.tar: damaged/);
+      expect(sb.hasBlob('checkpoints/000004.tar')).toBe(false);
+    } finally {
+      if (settle === undefined) delete process.env.COOKBOOK_STORE_SETTLE_S;
+      else process.env.COOKBOOK_STORE_SETTLE_S = settle;
+    }
+  });
+
   it('a pull that catches another host between a file and its records waits until the state is whole', async () => {
     const bucket = newStore();
     const a = host(bucket);
