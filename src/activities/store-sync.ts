@@ -101,6 +101,10 @@ export function withStoreSync(activities: Activities): Activities {
       const toLocal = new Map(mirrors.map((m) => [m.uri, m.dir]));
       const toUri = new Map(mirrors.map((m) => [m.dir, m.uri]));
       for (const m of mirrors) m.active++;
+      // A long activity (rollouts with tool calls and sandbox runs, an eval chunk) sends what it has
+      // recorded every few seconds: a host that dies loses seconds of records, not the attempt's.
+      const everyMs = Number(process.env.COOKBOOK_STORE_PUSH_EVERY_S ?? 5) * 1000;
+      const meanwhile = setInterval(() => mirrors.forEach((m) => void m.push(opts).catch(() => undefined)), everyMs);
       try {
         let result: unknown;
         try {
@@ -116,6 +120,7 @@ export function withStoreSync(activities: Activities): Activities {
       } catch (err) {
         throw asFailure(err);
       } finally {
+        clearInterval(meanwhile);
         for (const m of mirrors) m.active--;
       }
     };
