@@ -10,15 +10,18 @@ import { checkFailover } from './failover.js';
 import { ErrorTypes } from './types.js';
 
 export interface ActivityDeps {
-  /** The backend for a run's `base_url` (null: the worker's default). API keys stay in the worker. */
-  backendFor(baseUrl: string | null): TrainingBackend;
+  /**
+   * The backend for a run's `base_url` (null: the worker's default) and `wire` (null: the worker's
+   * TINKER_WIRE, else protobuf with a JSON fallback). API keys stay in the worker.
+   */
+  backendFor(baseUrl: string | null, wire?: 'json' | 'proto' | null): TrainingBackend;
   /** The sampler pool of a run's `sampler_pool` (one per pool per worker). */
   samplerPoolFor?(baseUrl: string | null, pool: SamplerPoolConfig): SamplingBackend;
 }
 
 /** Where a run's policy samples: its sampler pool when it names one, else its training backend. */
-export function samplingBackendOf(deps: ActivityDeps, cfg: { base_url: string | null; sampler_pool?: SamplerPoolConfig | null }): SamplingBackend {
-  if (!cfg.sampler_pool) return deps.backendFor(cfg.base_url);
+export function samplingBackendOf(deps: ActivityDeps, cfg: { base_url: string | null; wire?: 'json' | 'proto' | null; sampler_pool?: SamplerPoolConfig | null }): SamplingBackend {
+  if (!cfg.sampler_pool) return deps.backendFor(cfg.base_url, cfg.wire);
   if (!deps.samplerPoolFor) throw ApplicationFailure.nonRetryable('sampler_pool: this worker cannot open sampler pools', ErrorTypes.config);
   return deps.samplerPoolFor(cfg.base_url, cfg.sampler_pool);
 }

@@ -75,7 +75,7 @@ export interface DecisionsActivities {
 }
 
 export function decisionsActivities(deps: ActivityDeps): DecisionsActivities {
-  const session = (cfg: DecisionsConfig, modelId: string): TrainingSession => deps.backendFor(cfg.base_url).openTrainingSession(modelId);
+  const session = (cfg: DecisionsConfig, modelId: string): TrainingSession => deps.backendFor(cfg.base_url, cfg.wire).openTrainingSession(modelId);
 
   return {
     async decisionsPrepare({ run }: { run: RunRef }): Promise<DecisionsPlan> {

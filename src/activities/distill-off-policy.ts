@@ -76,7 +76,7 @@ async function mapLimited<T, R>(items: readonly T[], limit: number, fn: (item: T
 }
 
 export function offPolicyDistillActivities(deps: ActivityDeps): OffPolicyDistillActivities {
-  const backendOf = (cfg: OffPolicyDistillConfig): TrainingBackend => deps.backendFor(cfg.base_url);
+  const backendOf = (cfg: OffPolicyDistillConfig): TrainingBackend => deps.backendFor(cfg.base_url, cfg.wire);
   // Each teacher opened once per worker (the reference opens each once per run).
   const sessions = new SamplingSessions();
   const withTeacher = <T>(cfg: OffPolicyDistillConfig, domain: number, fn: (s: SamplingSession) => Promise<T>): Promise<T> => {

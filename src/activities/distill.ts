@@ -120,7 +120,7 @@ export interface TeacherMergeResult {
 
 
 export function distillActivities(deps: ActivityDeps) {
-  const backendOf = (cfg: DistillConfig): TrainingBackend => deps.backendFor(cfg.base_url);
+  const backendOf = (cfg: DistillConfig): TrainingBackend => deps.backendFor(cfg.base_url, cfg.wire);
   // The students' rollouts of a step share its sampler, and every step its teachers (the reference
   // opens each teacher once per run).
   const sessions = new SamplingSessions();

@@ -81,7 +81,7 @@ const inputLength = (d: Datum) => d.model_input.chunks.reduce((n, c) => n + (c.t
 const sourceKey = (ref: ReferenceSource) => createHash('sha256').update(JSON.stringify(ref)).digest('hex').slice(0, 16);
 
 export function dpoActivities(deps: ActivityDeps) {
-  const backendOf = (cfg: DPOConfig) => deps.backendFor(cfg.base_url);
+  const backendOf = (cfg: DPOConfig) => deps.backendFor(cfg.base_url, cfg.wire);
   const session = (cfg: DPOConfig, modelId: string): TrainingSession => backendOf(cfg).openTrainingSession(modelId);
   // The reference model's sampler, opened once per run and worker (the reference opens it once).
   const referenceSessions = new SamplingSessions();

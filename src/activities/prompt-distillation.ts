@@ -74,7 +74,7 @@ export function promptDistillationActivities(deps: ActivityDeps) {
       }
       const { renderer, tokenizer } = await rendererForModel(cfg, cfg.renderer_name);
       const source = cfg.load_checkpoint_path ? { modelPath: cfg.load_checkpoint_path } : { baseModel: cfg.model_name };
-      const session = await callBackend('create teacher sampler', 'bad-path', () => deps.backendFor(cfg.base_url).createSamplingSession(source));
+      const session = await callBackend('create teacher sampler', 'bad-path', () => deps.backendFor(cfg.base_url, cfg.wire).createSamplingSession(source));
       const stop = renderer.getStopSequences();
       const lines: string[] = [];
       try {

@@ -177,7 +177,7 @@ function samplingTimes(run: RunRef, kept: RolloutGroupResult[]): Record<string, 
 
 /** Backend trouble is infrastructure (retry the activity); anything else is the env's own failure. */
 export function rlActivities(deps: ActivityDeps) {
-  const backendOf = (cfg: RLConfig): TrainingBackend => deps.backendFor(cfg.base_url);
+  const backendOf = (cfg: RLConfig): TrainingBackend => deps.backendFor(cfg.base_url, cfg.wire);
 
   const policySessions = new SamplingSessions();
 

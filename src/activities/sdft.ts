@@ -114,7 +114,7 @@ function groupDatums(group: TrajectoryGroup): Datum[] {
 }
 
 export function sdftActivities(deps: ActivityDeps) {
-  const backendOf = (cfg: SDFTConfig): TrainingBackend => deps.backendFor(cfg.base_url);
+  const backendOf = (cfg: SDFTConfig): TrainingBackend => deps.backendFor(cfg.base_url, cfg.wire);
   const sessions = new SamplingSessions();
   const withSampler = <T>(cfg: SDFTConfig, source: { modelPath: string } | { baseModel: string }, what: string, fn: (s: SamplingSession) => Promise<T>): Promise<T> =>
     sessions.use(`${cfg.base_url ?? ''} ${JSON.stringify(source)}`, () => callBackend(what, 'bad-path', () => backendOf(cfg).createSamplingSession(source)), fn);

@@ -46,7 +46,10 @@ function assertFinite(metrics: Record<string, number>, step: number): void {
 }
 
 export function supervisedActivities(deps: ActivityDeps) {
-  const session = (run: RunRef, modelId: string): TrainingSession => deps.backendFor(readRunConfig<SupervisedConfig>(run).base_url).openTrainingSession(modelId);
+  const session = (run: RunRef, modelId: string): TrainingSession => {
+    const cfg = readRunConfig<SupervisedConfig>(run);
+    return deps.backendFor(cfg.base_url, cfg.wire).openTrainingSession(modelId);
+  };
 
   /** The reference's `submit_batch` (its evals are activities of their own here): the batch, its requests queued. */
   function submitStep({ run, model, epoch, batch, learningRate }: SlStepInput) {

@@ -21,6 +21,8 @@ export interface ModelConfig {
   lora_rank: number;
   seed: number;
   base_url: string | null;
+  /** The run's Tinker wire (absent from configs recorded before it existed). */
+  wire?: 'json' | 'proto' | null;
   load_checkpoint_path: string | null;
   /** Absent from configs recorded before they existed (false / null / true). */
   load_checkpoint_with_optimizer?: boolean;
@@ -87,7 +89,7 @@ export { readRunConfig };
 export function trainingActivities(deps: ActivityDeps) {
   const backendOf = (run: RunRef): { backend: TrainingBackend; cfg: ModelConfig } => {
     const cfg = readRunConfig<ModelConfig>(run);
-    return { backend: deps.backendFor(cfg.base_url), cfg };
+    return { backend: deps.backendFor(cfg.base_url, cfg.wire), cfg };
   };
 
   async function saveCheckpoint({ run, model, name, kind, ttlSeconds, row, record = true }: SaveCheckpointInput): Promise<SaveCheckpointResult> {

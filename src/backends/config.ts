@@ -42,7 +42,11 @@ export interface TinkerBackendOptions {
   baseUrl?: string;
   /** Default: $TINKER_API_KEY. Must start with `tml-` (or be a JWT), like the SDK requires. */
   apiKey?: string;
-  /** Dialect for forward/forward_backward bodies and results (default protobuf; see docs). */
+  /**
+   * Dialect for forward/forward_backward bodies and results. Default: $TINKER_WIRE (`json` or
+   * `proto`), else protobuf with a fallback to JSON when the server refuses its first protobuf body
+   * (docs/tinker-client.md). A set dialect (option or env) is used as is, without fallback.
+   */
   encoding?: Encoding;
   /** Per-HTTP-request timeout (default 60 s; SDK read timeout). */
   requestTimeoutMs?: number;
@@ -119,6 +123,19 @@ export interface ResolvedOptions {
 
 const silentLogger: Logger = { warn() {} };
 
+/** The wire names users write (`TINKER_WIRE`, `--wire`, a config's `wire`) and the dialect each means. */
+export const WIRE_NAMES = { json: 'json', proto: 'protobuf' } as const satisfies Record<string, Encoding>;
+export type WireName = keyof typeof WIRE_NAMES;
+
+/** `json` | `proto` (also `protobuf`) → the dialect; blank → undefined; anything else → a clear error. */
+export function parseWire(value: string | undefined, source: string): Encoding | undefined {
+  const v = value?.trim().toLowerCase();
+  if (!v) return undefined;
+  if (v === 'protobuf') return 'protobuf';
+  if (v in WIRE_NAMES) return WIRE_NAMES[v as WireName];
+  throw new BackendError(`${source} must be json or proto, got ${JSON.stringify(value)}`, undefined, 'config', value, 'bad_request');
+}
+
 export function resolveOptions(opts: TinkerBackendOptions = {}): ResolvedOptions {
   const env = opts.env ?? process.env;
   const baseUrl = (opts.baseUrl || env.TINKER_BASE_URL || DEFAULT_BASE_URL).trim();
@@ -138,12 +155,13 @@ export function resolveOptions(opts: TinkerBackendOptions = {}): ResolvedOptions
       'auth',
     );
   }
+  const encoding = opts.encoding ?? parseWire(env.TINKER_WIRE, 'TINKER_WIRE');
   const tags = opts.tags ?? (env.TINKER_TAGS ? env.TINKER_TAGS.split(',').map((t) => t.trim()).filter(Boolean) : []);
   return {
     baseUrl,
     apiKey,
-    encoding: opts.encoding ?? 'protobuf',
-    encodingExplicit: opts.encoding !== undefined,
+    encoding: encoding ?? 'protobuf',
+    encodingExplicit: encoding !== undefined,
     requestTimeoutMs: opts.requestTimeoutMs ?? 60_000,
     pollTimeoutMs: opts.pollTimeoutMs ?? 45_000,
     futureTimeoutMs: opts.futureTimeoutMs,
@@ -177,8 +195,10 @@ export interface ServerSettings {
 export function negotiateSettings(opts: ResolvedOptions, config: ClientConfigResponse | undefined): ServerSettings {
   const lower = (server: number, mine: number | undefined) => (mine !== undefined ? Math.min(server, mine) : server);
   let encoding: Encoding = opts.encoding;
-  // Only an explicit "no protobuf" from the server overrides the default; an explicit option wins.
-  if (!opts.encodingExplicit && (config === undefined || config.proto_write_fwdbwd === false)) encoding = 'json';
+  // Only an explicit "no protobuf" from the server (or its refusal of a protobuf body, remembered
+  // for this process) overrides the default; an explicit option wins.
+  const refused = refusedProtobuf.has(serverKey(opts.baseUrl));
+  if (!opts.encodingExplicit && (config === undefined || config.proto_write_fwdbwd === false || refused)) encoding = 'json';
   return {
     jwtAuth: config?.pjwt_auth_enabled ?? false,
     parallelChunks: config === undefined ? false : (config.parallel_fwdbwd_chunks ?? true),
@@ -187,4 +207,23 @@ export function negotiateSettings(opts: ResolvedOptions, config: ClientConfigRes
     maxChunkBytes: Math.max(1, lower(config?.fwdbwd_max_chunk_bytes_count ?? 5_000_000, opts.maxChunkBytes)),
     encoding,
   };
+}
+
+/**
+ * Servers that refused a protobuf body this process sent them (core.ts): every later client of
+ * the same server starts in JSON instead of paying the refusal again.
+ */
+const refusedProtobuf = new Set<string>();
+
+function serverKey(baseUrl: string): string {
+  return baseUrl.replace(/\/+$/, '');
+}
+
+export function rememberProtobufRefused(baseUrl: string): void {
+  refusedProtobuf.add(serverKey(baseUrl));
+}
+
+/** Tests: forget what this process learnt about servers' dialects. */
+export function forgetServerDialects(): void {
+  refusedProtobuf.clear();
 }

@@ -2,7 +2,7 @@
 // with its heartbeat, and the session-wide counters (§2, §3.1). Training and sampling sessions hold
 // a reference to it.
 import type { ZodType, z } from 'zod';
-import { negotiateSettings, SDK_VERSION, type ResolvedOptions, type ServerSettings } from './config.js';
+import { negotiateSettings, rememberProtobufRefused, SDK_VERSION, type ResolvedOptions, type ServerSettings } from './config.js';
 import { type FutureRequestType, pollFuture, type ResultDecoder } from './futures.js';
 import { ClientClosedError, HttpClient, type HttpRequest, parseJsonBody } from './http.js';
 import { AuthTokenResponse, ClientConfigResponse, CreateSessionResponse, UntypedFuture } from './schemas.js';
@@ -86,10 +86,29 @@ export class ClientCore {
     return this.resolvedSettings;
   }
 
-  /** Switch the dialect after a server refused protobuf (415). */
-  fallBackToJson(): void {
-    if (this.resolvedSettings) this.resolvedSettings = { ...this.resolvedSettings, encoding: 'json' };
-    this.opts.logger.warn({ baseUrl: this.opts.baseUrl }, 'Tinker server refused protobuf; using the JSON dialect');
+  /**
+   * Whether a protobuf body may still be refused and resent as JSON: the dialect was not set (option,
+   * TINKER_WIRE), and no protobuf body of this client has been accepted yet (docs/tinker-client.md).
+   */
+  get protobufOnTrial(): boolean {
+    return !this.opts.encodingExplicit && !this.protobufAccepted;
+  }
+
+  private protobufAccepted = false;
+
+  /** The server accepted a protobuf body: from now on its failures are ordinary failures. */
+  protobufWorks(): void {
+    this.protobufAccepted = true;
+  }
+
+  /** Switch the dialect after the server refused protobuf; remembered for the server (config.ts). */
+  fallBackToJson(why: string): void {
+    if (this.resolvedSettings) {
+      this.resolvedSettings = { ...this.resolvedSettings, encoding: 'json' };
+      this.settingsPromise = Promise.resolve(this.resolvedSettings);
+    }
+    rememberProtobufRefused(this.opts.baseUrl);
+    this.opts.logger.warn({ baseUrl: this.opts.baseUrl, why }, 'Tinker server refused protobuf; using the JSON dialect');
   }
 
   private async negotiate(): Promise<ServerSettings> {

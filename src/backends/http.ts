@@ -19,6 +19,8 @@ export interface HttpRequest {
   /** Tinker request type / endpoint name, carried into errors. */
   requestType: string;
   timeoutMs?: number;
+  /** An answer that fails the call at once, however retryable its status (a dialect probe). */
+  giveUpOn?: (res: HttpResponse) => boolean;
 }
 
 export interface HttpResponse {
@@ -261,7 +263,7 @@ export class HttpClient {
         res = await this.send(req, { ...idempotency, 'X-Retry-Count': String(attempt) });
         if (res.status >= 200 && res.status < 300) return res;
         failure = errorFromResponse(res, req.requestType);
-        retryable = isRetryableStatus(res);
+        retryable = isRetryableStatus(res) && !req.giveUpOn?.(res);
       } catch (err) {
         if (!(err instanceof TransportFailure)) throw err;
         failure = errorFromTransport(err, req.requestType);

@@ -89,18 +89,19 @@ export class TinkerSamplingSession implements SamplingSession {
   }
 }
 
-/** The scoring options of an asample body as SDK 0.38 sends them: its always-present fields
- *  (`prompt_logprobs`, the two top-k widths, `prompt_alt_tokens_k`) with their defaults, and the
- *  optional ones only when set. Checked here as the SDK checks them, so a bad value fails before
- *  any request. */
+/** The scoring options of an asample body: the fields of the 0.25 dialect (`prompt_logprobs`,
+ *  `topk_prompt_logprobs`) always, with their defaults; SDK 0.38's additions (`topk_sample_logprobs`,
+ *  `prompt_alt_tokens_k`, `record_stability_info`, which SDK 0.38 sends at their defaults too) only
+ *  when asked for: servers of the 0.25 dialect (TuFT) refuse them, and their absence means their
+ *  defaults. Checked here as the SDK checks them, so a bad value fails before any request. */
 export function sampleOptionsBody(opts: SampleOpts): Record<string, unknown> {
   const body: Record<string, unknown> = {
     prompt_logprobs: opts.includePromptLogprobs ?? false,
     topk_prompt_logprobs: opts.topkPromptLogprobs ?? 0,
-    topk_sample_logprobs: opts.topkSampleLogprobs ?? 0,
-    prompt_alt_tokens_k: opts.promptAltTokensK ?? 0,
-    record_stability_info: opts.recordStabilityInfo ?? false,
   };
+  if (opts.topkSampleLogprobs) body.topk_sample_logprobs = opts.topkSampleLogprobs;
+  if (opts.promptAltTokensK) body.prompt_alt_tokens_k = opts.promptAltTokensK;
+  if (opts.recordStabilityInfo) body.record_stability_info = true;
   const bad = (message: string) => new BackendError(`sample: ${message}`, undefined, 'Sample', opts, 'bad_request');
   for (const [name, value] of [['topkSampleLogprobs', opts.topkSampleLogprobs], ['promptAltTokensK', opts.promptAltTokensK]] as const) {
     if (value !== undefined && (!Number.isInteger(value) || value < 0)) throw bad(`${name} must be a non-negative integer, got ${value}`);

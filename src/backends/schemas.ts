@@ -119,7 +119,8 @@ export const SampleResponseJson = z
 export const ServerCapabilities = z
   .object({
     supported_models: z.array(
-      z.object({ model_name: optStr, max_context_length: optNum }).loose(),
+      // hatchery-core names its models under `model_id`.
+      z.object({ model_name: optStr, model_id: optStr, max_context_length: optNum }).loose(),
     ),
   })
   .loose();

@@ -83,9 +83,11 @@ export class TinkerBackend implements TrainingBackend, CheckpointTransfer {
       CapabilitiesSchema,
     );
     return {
-      supported_models: r.supported_models.flatMap((m) =>
-        m.model_name ? [{ model_name: m.model_name, ...(m.max_context_length != null ? { max_context_length: m.max_context_length } : {}) }] : [],
-      ),
+      // The SDK's field is `model_name`; a server that names its models under `model_id` (hatchery-core) is read the same.
+      supported_models: r.supported_models.flatMap((m) => {
+        const name = m.model_name || m.model_id;
+        return name ? [{ model_name: name, ...(m.max_context_length != null ? { max_context_length: m.max_context_length } : {}) }] : [];
+      }),
     };
   }
 
@@ -102,10 +104,11 @@ export class TinkerBackend implements TrainingBackend, CheckpointTransfer {
         model_seq_id: this.core.nextModelSeqId(),
         base_model: opts.baseModel,
         lora_config: { rank: lora.rank, ...(lora.seed !== undefined ? { seed: lora.seed } : {}), ...train },
-        // SDK 0.38 always names the optimizer (fixed for the model's life); AdamW unless asked.
-        optimizer_config: opts.optimizer ?? { type: 'adamw' },
         type: 'create_model',
       };
+      // SDK 0.38 names the optimizer always; its default, AdamW, goes unsaid: servers of the 0.25
+      // dialect (TuFT) refuse the field, and every server takes its absence for AdamW.
+      if (opts.optimizer && opts.optimizer.type !== 'adamw') body.optimizer_config = opts.optimizer;
       if (opts.userMetadata) body.user_metadata = opts.userMetadata;
       return this.core.submit({ method: 'POST', path: '/api/v1/create_model', body, requestType: 'create_model' });
     });

@@ -7,6 +7,7 @@ import { chunkData } from './chunking.js';
 import { checkSeqId, type ClientCore, submitted } from './core.js';
 import { runCustomLoss } from './custom-loss.js';
 import type { FutureRequestType, ResultDecoder } from './futures.js';
+import type { HttpResponse } from './http.js';
 import { combineForwardBackwardOutputs } from './merge.js';
 import { decodeForwardBackwardOutput, encodeForwardBackwardRequest, PROTOBUF_CONTENT_TYPE } from './proto.js';
 import { TinkerSamplingSession } from './sampling-session.js';
@@ -154,20 +155,26 @@ export class TinkerTrainingSession implements TrainingSession {
         body = zstdCompress(body);
         headers['Content-Encoding'] = 'zstd';
       }
+      // While this client has had no protobuf body accepted, an answer that names the body is not
+      // retried as protobuf: it is resent once as JSON (why that cannot apply a step twice: see
+      // refusesProtobufBody).
+      const onTrial = this.core.protobufOnTrial;
       try {
-        return await this.core.submit({
+        const requestId = await this.core.submit({
           method: 'POST',
           path: '/api/v1/forward_backward',
           body,
           contentType: PROTOBUF_CONTENT_TYPE,
           headers,
           requestType,
+          ...(onTrial ? { giveUpOn: refusesProtobufBody } : {}),
         });
+        this.core.protobufWorks();
+        return requestId;
       } catch (err) {
-        // 415: this server has no protobuf dialect. It rejected the request, so resending the same
-        // seq id as JSON cannot double-apply anything.
-        if (!(err instanceof BackendError && err.status === 415)) throw err;
-        this.core.fallBackToJson();
+        const refused = err instanceof BackendError && err.status !== undefined && (err.status === 415 || (onTrial && refusalStatus(err.status, err.detail)));
+        if (!refused || !this.core.protobufOnTrial) throw err;
+        this.core.fallBackToJson(err.message);
       }
     }
     return this.core.submit({
@@ -287,6 +294,31 @@ export class TinkerTrainingSession implements TrainingSession {
       return { path: r.path ?? path };
     });
   }
+}
+
+/**
+ * A protobuf body refused in a way that names the body: 415 (no protobuf dialect), 400 with a reason
+ * and 422 (the body failed validation: FastAPI servers that read JSON only), 500/501 (the server
+ * broke reading it: hatchery-core answers protobuf with a 500). Gateways' 502–504, 429 and bodiless
+ * 400s say nothing about the body and stay ordinary retries.
+ *
+ * Why resending that request as JSON under the same seq id cannot apply it twice: a 4xx is a
+ * refusal, nothing was queued. A 500 to a server that does not speak protobuf means the same. A
+ * 500 to one that does, after it queued the request, is the case a plain retry already meets
+ * (every 5xx is retried with the same seq id): a server that deduplicates on (model id, seq id)
+ * answers the resend with the original result, whatever the body's encoding (the engine's
+ * fingerprint is of the parsed request); a server that does not deduplicate is exposed to that
+ * 500 exactly as to any retried 5xx, no more. Only the first protobuf bodies of a client are on
+ * trial (a forward or forward_backward; create_model before them is JSON), and the optim_step
+ * that follows goes out only once this submit, fallback included, has returned.
+ */
+function refusesProtobufBody(res: HttpResponse): boolean {
+  return refusalStatus(res.status, res.body.length > 0 ? 'body' : undefined);
+}
+
+function refusalStatus(status: number, detail: unknown): boolean {
+  if (status === 400) return detail !== undefined && detail !== '';
+  return status === 415 || status === 422 || status === 500 || status === 501;
 }
 
 function stripUndefined<T extends object>(o: T): Partial<T> {

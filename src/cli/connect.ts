@@ -4,6 +4,7 @@
 // then environment variables, then the profile in the config file, then the local stack's defaults.
 import { Client, Connection, type TLSConfig } from '@temporalio/client';
 import { loadClientConfigProfile, toClientOptions, type ClientConfigProfile, type ClientConfigTLS } from '@temporalio/envconfig';
+import { parseWire } from '../backends/config.js';
 import { ConfigError } from '../cookbook/config/overrides.js';
 import { clientTracingInterceptors } from '../workers/tracing.js';
 
@@ -24,6 +25,8 @@ export interface GlobalFlags {
   tlsCa?: string;
   tlsServerName?: string;
   engineUrl?: string;
+  /** `json` | `proto`: the Tinker wire of this process and of the workers it starts (TINKER_WIRE). */
+  wire?: string;
   taskQueue?: string;
 }
 
@@ -133,6 +136,20 @@ export function connectHint(t: TemporalTarget, why: string): string {
 
 export const temporalAddress = (f: GlobalFlags) => resolveTemporal(f).address;
 export const engineUrl = (f: GlobalFlags) => f.engineUrl ?? process.env.TINKER_BASE_URL ?? DEFAULT_ENGINE_URL;
+
+/**
+ * `--wire json|proto` sets TINKER_WIRE for this process: its own Tinker clients and the workers it
+ * starts (they inherit the environment) read it. A worker already running keeps its own.
+ */
+export function applyWireFlag(wire: string | undefined): void {
+  if (wire === undefined) return;
+  try {
+    parseWire(wire, '--wire');
+  } catch (err) {
+    throw new ConfigError((err as Error).message);
+  }
+  process.env.TINKER_WIRE = wire.trim().toLowerCase();
+}
 export const namespace = (f: GlobalFlags) => resolveTemporal(f).namespace;
 
 export async function connectClient(f: GlobalFlags): Promise<Client> {
@@ -167,6 +184,7 @@ export const CONNECTION_OPTIONS = {
   'tls-ca': { type: 'string' },
   'tls-server-name': { type: 'string' },
   'engine-url': { type: 'string' },
+  wire: { type: 'string' },
   'task-queue': { type: 'string' },
 } as const;
 
@@ -183,6 +201,7 @@ export function globalFlags(v: ConnectionValues): GlobalFlags {
     tlsCa: v['tls-ca'],
     tlsServerName: v['tls-server-name'],
     engineUrl: v['engine-url'],
+    wire: v.wire,
     taskQueue: v['task-queue'],
   };
 }
@@ -197,4 +216,6 @@ export const CONNECTION_USAGE = `connection options (flags > env > temporal.toml
   --tls-ca <file>            TEMPORAL_TLS_SERVER_CA_CERT_PATH  CA of the server's certificate (default: system CAs)
   --tls-server-name <name>   TEMPORAL_TLS_SERVER_NAME    name to verify in the server's certificate
   --engine-url <url>         TINKER_BASE_URL             (default ${DEFAULT_ENGINE_URL})
+  --wire json|proto          TINKER_WIRE                 Tinker wire for training requests (default: protobuf,
+                                                         JSON once a server refuses it; docs/tinker-client.md)
   --task-queue <name>        COOKBOOK_TASK_QUEUE (worker) (default cookbook)`;

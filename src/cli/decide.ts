@@ -5,7 +5,7 @@
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../cookbook/config/overrides.js';
-import { DEFAULT_ENGINE_URL } from './connect.js';
+import { applyWireFlag, DEFAULT_ENGINE_URL } from './connect.js';
 
 export const DECIDE_USAGE = `  decide <tinker path | base model>   probability of each choice for a question (the decisions recipe's demo);
         ["<question>"] [--choice L[:D] …]   --choice: a label and its description (repeat; default: the demo's Tinker
@@ -39,6 +39,7 @@ export async function decideCommand(argv: string[]): Promise<number> {
       renderer: { type: 'string' },
       'tokenizer-path': { type: 'string' },
       'engine-url': { type: 'string' },
+      wire: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -58,6 +59,7 @@ export async function decideCommand(argv: string[]): Promise<number> {
   } catch (err) {
     throw new ConfigError(`--choice: ${(err as Error).message}`);
   }
+  applyWireFlag(values.wire);
   const baseUrl = values['engine-url'] ?? process.env.TINKER_BASE_URL ?? DEFAULT_ENGINE_URL;
   const model = await openServedModel({ source, baseUrl, rendererName: values.renderer, tokenizerPath: values['tokenizer-path'] });
   try {

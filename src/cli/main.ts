@@ -3,7 +3,7 @@
 // the training library, the tokenizers and the worker that `train` needs.
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../cookbook/config/overrides.js';
-import { connectClient, CONNECTION_OPTIONS, CONNECTION_USAGE, engineUrl, globalFlags, temporalAddress, type GlobalFlags } from './connect.js';
+import { applyWireFlag, connectClient, CONNECTION_OPTIONS, CONNECTION_USAGE, engineUrl, globalFlags, temporalAddress, type GlobalFlags } from './connect.js';
 import { WORKER_OPTIONS, WORKER_USAGE, workerFlags } from '../workers/run.js';
 import { formatRecordedSet, formatResult, listRuns, logDirOf, runStatus, sendControl, setHot, watchRun } from './runs.js';
 import { webUiLine } from './ui-link.js';
@@ -113,6 +113,7 @@ async function main(argv: string[]): Promise<number> {
     },
   });
   const flags: GlobalFlags = globalFlags(values);
+  applyWireFlag(flags.wire);
   const [command, ...rest] = positionals;
   if (!command || values.help) {
     console.log(await usage());

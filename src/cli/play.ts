@@ -9,7 +9,7 @@ import type { SamplingSession } from '../backends/types.js';
 import { ConfigError } from '../cookbook/config/overrides.js';
 import { sequentialSeeds } from '../cookbook/rl/seeds.js';
 import type { RLConfig } from '../cookbook/config/rl.js';
-import { DEFAULT_ENGINE_URL } from './connect.js';
+import { applyWireFlag, DEFAULT_ENGINE_URL } from './connect.js';
 
 export const PLAY_USAGE = `  play <rl config.json> [k=v …]       play the policy yourself in the config's first env: its observation is shown,
         [--against <model>] [--player N]    your reply (a line; --multiline: until two blank lines) is its action; rewards,
@@ -36,6 +36,7 @@ export async function playCommand(argv: string[]): Promise<number> {
       player: { type: 'string', default: '0' },
       multiline: { type: 'boolean', default: false },
       'engine-url': { type: 'string' },
+      wire: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -66,6 +67,7 @@ export async function playCommand(argv: string[]): Promise<number> {
     import('../cookbook/rl/completers.js'),
     import('../cookbook/rl/rollouts.js'),
   ]);
+  applyWireFlag(values.wire ?? cfg.wire ?? undefined);
   const baseUrl = values['engine-url'] ?? cfg.base_url ?? process.env.TINKER_BASE_URL ?? DEFAULT_ENGINE_URL;
   // The engine is reached only when something samples: a grader, an answerer, the other player.
   let backend: ReturnType<typeof createTinkerBackend> | undefined;

@@ -3,7 +3,7 @@
 // Temporal, and `--api-key` here is the key clients of the served API must send.
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../cookbook/config/overrides.js';
-import { DEFAULT_ENGINE_URL } from './connect.js';
+import { applyWireFlag, DEFAULT_ENGINE_URL } from './connect.js';
 
 export const SERVE_USAGE = `  serve <tinker path | base model>    OpenAI-compatible API on 127.0.0.1 (/v1/chat/completions, /v1/completions,
         [--port N] [--api-key K]            /v1/models; streaming); --port 0/absent: a free port, printed;
@@ -12,12 +12,17 @@ export const SERVE_USAGE = `  serve <tinker path | base model>    OpenAI-compati
         [--max-tokens N]
   chat <tinker path | base model>     talk to the model in the terminal (multi-turn; reasoning shown apart); piped
         [--system TEXT] [--max-tokens N]    stdin: each line is the next turn, answers on stdout, reasoning on stderr
-        [--temperature T] [--seed S] [--renderer NAME] [--tokenizer-path DIR]`;
+        [--temperature T] [--seed S] [--renderer NAME] [--tokenizer-path DIR]
+  serve and chat also take [--engine-url U] (TINKER_BASE_URL), [--wire json|proto] (TINKER_WIRE), and
+        [--run DIR]: the run that saved the checkpoint, whose recorded base model, renderer and tokenizer
+                                            are used when the server's weights_info refuses the path (default: ./runs/*)`;
 
 const OPTIONS = {
   port: { type: 'string' },
   'api-key': { type: 'string' },
   'engine-url': { type: 'string' },
+  wire: { type: 'string' },
+  run: { type: 'string', multiple: true },
   renderer: { type: 'string' },
   'tokenizer-path': { type: 'string' },
   'max-tokens': { type: 'string' },
@@ -47,9 +52,10 @@ export async function serveCommand(command: 'serve' | 'chat', argv: string[]): P
   const temperature = number('temperature', values.temperature, (n) => n >= 0 && n <= 2, 'a number in [0, 2]');
   const seed = number('seed', values.seed, Number.isSafeInteger, 'an integer');
   const port = number('port', values.port, (n) => Number.isInteger(n) && n >= 0 && n < 65536, 'a port number') ?? 0;
+  applyWireFlag(values.wire);
   const baseUrl = values['engine-url'] ?? process.env.TINKER_BASE_URL ?? DEFAULT_ENGINE_URL;
   const [{ openServedModel }, { DEFAULT_MAX_TOKENS }] = await Promise.all([import('../serve/served-model.js'), import('../serve/sampling.js')]);
-  const model = await openServedModel({ source, baseUrl, rendererName: values.renderer, tokenizerPath: values['tokenizer-path'] });
+  const model = await openServedModel({ source, baseUrl, rendererName: values.renderer, tokenizerPath: values['tokenizer-path'], runDirs: values.run });
   try {
     if (command === 'chat') {
       const { runChat } = await import('../serve/chat-repl.js');

@@ -43,11 +43,18 @@ export async function servedModels(baseUrl: string, apiKey: string | undefined, 
   const body = CapabilitiesSchema.safeParse(await res.json().catch(() => undefined));
   if (!body.success) return { url: baseUrl, unreachable: 'its get_server_capabilities answer has no supported_models list' };
   const models = body.data.supported_models.flatMap((m) => {
-    const parsed = ServedModelSchema.safeParse(m);
+    const parsed = ServedModelSchema.safeParse(withModelName(m));
     if (parsed.success) return [parsed.data];
     // A name with a shape field this client does not understand: keep the name.
-    const name = (m as { model_name?: unknown } | null)?.model_name;
+    const name = (withModelName(m) as { model_name?: unknown } | null)?.model_name;
     return typeof name === 'string' && name ? [{ model_name: name }] : [];
   });
   return { url: baseUrl, models };
+}
+
+/** An entry that names its model under `model_id` (hatchery-core) is read as if it said `model_name`. */
+function withModelName(m: unknown): unknown {
+  if (!m || typeof m !== 'object') return m;
+  const o = m as { model_name?: unknown; model_id?: unknown };
+  return !o.model_name && typeof o.model_id === 'string' ? { ...o, model_name: o.model_id } : m;
 }

@@ -363,8 +363,9 @@ export async function checkBackend(baseUrl: string, model: string): Promise<void
   }
   if (res.status === 401 || res.status === 403) throw new Error(`the training backend at ${baseUrl} rejected the API key (HTTP ${res.status}); check TINKER_API_KEY`);
   if (!res.ok) throw new Error(`the training backend at ${baseUrl} answered HTTP ${res.status} to get_server_capabilities`);
-  const body = (await res.json()) as { supported_models?: Array<{ model_name?: string }> };
-  const served = (body.supported_models ?? []).map((m) => m.model_name).filter(Boolean) as string[];
+  const body = (await res.json()) as { supported_models?: Array<{ model_name?: string; model_id?: string }> };
+  // hatchery-core names its models under `model_id`.
+  const served = (body.supported_models ?? []).map((m) => m.model_name || m.model_id).filter(Boolean) as string[];
   const isLocalPath = isAbsolute(model) && existsSync(model);
   if (!isLocalPath && served.length > 0 && !served.includes(model)) {
     throw new ConfigError(`model_name: ${model} is not served by ${baseUrl} (served: ${served.join(', ')})`);

@@ -8,6 +8,7 @@ import { BackendError, type ModelInput, type SampleOpts, type SampleResponse, ty
 import { rendererForModel } from '../cookbook/renderers/for-model.js';
 import type { Renderer } from '../cookbook/renderers/types.js';
 import type { Tokenizer } from '../cookbook/tokenizer.js';
+import { findRecordedCheckpoint, type RecordedCheckpoint } from './recorded-checkpoint.js';
 
 export interface ServedModelOptions {
   /** A `tinker://…` sampler path or a base model name the backend serves. */
@@ -20,6 +21,11 @@ export interface ServedModelOptions {
   rendererName?: string;
   /** A folder holding the model's tokenizer.json, for models whose tokenizer is not shipped. */
   tokenizerPath?: string;
+  /**
+   * Run folders to find a checkpoint's record in when the server's weights_info refuses its path
+   * (default: the runs under ./runs); see recorded-checkpoint.ts.
+   */
+  runDirs?: string[];
 }
 
 export interface ServedModel {
@@ -58,20 +64,42 @@ export async function openServedModel(o: ServedModelOptions): Promise<ServedMode
   const backend = createTinkerBackend({ baseUrl: o.baseUrl, apiKey });
   try {
     const isPath = o.source.startsWith('tinker://');
-    // A checkpoint names its base model only on the server: it picks the tokenizer and renderer.
-    const baseModel = isPath ? (await backend.weightsInfo(o.source)).base_model : o.source;
+    // A checkpoint names its base model on the server (weights_info), or in the run that saved it.
+    const recorded = isPath ? await baseModelOfCheckpoint(backend, o.source, o.runDirs) : undefined;
+    const baseModel = recorded?.baseModel ?? o.source;
     const caps = await backend.capabilities();
     const served = caps.supported_models.find((m) => m.model_name === baseModel);
     if (!isPath && !served) {
       throw new Error(`the backend at ${backend.baseUrl} does not serve ${baseModel} (it serves: ${caps.supported_models.map((m) => m.model_name).join(', ') || 'nothing'})`);
     }
-    const { renderer, tokenizer } = await rendererForModel({ model_name: baseModel, renderer_name: o.rendererName ?? null, tokenizer_path: o.tokenizerPath ?? null });
+    const { renderer, tokenizer } = await rendererForModel({
+      model_name: baseModel,
+      renderer_name: o.rendererName ?? recorded?.rendererName ?? null,
+      tokenizer_path: o.tokenizerPath ?? recorded?.tokenizerPath ?? null,
+    });
     const model = new BackendServedModel(backend, o.source, baseModel, renderer, tokenizer, served?.max_context_length);
     await model.session(); // fail at start, not on the first request, when the weights cannot be loaded
     return model;
   } catch (err) {
     await backend.close();
     throw err;
+  }
+}
+
+/**
+ * The checkpoint's base model from weights_info; where the server refuses the path (4xx: SkyRL-tx
+ * answers 400 to the `tinker://<model>/<name>` sampler paths it invents), from the local run that
+ * recorded it, with that run's renderer and tokenizer.
+ */
+async function baseModelOfCheckpoint(backend: TinkerBackend, path: string, runDirs: string[] | undefined): Promise<Partial<RecordedCheckpoint> & { baseModel: string }> {
+  try {
+    return { baseModel: (await backend.weightsInfo(path)).base_model };
+  } catch (err) {
+    if (!(err instanceof BackendError && (err.kind === 'bad_request' || err.kind === 'not_found'))) throw err;
+    const recorded = findRecordedCheckpoint(path, runDirs);
+    if (recorded) return recorded;
+    const where = runDirs?.length ? runDirs.join(', ') : 'the runs under ./runs';
+    throw new Error(`the server's weights_info refused ${path} (${err.message}), and no run in ${where} records it: pass --run <the folder of the run that saved it>`);
   }
 }
 

@@ -9,7 +9,7 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { reportBackendRetry, reportFutureWait } from '../activities/context.js';
 import { createActivities } from '../activities/index.js';
 import { ErrorTypes } from '../activities/types.js';
-import type { RetryInfo } from '../backends/config.js';
+import { type RetryInfo, WIRE_NAMES, type WireName } from '../backends/config.js';
 import type { TrainingBackend } from '../backends/types.js';
 import { createTinkerBackend, SamplerPool, type TinkerBackend } from '../backends/index.js';
 import type { SamplerPoolConfig } from '../cookbook/config/common.js';
@@ -126,21 +126,29 @@ export interface CookbookWorker {
 
 export async function createCookbookWorker(opts: CookbookWorkerOptions): Promise<CookbookWorker> {
   const backends = new Map<string, TrainingBackend>();
-  const backendFor = (baseUrl: string | null): TrainingBackend => {
+  const backendFor = (baseUrl: string | null, wire?: WireName | null): TrainingBackend => {
     const url = baseUrl ?? opts.tinkerBaseUrl;
-    let backend = backends.get(url);
+    // A run's `wire` gets a client of its own; without one, the client follows TINKER_WIRE.
+    const key = wire ? `${url} ${wire}` : url;
+    let backend = backends.get(key);
     if (!backend) {
       try {
         const onRetry = (info: RetryInfo) => {
           reportBackendRetry(info);
           countBackendRetry(info);
         };
-        backend = createTinkerBackend({ baseUrl: url, apiKey: apiKeyFor(url, opts.tinkerApiKey), onRetry, onFutureWait: reportFutureWait });
+        backend = createTinkerBackend({
+          baseUrl: url,
+          apiKey: apiKeyFor(url, opts.tinkerApiKey),
+          ...(wire ? { encoding: WIRE_NAMES[wire] } : {}),
+          onRetry,
+          onFutureWait: reportFutureWait,
+        });
       } catch (err) {
         // A missing or malformed key cannot fix itself on retry.
         throw ApplicationFailure.nonRetryable(`training backend ${url}: ${(err as Error).message}`, ErrorTypes.auth);
       }
-      backends.set(url, backend);
+      backends.set(key, backend);
     }
     return backend;
   };

@@ -217,12 +217,14 @@ it('create_model in a session the server forgot (before any heartbeat noticed) r
 describe('SDK 0.38 sampling options', () => {
   const prompt = { chunks: [{ type: 'encoded_text' as const, tokens: [1, 2, 3, 4] }] };
 
-  it('sends the always-present fields with their defaults, and the optional ones only when set', async () => {
+  it("sends the 0.25 dialect's fields with their defaults, and SDK 0.38's and the optional ones only when set", async () => {
     const sampler = await backend().createSamplingSession({ baseModel: 'tiny-qwen3' });
     await sampler.sample(prompt, 1, { max_tokens: 2 });
     await sampler.sample(prompt, 1, { max_tokens: 2 }, { includePromptLogprobs: true, promptLogprobsLastN: 2 }).catch(() => undefined);
     const [plain, lastN] = server.requestsTo('/api/v1/asample').map((r) => r.json);
-    expect(plain).toMatchObject({ prompt_logprobs: false, topk_prompt_logprobs: 0, topk_sample_logprobs: 0, prompt_alt_tokens_k: 0, record_stability_info: false });
+    expect(plain).toMatchObject({ prompt_logprobs: false, topk_prompt_logprobs: 0 });
+    // SDK 0.38 sends these at their defaults too; servers of the 0.25 dialect (TuFT) refuse them.
+    for (const key of ['topk_sample_logprobs', 'prompt_alt_tokens_k', 'record_stability_info']) expect(plain).not.toHaveProperty(key);
     expect(plain).not.toHaveProperty('prompt_logprobs_last_n');
     expect(plain).not.toHaveProperty('target_prompt_logprobs');
     expect(lastN).toMatchObject({ prompt_logprobs: true, prompt_logprobs_last_n: 2 });
@@ -367,10 +369,6 @@ describe('sampling surface', () => {
       seq_id: 0,
       prompt_logprobs: true,
       topk_prompt_logprobs: 2,
-      // SDK 0.38 sends these always, with their defaults.
-      topk_sample_logprobs: 0,
-      prompt_alt_tokens_k: 0,
-      record_stability_info: false,
       type: 'sample',
     });
     expect(req.headers['x-tinker-sampling-backpressure']).toBe('1');

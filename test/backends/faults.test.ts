@@ -109,7 +109,9 @@ describe('non-retryable statuses fail at once with status, request type and deta
   ];
   for (const [status, kind] of cases) {
     it(`${status} → ${kind}`, async () => {
-      const { s } = await model();
+      // Protobuf set, not on trial: a first body refused with a 400/422 would otherwise be resent as
+      // JSON (dialect.test.ts).
+      const { s } = await model({ encoding: 'protobuf' });
       server.fault({ path: FB, times: 1, action: { status, body: { detail: `nope ${status}` } } });
       const err = await s.forwardBackward([sftDatum([1, 2])], 'cross_entropy', { seqId: 1 }).catch((e) => e);
       expect(err).toMatchObject({ status, kind, detail: `nope ${status}`, requestType: 'forward_backward' });

@@ -126,6 +126,11 @@ export const CommonTrainingFields = {
   /** Seeds the LoRA initialisation on the server; with the data order it fixes the whole run. */
   seed: z.int().nonnegative().default(0),
   base_url: z.string().nullable().default(null),
+  /**
+   * The Tinker wire of the run's training requests: `json` or `proto` (protobuf, no fallback). Null:
+   * the worker's TINKER_WIRE, else protobuf, falling back to JSON when the server refuses it.
+   */
+  wire: z.enum(['json', 'proto']).nullable().default(null),
   learning_rate: z.number().positive().default(1e-4),
   save_every: z.int().nonnegative().default(20),
   eval_every: z.int().nonnegative().default(10),

@@ -1,0 +1,143 @@
+// Dialect tolerance against the in-process fake server: what is left unsaid at its default, the wire
+// switch (TINKER_WIRE / the encoding option), the JSON fallback when the first protobuf body is
+// refused, and capabilities that name models under `model_id`. The same against the real engine:
+// wire.integration.test.ts.
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { forgetServerDialects, parseWire, resolveOptions } from '../../src/backends/config.js';
+import { BackendError } from '../../src/backends/types.js';
+import { backendFor, sftDatum } from './helpers.js';
+import { FakeTinkerServer, startFakeServer } from './fake-server.js';
+
+let server: FakeTinkerServer;
+const closers: Array<() => Promise<void>> = [];
+beforeEach(async () => {
+  server = await startFakeServer();
+});
+afterEach(async () => {
+  while (closers.length) await closers.pop()!();
+  await server.stop();
+  forgetServerDialects();
+});
+function backend(opts: Parameters<typeof backendFor>[1] = {}) {
+  const b = backendFor(server.baseUrl, opts);
+  closers.push(() => b.close());
+  return b;
+}
+const FB = '/api/v1/forward_backward';
+const data = [sftDatum([5, 6, 7, 8])];
+const isProto = (r: { headers: Record<string, unknown> }) => String(r.headers['content-type']).includes('protobuf');
+/** The forward/forward_backward requests of one model, in either dialect (JSON's forward has its own path). */
+const requestsOf = (modelId: string) =>
+  server.requests.filter((r) => (r.path === FB || r.path === '/api/v1/forward') && (r.proto?.modelId === modelId || r.json?.model_id === modelId));
+/** What a JSON-only server (hatchery-core) answers a protobuf body. */
+const crashOnProtobuf = (times = 1_000) => server.fault({ path: FB, times, when: isProto, action: { status: 500, body: 'Internal Server Error' } });
+
+describe('fields at their defaults are left out', () => {
+  it('create_model names no optimizer for AdamW (0.25-dialect servers refuse the field), and names any other', async () => {
+    const b = backend();
+    await b.createTrainingSession({ baseModel: 'tiny-qwen3', lora: { rank: 4 } });
+    await b.createTrainingSession({ baseModel: 'tiny-qwen3', lora: { rank: 4 }, optimizer: { type: 'adamw' } });
+    await b.createTrainingSession({ baseModel: 'tiny-qwen3', lora: { rank: 4 }, optimizer: { type: 'dimuon', version: 1 } });
+    const bodies = server.requestsTo('/api/v1/create_model').map((r) => r.json);
+    expect(bodies.map((j) => j.optimizer_config)).toEqual([undefined, undefined, { type: 'dimuon', version: 1 }]);
+    expect(Object.keys(bodies[0])).not.toContain('optimizer_config');
+  });
+
+  it("asample sends SDK 0.38's options only when asked; save_weights_for_sampler sends no kind", async () => {
+    const b = backend();
+    const sampler = await b.createSamplingSession({ baseModel: 'tiny-qwen3' });
+    const prompt = { chunks: [{ type: 'encoded_text' as const, tokens: [1, 2, 3] }] };
+    await sampler.sample(prompt, 1, { max_tokens: 2 });
+    await sampler.sample(prompt, 1, { max_tokens: 2 }, { recordStabilityInfo: true });
+    const [plain, stable] = server.requestsTo('/api/v1/asample').map((r) => r.json);
+    for (const key of ['topk_sample_logprobs', 'prompt_alt_tokens_k', 'record_stability_info']) expect(plain).not.toHaveProperty(key);
+    expect(plain).toMatchObject({ prompt_logprobs: false, topk_prompt_logprobs: 0 });
+    expect(stable).toMatchObject({ record_stability_info: true });
+    const m = await b.createTrainingSession({ baseModel: 'tiny-qwen3', lora: { rank: 4 } });
+    await (await m.saveWeightsForSampler('s1', { seqId: 1 })).result();
+    expect(server.requestsTo('/api/v1/save_weights_for_sampler')[0].json).not.toHaveProperty('kind');
+  });
+});
+
+describe('the wire switch', () => {
+  it('TINKER_WIRE=json|proto sets the dialect (the option wins); anything else is an error naming it', () => {
+    const base = { apiKey: 'tml-x', baseUrl: 'http://127.0.0.1:1' };
+    expect(resolveOptions({ ...base, env: { TINKER_WIRE: 'json' } })).toMatchObject({ encoding: 'json', encodingExplicit: true });
+    expect(resolveOptions({ ...base, env: { TINKER_WIRE: ' proto ' } })).toMatchObject({ encoding: 'protobuf', encodingExplicit: true });
+    expect(resolveOptions({ ...base, env: { TINKER_WIRE: '' } })).toMatchObject({ encoding: 'protobuf', encodingExplicit: false });
+    expect(resolveOptions({ ...base, encoding: 'json', env: { TINKER_WIRE: 'proto' } }).encoding).toBe('json');
+    expect(() => resolveOptions({ ...base, env: { TINKER_WIRE: 'grpc' } })).toThrow('TINKER_WIRE must be json or proto, got "grpc"');
+    expect(parseWire('protobuf', '--wire')).toBe('protobuf');
+  });
+
+  it('forced JSON sends no protobuf body; forced protobuf does not fall back when refused', async () => {
+    crashOnProtobuf();
+    const json = await backend({ env: { TINKER_WIRE: 'json' } }).createTrainingSession({ baseModel: 'tiny-qwen3', lora: { rank: 4 } });
+    await (await json.forwardBackward(data, 'cross_entropy', { seqId: 1 })).result();
+    expect(server.requestsTo(FB).filter(isProto)).toHaveLength(0);
+
+    const proto = backend({ env: { TINKER_WIRE: 'proto' }, retry: { maxRetries: 2, baseDelayMs: 1, maxDelayMs: 2 } });
+    const m = await proto.createTrainingSession({ baseModel: 'tiny-qwen3', lora: { rank: 4 } });
+    const err = await m.forwardBackward(data, 'cross_entropy', { seqId: 1 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(BackendError);
+    expect((err as BackendError).status).toBe(500);
+    const mine = requestsOf(m.modelId);
+    expect(mine.map(isProto)).toEqual([true, true, true]); // the first try and its two retries, all protobuf
+  });
+});
+
+describe('JSON fallback when the first protobuf body is refused', () => {
+  it('a 500 to the first protobuf body: resent once as JSON under the same seq id, applied once, remembered for the server', async () => {
+    crashOnProtobuf();
+    const b = backend();
+    expect((await b.ready()).encoding).toBe('protobuf');
+    const m = await b.createTrainingSession({ baseModel: 'tiny-qwen3', lora: { rank: 4 } });
+    const fb = await m.forwardBackward(data, 'cross_entropy', { seqId: 1 });
+    await fb.result();
+    await (await m.optimStep({ learning_rate: 1e-3 }, { seqId: 2 })).result();
+    const sent = server.requestsTo(FB).map((r) => (isProto(r) ? `proto ${r.proto!.seqId}` : `json ${r.json.seq_id}`));
+    expect(sent).toEqual(['proto 1', 'json 1']); // not retried as protobuf
+    expect(server.applied.filter((a) => a.model === m.modelId).map((a) => a.seq)).toEqual([0, 1, 2]);
+    expect((await b.ready()).encoding).toBe('json');
+    // Another client of the same server starts in JSON.
+    expect((await backend().ready()).encoding).toBe('json');
+  });
+
+  it('a 415, 422 or a 400 with a reason falls back too; 502/503, 429 and a bodiless 400 are retried as protobuf', async () => {
+    for (const status of [415, 422, 400]) {
+      forgetServerDialects();
+      server.fault({ path: FB, times: 1, when: isProto, action: { status, body: { detail: 'cannot parse body' } } });
+      const m = await backend().createTrainingSession({ baseModel: 'tiny-qwen3', lora: { rank: 4 } });
+      await (await m.forward(data, 'cross_entropy', { seqId: 1 })).result();
+      const mine = requestsOf(m.modelId);
+      expect(mine.map(isProto), `HTTP ${status}`).toEqual([true, false]);
+    }
+    for (const action of [{ status: 502 }, { status: 503 }, { status: 429 }, { status: 400 }]) {
+      forgetServerDialects();
+      server.fault({ path: FB, times: 1, when: isProto, action });
+      const b = backend();
+      const m = await b.createTrainingSession({ baseModel: 'tiny-qwen3', lora: { rank: 4 } });
+      await (await m.forward(data, 'cross_entropy', { seqId: 1 })).result();
+      const mine = requestsOf(m.modelId);
+      expect(mine.map(isProto), `HTTP ${action.status}`).toEqual([true, true]);
+      expect((await b.ready()).encoding).toBe('protobuf');
+    }
+  });
+
+  it('once a protobuf body was accepted, a later 500 is an ordinary retry in protobuf, never a switch', async () => {
+    const b = backend();
+    const m = await b.createTrainingSession({ baseModel: 'tiny-qwen3', lora: { rank: 4 } });
+    await (await m.forward(data, 'cross_entropy', { seqId: 1 })).result();
+    crashOnProtobuf(1);
+    await (await m.forward(data, 'cross_entropy', { seqId: 2 })).result();
+    expect(server.requestsTo(FB).map(isProto)).toEqual([true, true, true]);
+    expect((await b.ready()).encoding).toBe('protobuf');
+  });
+});
+
+describe('capabilities', () => {
+  it('reads models named under model_id (hatchery-core) as model names', async () => {
+    server.fault({ path: '/api/v1/get_server_capabilities', times: 1, action: { status: 200, body: { supported_models: [{ model_id: 'Qwen/Qwen3-8B' }, { model_name: 'a', model_id: 'b' }] } } });
+    expect((await backend().capabilities()).supported_models).toEqual([{ model_name: 'Qwen/Qwen3-8B' }, { model_name: 'a' }]);
+  });
+});
