@@ -27,6 +27,7 @@ import { callBackend, heartbeating, samplingBackendOf, type ActivityDeps } from 
 import { runDataCache } from './run-data.js';
 import { asEvaluator, stepTiming } from './timing.js';
 import { ErrorTypes, type ModelRef, type SeqUse } from './types.js';
+import { heldToSeqRules } from './unsequenced.js';
 
 const decisionsData = runDataCache<DecisionsConfig, DecisionsData>(
   (cfg) => [cfg.model_name, cfg.renderer_name, cfg.tokenizer_path, cfg.render_date, cfg.data_path, cfg.validation_data_path, cfg.max_train_questions, cfg.max_validation_questions, cfg.loss_fn],
@@ -95,7 +96,7 @@ export function decisionsActivities(deps: ActivityDeps): DecisionsActivities {
           d.lossFn === 'brier'
             ? decisionDistDatums(d.renderer, examples.map((e) => [e.decision, targetProbsOf(e)] as const))
             : decisionChoiceDatums(d.renderer, examples.map((e) => [e.decision, labelOf(e)] as const));
-        const client = session(cfg, model.modelId);
+        const client = heldToSeqRules(session(cfg, model.modelId), model);
         const seqId = model.nextSeqId;
         const fb =
           d.lossFn === 'brier'

@@ -16,6 +16,7 @@ import { runDataCache } from './run-data.js';
 import { SamplingSessions } from './sampling-sessions.js';
 import { readRunConfig } from './training.js';
 import { ErrorTypes, type ModelRef, type SeqUse } from './types.js';
+import { modelSession } from './unsequenced.js';
 
 export interface OffPolicyDistillPlan {
   nBatches: number;
@@ -130,7 +131,7 @@ export function offPolicyDistillActivities(deps: ActivityDeps): OffPolicyDistill
       const cfg = readRunConfig<OffPolicyDistillConfig>(run);
       const store = new RunStore(run.logPath);
       const batch_D = targets.flatMap((t) => JSON.parse(store.readBlob(t.ref).toString('utf8')) as Datum[]);
-      const client = backendOf(cfg).openTrainingSession(model.modelId);
+      const client = modelSession(backendOf(cfg), model);
       const fb = await callBackend('forward_backward', 'model-lost', () => client.forwardBackward(batch_D, 'cross_entropy', { seqId: model.nextSeqId }));
       const adam = { learning_rate: learningRate, beta1: cfg.adam_beta1, beta2: cfg.adam_beta2, eps: cfg.adam_eps };
       const optim = await callBackend('optim_step', 'model-lost', () => client.optimStep(adam, { seqId: model.nextSeqId + fb.seqIds }));

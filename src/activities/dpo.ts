@@ -20,6 +20,7 @@ import { runDataCache } from './run-data.js';
 import { SamplingSessions } from './sampling-sessions.js';
 import { asEvaluator, stepTiming } from './timing.js';
 import { ErrorTypes, type EvalInput, type EvalResult, type ModelRef, type SeqUse, type SubmittedStep } from './types.js';
+import { heldToSeqRules } from './unsequenced.js';
 
 type DPOData = Awaited<ReturnType<typeof buildPreferenceDatasets>>;
 const dpoData = runDataCache<DPOConfig, DPOData>(
@@ -154,7 +155,7 @@ export function dpoActivities(deps: ActivityDeps) {
     // The reference's `step` runs from the custom loss's forward to the optim step's result: it
     // starts here and ends where the results are collected (a pipelined step's dpoFinish).
     const stepStart = nowMs();
-    const client = session(cfg, model.modelId);
+    const client = heldToSeqRules(session(cfg, model.modelId), model);
     const fb = await callBackend('forward_backward_custom', 'model-lost', () =>
       heartbeating(client.forwardBackwardCustom(data_D, dpoLossFn(ref_D, cfg.dpo_beta), { seqId: model.nextSeqId }), { step }),
     );
@@ -230,7 +231,7 @@ export function dpoActivities(deps: ActivityDeps) {
       const { requests } = submitted;
       let results: [ForwardBackwardOutput, OptimStepResponse] | undefined;
       if (requests) {
-        const client = session(dpoData(run).cfg, requests.model.modelId);
+        const client = heldToSeqRules(session(dpoData(run).cfg, requests.model.modelId), requests.model);
         results = await collectStep(() => callBackend('train step', 'model-lost', () =>
           heartbeating(
             collectOrResubmit(

@@ -10,6 +10,7 @@ import { CookbookError } from '../cookbook/errors.js';
 import { nowMs, spanUntilSettled } from '../cookbook/timing.js';
 import { callBackend, heartbeating } from './context.js';
 import { ErrorTypes, type ModelRef } from './types.js';
+import { modelSession } from './unsequenced.js';
 
 export interface PolicyStepConfig {
   num_substeps: number;
@@ -53,7 +54,7 @@ export async function trainPolicySubsteps(
   cfg: PolicyStepConfig,
   opts: { learningRate: number; samplerName: string; step: number },
 ): Promise<PolicyStepResult> {
-  const session = backend.openTrainingSession(model.modelId);
+  const session = modelSession(backend, model);
   // The reference's `train_step`, then its save of the next sampler weights; here the save is queued
   // right behind the training, so the two spans overlap.
   const trainStart = nowMs();
@@ -91,7 +92,7 @@ export async function trainPolicySubstep(
   cfg: PolicyStepConfig,
   opts: { learningRate: number; step: number; substep: number },
 ): Promise<PolicySubstepResult> {
-  const session = backend.openTrainingSession(model.modelId);
+  const session = modelSession(backend, model);
   const start = nowMs();
   const { submitted, seqId } = await submitSubsteps(session, model.nextSeqId, [minibatches], cfg, opts.learningRate);
   const outs = await callBackend('train substep', 'model-lost', () => heartbeating(spanUntilSettled(['train_step'], start, collectSubsteps(submitted)), { step: opts.step, substep: opts.substep }));
@@ -104,7 +105,7 @@ export async function savePolicySampler(
   model: ModelRef,
   opts: { samplerName: string; ttlSeconds: number | null; step: number },
 ): Promise<{ seqIdsUsed: number; samplerPath: string }> {
-  const session = backend.openTrainingSession(model.modelId);
+  const session = modelSession(backend, model);
   const start = nowMs();
   const sampler = await submitSamplerSave(session, model.nextSeqId, opts.samplerName, opts.ttlSeconds);
   const samplerPath = await callBackend('save_weights_for_sampler', 'model-lost', () => heartbeating(spanUntilSettled(SAMPLER_SAVE_SPANS, start, sampler.result()), { step: opts.step }));

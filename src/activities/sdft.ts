@@ -30,6 +30,7 @@ import { runDataCache } from './run-data.js';
 import { SamplingSessions } from './sampling-sessions.js';
 import { stepTiming } from './timing.js';
 import { ErrorTypes, type ModelRef, type SeqUse } from './types.js';
+import { modelSession } from './unsequenced.js';
 
 interface SDFTRunData {
   data: SDFTData;
@@ -258,7 +259,7 @@ async function policyStep(backend: TrainingBackend, model: ModelRef, data_D: Dat
 
 /** _train_step_reverse_kl: per substep a forward_backward_custom and an optim_step, then the next sampler weights. */
 async function trainReverseKl(backend: TrainingBackend, model: ModelRef, data_D: Datum[], cfg: SDFTConfig, learningRate: number, samplerName: string, step: number) {
-  const session = backend.openTrainingSession(model.modelId);
+  const session = modelSession(backend, model);
   const adam = { learning_rate: learningRate, beta1: cfg.adam_beta1, beta2: cfg.adam_beta2, eps: cfg.adam_eps };
   let seqId = model.nextSeqId;
   const metrics: Record<string, number> = {};

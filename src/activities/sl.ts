@@ -14,6 +14,7 @@ import { callBackend, collectOrResubmit, heartbeating, type ActivityDeps } from 
 import { runDataCache } from './run-data.js';
 import { asEvaluator, stepTiming } from './timing.js';
 import { readRunConfig } from './training.js';
+import { heldToSeqRules } from './unsequenced.js';
 import { ErrorTypes, type EvalInput, type EvalResult, type SlFinishInput, type SlFinishResult, type SlPlan, type SlRowState, type SlStepInput, type SlStepResult, type SlSubmitResult } from './types.js';
 
 type SlData = Awaited<ReturnType<typeof buildChatDatasets>>;
@@ -56,7 +57,7 @@ export function supervisedActivities(deps: ActivityDeps) {
     return scopeSpan('submit_batch', async () => {
       const { cfg, data } = slData(run);
       const batch_D = await scopeSpan('get_batch', async () => (await data).train.batchAt(epoch, batch));
-      const client = session(run, model.modelId);
+      const client = heldToSeqRules(session(run, model.modelId), model);
       const fb = await callBackend('forward_backward', 'model-lost', () => client.forwardBackward(batch_D, 'cross_entropy', { seqId: model.nextSeqId }));
       const adam = { learning_rate: learningRate, beta1: cfg.adam_beta1, beta2: cfg.adam_beta2, eps: cfg.adam_eps };
       const optim = await callBackend('optim_step', 'model-lost', () => client.optimStep(adam, { seqId: model.nextSeqId + fb.seqIds }));
@@ -153,7 +154,7 @@ export function supervisedActivities(deps: ActivityDeps) {
     async slFinish(input: SlFinishInput): Promise<SlFinishResult> {
       const { run, step, epoch, batch, submitted } = input;
       const { data } = slData(run);
-      const client = session(run, submitted.model.modelId);
+      const client = heldToSeqRules(session(run, submitted.model.modelId), submitted.model);
       return finishStep(input, async () => ({
         batch_D: await (await data).train.batchAt(epoch, batch),
         results: await callBackend('train step', 'model-lost', () =>
@@ -178,7 +179,7 @@ export function supervisedActivities(deps: ActivityDeps) {
       if (!test) return { seqIdsUsed: 0, metrics: {} };
       await test.loadBatch(0);
       const test_D = test.getBatch(0);
-      const client = session(run, model.modelId);
+      const client = heldToSeqRules(session(run, model.modelId), model);
       const fwd = await callBackend('forward', 'model-lost', () => client.forward(test_D, 'cross_entropy', { seqId: model.nextSeqId }));
       const out = await callBackend('forward', 'model-lost', () => heartbeating(fwd.result(), { step }));
       const logprobs_D = logprobsOf(out);

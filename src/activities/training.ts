@@ -1,7 +1,7 @@
 // Activities every paradigm uses: claim the run directory, create or restore the training model,
 // save checkpoints, write metrics rows.
 import { ApplicationFailure } from '@temporalio/activity';
-import { BackendError, type TrainingBackend } from '../backends/types.js';
+import { BackendError, type TrainingBackend, type TrainingSession } from '../backends/types.js';
 import { RunDirInUseError, RunStore, type RunRef } from '../cookbook/run-store.js';
 import { runLogger } from '../cookbook/logging.js';
 import { checkpointMetadata, metadataConflicts, type MetadataConfig } from '../cookbook/checkpoint-metadata.js';
@@ -12,6 +12,8 @@ import { scopeSpan } from '../cookbook/timing.js';
 import { callBackend, heartbeating, toFailure, type ActivityDeps } from './context.js';
 import { ensureCheckpointOn, mirrorCheckpoint } from './failover.js';
 import { readRunConfig } from './run-config.js';
+import { honoursSeqId, seqIdGuaranteesOf } from '../backends/seq-guarantees.js';
+import { modelSession } from './unsequenced.js';
 import { asEvalsPart, rollBackTiming, stepTiming } from './timing.js';
 import { ErrorTypes, type CreateModelInput, type FailoverRecord, type LogMetricsInput, type ModelRef, type RestoreModelInput, type SaveCheckpointInput, type SaveCheckpointResult } from './types.js';
 
@@ -94,7 +96,7 @@ export function trainingActivities(deps: ActivityDeps) {
 
   async function saveCheckpoint({ run, model, name, kind, ttlSeconds, row, record = true }: SaveCheckpointInput): Promise<SaveCheckpointResult> {
     const { backend, cfg } = backendOf(run);
-    const session = backend.openTrainingSession(model.modelId);
+    const session = modelSession(backend, model);
     let seqId = model.nextSeqId;
     const opts = () => ({ seqId, ttlSeconds, overwrite: true });
     const expiry = rowExpiry(ttlSeconds); // before the save is sent: never later than the backend's
@@ -111,6 +113,22 @@ export function trainingActivities(deps: ActivityDeps) {
     // With what it was trained with, checked when a run loads it (checkpoint-metadata.ts).
     if (record) new RunStore(run.logPath).writeCheckpoint({ name, ...row, ...checkpointMetadata(cfg as MetadataConfig), state_path: statePath, sampler_path: samplerPath, ...expiry });
     return { seqIdsUsed: seqId - model.nextSeqId, statePath, samplerPath };
+  }
+
+  /**
+   * A new model's ref, with what its server guarantees about seq_id (learned once per server, maybe
+   * by a probe on this model from `nextSeqId`), said in the run's log.
+   */
+  async function modelRef(run: RunRef, backend: TrainingBackend, session: TrainingSession, nextSeqId: number): Promise<ModelRef> {
+    const { guarantees, seqIdsUsed } = await callBackend('seq_id guarantees', 'model-lost', () => heartbeating(seqIdGuaranteesOf(backend, session, nextSeqId)));
+    const honoured = honoursSeqId(guarantees);
+    runLogger(new RunStore(run.logPath).logFile, { run: run.workflowId })[honoured ? 'info' : 'warn'](
+      { ...guarantees, modelId: session.modelId },
+      honoured
+        ? 'training server orders and deduplicates requests by seq_id'
+        : 'training server ignores seq_id: one training request at a time, a retried step restores the last checkpoint',
+    );
+    return { modelId: session.modelId, nextSeqId: nextSeqId + seqIdsUsed, ...(honoured ? {} : { seqIdIgnored: true }) };
   }
 
   return {
@@ -137,13 +155,13 @@ export function trainingActivities(deps: ActivityDeps) {
         const { session, nextSeqId } = await callBackend('load_checkpoint_path', 'bad-path', () =>
           heartbeating(backend.createTrainingSessionFromState(cfg.load_checkpoint_path!, { withOptimizer, userMetadata })),
         );
-        return { modelId: session.modelId, nextSeqId };
+        return modelRef(run, backend, session, nextSeqId);
       }
       const session = await callBackend('create_model', 'bad-path', () =>
         heartbeating(backend.createTrainingSession({ baseModel: cfg.model_name, lora: { rank: cfg.lora_rank, seed: cfg.seed }, userMetadata })),
       );
       runLogger(new RunStore(run.logPath).logFile, { run: run.workflowId }).info({ modelId: session.modelId }, 'model created');
-      return { modelId: session.modelId, nextSeqId: 1 };
+      return modelRef(run, backend, session, 1);
     },
 
     async restoreModel({ run, statePath, withOptimizer }: RestoreModelInput): Promise<ModelRef> {
@@ -162,7 +180,7 @@ export function trainingActivities(deps: ActivityDeps) {
         }),
       );
       runLogger(new RunStore(run.logPath).logFile, { run: run.workflowId }).warn({ statePath, modelId: session.modelId }, 'model restored from checkpoint');
-      return { modelId: session.modelId, nextSeqId };
+      return modelRef(run, backend, session, nextSeqId);
     },
 
     saveCheckpoint(input: SaveCheckpointInput): Promise<SaveCheckpointResult> {

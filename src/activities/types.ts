@@ -19,6 +19,12 @@ export type { CustomEvalInput };
 export interface ModelRef {
   modelId: string;
   nextSeqId: number;
+  /**
+   * Its server neither orders nor deduplicates by seq_id (seq-guarantees.ts): one training request
+   * in flight at a time, and a retried step restores instead of resending (activities/unsequenced.ts).
+   * Absent: it does both (and in histories recorded before servers were told apart).
+   */
+  seqIdIgnored?: boolean;
 }
 
 /** Every activity that talks to a training model reports how many sequence ids it consumed. */
@@ -182,6 +188,11 @@ export const ErrorTypes = {
   runStoreDamaged: 'RunStoreDamagedError',
   /** The training backend stopped answering for the run's `failover.after_s`: move to the next one. */
   backendLost: 'TrainingBackendLost',
+  /**
+   * A training step was retried on a server that ignores seq_id: whether its first attempt's
+   * requests were applied is unknown, so the run restores its last checkpoint (as for ModelLost).
+   */
+  stepOutcomeUnknown: 'StepOutcomeUnknown',
 } as const;
 
 export const NON_RETRYABLE_ERROR_TYPES = Object.values(ErrorTypes);

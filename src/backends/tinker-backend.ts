@@ -17,6 +17,7 @@ import {
 } from './schemas.js';
 import { TinkerSamplingSession } from './sampling-session.js';
 import { TinkerTrainingSession } from './training-session.js';
+import { StatedSeqIdGuarantees } from './seq-guarantees.js';
 import {
   BackendError,
   type Checkpoint,
@@ -89,6 +90,15 @@ export class TinkerBackend implements TrainingBackend, CheckpointTransfer {
         return name ? [{ model_name: name, ...(m.max_context_length != null ? { max_context_length: m.max_context_length } : {}) }] : [];
       }),
     };
+  }
+
+  /** What the server's capabilities say about seq_id ordering and dedupe (seq-guarantees.ts); undefined: nothing. */
+  async statedSeqIdGuarantees(): Promise<{ ordered: boolean; deduplicated: boolean } | undefined> {
+    const r = await this.core.callJson(
+      { method: 'GET', path: '/api/v1/get_server_capabilities', requestType: 'get_server_capabilities' },
+      StatedSeqIdGuarantees,
+    );
+    return r.seq_id_guarantees ?? undefined;
   }
 
   /** create_model (the model's seq 0); its first training request uses seq id 1. */

@@ -2,9 +2,11 @@
 // (mid-step, so the engine may have applied a step the workflow has not heard of), a new worker
 // takes over, and the run ends with the metrics and final weights of an uninterrupted run. One
 // uninterrupted run (pipelined: sl.test.ts shows both loops end equal) is the baseline of every test.
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRun } from '../../src/cli/train.js';
+import { RunStore } from '../../src/cookbook/run-store.js';
 import { progressQuery } from '../../src/workflows/shared/messages.js';
 import type { RunResult } from '../../src/workflows/shared/training-run.js';
 import { checkpointsOf, metricsOf, timingProblems, weightsFingerprint } from '../support/runs.js';
@@ -47,6 +49,8 @@ for (const [loop, overrides] of inFullTier<[string, string[]]>([['pipelined', []
     expect(crashedResult.status).toBe('completed');
     expect(crashedResult.steps).toBe(cleanResult.steps);
     expect(crashedResult.recoveries).toBe(0); // the engine kept the model: seq-id dedupe, no restore
+    // The engine states its guarantees (no probe), and the run's log says so.
+    expect(readFileSync(new RunStore(crashed.run.logPath).logFile, 'utf8')).toContain('"ordered":true,"deduplicated":true,"source":"capabilities"');
     // Equal but for wall-clock timings (metricsOf leaves time/* out), which are there once per step.
     expect(metricsOf(crashed.run.logPath)).toEqual(metricsOf(clean.run.logPath));
     expect(timingProblems(crashed.run.logPath, steps(cleanResult.steps), { total: false })).toEqual([]);

@@ -107,7 +107,8 @@ export class CheckpointPolicy {
       await this.settle();
       // Before the save: its checkpoint records the count, so a restore to it goes on counting from it.
       if (this.config.save_every_tokens) this.state.savedTokens = this.state.elapsedTokens;
-      if (this.config.async_periodic_saves) this.launch(periodic.name, step, periodic.row);
+      // Beside the next steps only where the server orders the model's requests by seq_id.
+      if (this.config.async_periodic_saves && !this.run.model.seqIdIgnored) this.launch(periodic.name, step, periodic.row);
       else await this.save(periodic.name, step, 'both', this.config.ttl_seconds, periodic.row);
       // As the reference: the clock restarts once a save completed (or was launched).
       if (this.config.save_every_seconds) this.state.savedAt = workflowTime();
@@ -146,7 +147,7 @@ export class CheckpointPolicy {
   private async save(name: string, step: number, kind: SaveKind, ttlSeconds: number | null, row: Record<string, unknown>): Promise<void> {
     const model = this.run.model;
     const result = await this.run.acts.saveCheckpoint.executeWithOptions({ summary: `save ${name}` }, [this.saveInput(model, name, step, kind, ttlSeconds, row)]);
-    this.state.model = { modelId: model.modelId, nextSeqId: model.nextSeqId + result.seqIdsUsed };
+    this.state.model = { ...model, nextSeqId: model.nextSeqId + result.seqIdsUsed };
     if (result.statePath) this.commit(this.refOf(name, step), result);
   }
 
@@ -157,7 +158,7 @@ export class CheckpointPolicy {
    */
   private launch(name: string, step: number, row: Record<string, unknown>): void {
     const model = this.run.model;
-    this.state.model = { modelId: model.modelId, nextSeqId: model.nextSeqId + SEQ_IDS_OF_A_FULL_SAVE };
+    this.state.model = { ...model, nextSeqId: model.nextSeqId + SEQ_IDS_OF_A_FULL_SAVE };
     const ref = this.refOf(name, step);
     const outcome = this.run.acts.saveCheckpoint
       .executeWithOptions({ summary: `save ${name} (beside the next steps)` }, [this.saveInput(model, name, step, 'both', this.config.ttl_seconds, row)])

@@ -249,7 +249,7 @@ export class TrainingRun<C extends RunConfig, P> {
   ): Promise<R> {
     const model = this.model;
     const result = await activity.executeWithOptions({ summary }, [{ ...args, model } as A]);
-    this.state.model = { modelId: model.modelId, nextSeqId: model.nextSeqId + result.seqIdsUsed };
+    this.state.model = { ...model, nextSeqId: model.nextSeqId + result.seqIdsUsed };
     return result;
   }
 
@@ -258,8 +258,13 @@ export class TrainingRun<C extends RunConfig, P> {
     this.totalSteps = spec.totalSteps;
     this.resumeState = spec.resumeState;
     // Histories recorded before pipelining replay without the marker, on the unpipelined loop.
-    const pipeline = spec.pipeline && spec.pipeline.submitAhead > 0 && patched('submit-ahead') ? spec.pipeline : undefined;
+    const pipelined = spec.pipeline && spec.pipeline.submitAhead > 0 && patched('submit-ahead') ? spec.pipeline : undefined;
     if (!this.state.model) this.state.model = await spec.createInitialModel();
+    // On a server that ignores seq_id nothing is queued ahead: the next step's requests could run
+    // before this one's optim_step (activities/unsequenced.ts). Known from the model, which the
+    // activity that created it learned it for; it changes only with the model (a failover).
+    const pipelineNow = () => (this.state.model?.seqIdIgnored ? undefined : pipelined);
+    if (pipelined && !pipelineNow()) log.warn('training server ignores seq_id: steps run one at a time (submit_ahead 0)');
     this.checkpoints.start();
     this.setStatus(this.state.paused ? 'paused' : 'running');
     try {
@@ -275,6 +280,7 @@ export class TrainingRun<C extends RunConfig, P> {
           }
         }
         const step = this.state.step;
+        const pipeline = pipelineNow();
         if (pipeline) {
           if (await this.withRecovery(spec, () => this.pipelinedStep(spec, pipeline))) await this.withRecovery(spec, () => this.maybeSavePeriodic(step, spec));
           continue;
@@ -291,7 +297,7 @@ export class TrainingRun<C extends RunConfig, P> {
         // A cancel from the UI or CLI still leaves a final checkpoint of what was trained, and a
         // step already queued on the server is part of what was trained: collect it first.
         await CancellationScope.nonCancellable(async () => {
-          if (pipeline && !(await this.withRecovery(spec, () => this.drain(spec, pipeline)))) return;
+          if (pipelined && this.inFlight.length > 0 && !(await this.withRecovery(spec, () => this.drain(spec, pipelined)))) return;
           await this.withRecovery(spec, () => this.saveFinal(spec));
         });
       } else {
