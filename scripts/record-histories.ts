@@ -13,7 +13,7 @@ import { resolveTts, startTts } from '../src/cli/tts.js';
 import { resolveInspectEval, startInspectEval } from '../src/cli/eval-inspect.js';
 import { pauseSignal, progressQuery, resumeSignal, setUpdate, stopSignal } from '../src/workflows/shared/messages.js';
 import { saveHistories } from '../test/support/history.js';
-import { startTestStack, testRun, waitUntil, withWorker, type TestStack } from '../test/support/stack.js';
+import { startTestStack, testRun, untilActivityRunning, waitUntil, withWorker, workerProcess, type TestStack } from '../test/support/stack.js';
 
 const root = join(import.meta.dirname, '..');
 const out = join(root, 'test', 'fixtures', 'histories');
@@ -144,21 +144,52 @@ recordings.eval_inspect = async (stack) => {
   return r.workflowId;
 };
 
+// On a server that ignores seq_id (the engine with --ignore-seq-id; a stack of its own): steps one at a
+// time although submit_ahead and async_periodic_saves ask otherwise, and a worker SIGKILLed mid-step
+// whose retried step restores the last checkpoint (StepOutcomeUnknown) instead of resending.
+const onServerIgnoringSeqId: Record<string, (stack: TestStack) => Promise<string>> = {
+  'sl-unsequenced': async (stack) => {
+    const run = testRun(stack, config, ['num_epochs=1', 'save_every=2', 'submit_ahead=1', 'async_periodic_saves=true']);
+    let worker = await workerProcess(stack, 'worker-unsequenced-1');
+    const h = await startRun(stack.client, run, stack.taskQueue);
+    await waitUntil('step 3', async () => (await h.query(progressQuery)).step >= 3, 120_000, 50);
+    await untilActivityRunning(h, 'slStep');
+    await worker.kill();
+    worker = await workerProcess(stack, 'worker-unsequenced-2');
+    await h.result();
+    await worker.stop();
+    return run.workflowId;
+  },
+};
+
 async function finish(stack: TestStack, run: ReturnType<typeof testRun>): Promise<string> {
   await (await startRun(stack.client, run, stack.taskQueue)).result();
   return run.workflowId;
 }
 
 const { values } = parseArgs({ options: { only: { type: 'string' } } });
-const names = values.only ? values.only.split(',') : Object.keys(recordings);
-for (const name of names) if (!recordings[name]) throw new Error(`--only: no recording "${name}" (have: ${Object.keys(recordings).join(', ')})`);
+const all = [...Object.keys(recordings), ...Object.keys(onServerIgnoringSeqId)];
+const names = values.only ? values.only.split(',') : all;
+for (const name of names) if (!all.includes(name)) throw new Error(`--only: no recording "${name}" (have: ${all.join(', ')})`);
 
-const stack = await startTestStack();
-try {
-  await withWorker(stack, async () => {
-    for (const name of names) await saveHistories(stack.client, await recordings[name](stack), join(out, name));
-  });
-  console.log(`histories written to ${out}: ${names.join(', ')}`);
-} finally {
-  await stack.stop();
+const onEngine = names.filter((n) => recordings[n]);
+if (onEngine.length > 0) {
+  const stack = await startTestStack();
+  try {
+    await withWorker(stack, async () => {
+      for (const name of onEngine) await saveHistories(stack.client, await recordings[name](stack), join(out, name));
+    });
+  } finally {
+    await stack.stop();
+  }
 }
+const unsequenced = names.filter((n) => onServerIgnoringSeqId[n]);
+if (unsequenced.length > 0) {
+  const stack = await startTestStack({ own: true, engineArgs: ['--ignore-seq-id'] });
+  try {
+    for (const name of unsequenced) await saveHistories(stack.client, await onServerIgnoringSeqId[name](stack), join(out, name));
+  } finally {
+    await stack.stop();
+  }
+}
+console.log(`histories written to ${out}: ${names.join(', ')}`);

@@ -4,7 +4,6 @@
 // forward_backward and optim_step reached the server once, and nothing was resent to a model.
 import { readFileSync } from 'node:fs';
 import { RunStore } from '../../src/cookbook/run-store.js';
-import { parseTinkerPath } from '../../src/backends/tinker-backend.js';
 
 export interface TrainingRequest {
   type: 'ForwardBackward' | 'OptimStep';
@@ -30,8 +29,10 @@ export function runModels(logPath: string): RunModel[] {
     const entry = JSON.parse(line) as { msg?: string; modelId?: string; statePath?: string };
     if (entry.msg === 'model created' && entry.modelId) models.push({ modelId: entry.modelId });
     if (entry.msg === 'model restored from checkpoint' && entry.modelId && entry.statePath) {
-      const { trainingRunId, name } = parseTinkerPath(entry.statePath);
-      models.push({ modelId: entry.modelId, restoredFrom: { modelId: trainingRunId, name } });
+      // tinker://<model>/weights/<name> (other servers may put more, or nothing, between the two).
+      const m = /^tinker:\/\/([^/]+)\/(?:.*\/)?([^/]+)$/.exec(entry.statePath);
+      if (!m) throw new Error(`${logPath}: a restore from ${entry.statePath}, not a tinker path`);
+      models.push({ modelId: entry.modelId, restoredFrom: { modelId: m[1], name: m[2] } });
     }
   }
   return models;
@@ -49,5 +50,21 @@ export function alternationProblems(modelId: string, requests: TrainingRequest[]
     if (r.type !== expected) problems.push(`${modelId}: request ${i} (seq ${r.seq_id}) is ${r.type}, expected ${expected}`);
   });
   if (!abandoned && requests.length % 2 === 1) problems.push(`${modelId}: ends on a forward_backward without its optim_step`);
+  return problems;
+}
+
+/**
+ * What is wrong with the training requests an SL run's models received (none: []): alternation on
+ * every model (abandoned ones may end mid-step), and the last model sent exactly one
+ * forward_backward and one optim_step per step since the checkpoint it was restored from.
+ */
+export function lineageProblems(logPath: string, requests: Record<string, TrainingRequest[]>, totalSteps: number): string[] {
+  const models = runModels(logPath);
+  const problems = models.flatMap((m, i) => alternationProblems(m.modelId, requests[m.modelId] ?? [], i < models.length - 1));
+  // The last model trained every step after the checkpoint it was restored from (SL names a checkpoint by its step).
+  const last = models.at(-1)!;
+  const firstStep = last.restoredFrom ? Number(last.restoredFrom.name) + 1 : 0;
+  const pairs = (requests[last.modelId] ?? []).length / 2;
+  if (pairs !== totalSteps - firstStep) problems.push(`${last.modelId} trained ${pairs} steps, expected ${totalSteps - firstStep} (steps ${firstStep}..${totalSteps - 1})`);
   return problems;
 }

@@ -15,7 +15,7 @@ import type { RunResult } from '../../src/workflows/shared/training-run.js';
 import { checkpointsOf, metricsOf, weightsFingerprint } from '../support/runs.js';
 import { runToEnd, startTestStack, testRun, untilActivityRunning, waitUntil, workerProcess, type TestStack } from '../support/stack.js';
 import { inFullTier } from '../support/tier.js';
-import { alternationProblems, runModels, trainingRequests } from '../support/training-requests.js';
+import { lineageProblems, runModels, trainingRequests } from '../support/training-requests.js';
 
 const config = join(import.meta.dirname, '..', 'fixtures', 'sl_small.json');
 
@@ -27,18 +27,6 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-
-/** The pairs of requests each step of the run's surviving lineage sent, from the last model back. */
-function lineageProblems(logPath: string, requests: Awaited<ReturnType<typeof trainingRequests>>, totalSteps: number): string[] {
-  const models = runModels(logPath);
-  const problems = models.flatMap((m, i) => alternationProblems(m.modelId, requests[m.modelId] ?? [], i < models.length - 1));
-  // The last model trained every step after the checkpoint it was restored from (SL names a checkpoint by its step).
-  const last = models.at(-1)!;
-  const firstStep = last.restoredFrom ? Number(last.restoredFrom.name) + 1 : 0;
-  const pairs = (requests[last.modelId] ?? []).length / 2;
-  if (pairs !== totalSteps - firstStep) problems.push(`${last.modelId} trained ${pairs} steps, expected ${totalSteps - firstStep} (steps ${firstStep}..${totalSteps - 1})`);
-  return problems;
-}
 
 interface Variant {
   label: string;
