@@ -3,8 +3,11 @@
 // refused, and capabilities that name models under `model_id`. The same against the real engine:
 // wire.integration.test.ts.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { join } from 'node:path';
 import { forgetServerDialects, parseWire, resolveOptions } from '../../src/backends/config.js';
 import { BackendError } from '../../src/backends/types.js';
+import { applyWireFlag } from '../../src/cli/connect.js';
+import { resolveRun } from '../../src/cli/train.js';
 import { backendFor, sftDatum } from './helpers.js';
 import { FakeTinkerServer, startFakeServer } from './fake-server.js';
 
@@ -68,6 +71,23 @@ describe('the wire switch', () => {
     expect(resolveOptions({ ...base, encoding: 'json', env: { TINKER_WIRE: 'proto' } }).encoding).toBe('json');
     expect(() => resolveOptions({ ...base, env: { TINKER_WIRE: 'grpc' } })).toThrow('TINKER_WIRE must be json or proto, got "grpc"');
     expect(parseWire('protobuf', '--wire')).toBe('protobuf');
+  });
+
+  it('--wire sets TINKER_WIRE for the process (checked first); a run config takes `wire: json|proto` and refuses anything else', () => {
+    const before = process.env.TINKER_WIRE;
+    try {
+      applyWireFlag(' JSON ');
+      expect(process.env.TINKER_WIRE).toBe('json');
+      expect(() => applyWireFlag('xml')).toThrow('--wire must be json or proto, got "xml"');
+      expect(process.env.TINKER_WIRE).toBe('json');
+    } finally {
+      if (before === undefined) delete process.env.TINKER_WIRE;
+      else process.env.TINKER_WIRE = before;
+    }
+    const config = join(import.meta.dirname, '..', 'fixtures', 'sl_small.json');
+    expect(resolveRun('sl', config, []).config).toMatchObject({ wire: null });
+    expect(resolveRun('sl', config, ['wire=proto']).config).toMatchObject({ wire: 'proto' });
+    expect(() => resolveRun('sl', config, ['wire=grpc'])).toThrow(/wire/);
   });
 
   it('forced JSON sends no protobuf body; forced protobuf does not fall back when refused', async () => {
