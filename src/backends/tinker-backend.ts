@@ -84,10 +84,11 @@ export class TinkerBackend implements TrainingBackend, CheckpointTransfer {
       CapabilitiesSchema,
     );
     return {
-      // The SDK's field is `model_name`; a server that names its models under `model_id` (hatchery-core) is read the same.
+      // The SDK's field is `model_name`; hatchery-core names model families under `model_id`, by prefix.
       supported_models: r.supported_models.flatMap((m) => {
         const name = m.model_name || m.model_id;
-        return name ? [{ model_name: name, ...(m.max_context_length != null ? { max_context_length: m.max_context_length } : {}) }] : [];
+        if (!name) return [];
+        return [{ model_name: name, ...(m.max_context_length != null ? { max_context_length: m.max_context_length } : {}), ...(m.model_name ? {} : { prefix: true }) }];
       }),
     };
   }

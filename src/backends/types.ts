@@ -140,8 +140,17 @@ export interface LoraConfig {
 }
 
 export interface ServerCapabilities {
-  /** Entries without a model name are dropped by the client. */
-  supported_models: Array<{ model_name: string; max_context_length?: number }>;
+  /**
+   * Entries without a model name are dropped by the client. `prefix`: the entry names a family of
+   * models by the start of their names, not one model (hatchery-core lists families under
+   * `model_id`); `servedEntry` matches either.
+   */
+  supported_models: Array<{ model_name: string; max_context_length?: number; prefix?: boolean }>;
+}
+
+/** The capabilities entry that serves `model`: its exact name, else a family whose prefix it starts with. */
+export function servedEntry(caps: ServerCapabilities, model: string): ServerCapabilities['supported_models'][number] | undefined {
+  return caps.supported_models.find((m) => m.model_name === model) ?? caps.supported_models.find((m) => m.prefix && model.startsWith(m.model_name));
 }
 
 export interface GetInfoResponse {

@@ -364,10 +364,12 @@ export async function checkBackend(baseUrl: string, model: string): Promise<void
   if (res.status === 401 || res.status === 403) throw new Error(`the training backend at ${baseUrl} rejected the API key (HTTP ${res.status}); check TINKER_API_KEY`);
   if (!res.ok) throw new Error(`the training backend at ${baseUrl} answered HTTP ${res.status} to get_server_capabilities`);
   const body = (await res.json()) as { supported_models?: Array<{ model_name?: string; model_id?: string }> };
-  // hatchery-core names its models under `model_id`.
-  const served = (body.supported_models ?? []).map((m) => m.model_name || m.model_id).filter(Boolean) as string[];
+  const entries = body.supported_models ?? [];
+  const served = entries.map((m) => m.model_name || m.model_id).filter(Boolean) as string[];
+  // hatchery-core names model families under `model_id`: a model is served when its name starts with one.
+  const families = entries.flatMap((m) => (!m.model_name && m.model_id ? [m.model_id] : []));
   const isLocalPath = isAbsolute(model) && existsSync(model);
-  if (!isLocalPath && served.length > 0 && !served.includes(model)) {
+  if (!isLocalPath && served.length > 0 && !served.includes(model) && !families.some((f) => model.startsWith(f))) {
     throw new ConfigError(`model_name: ${model} is not served by ${baseUrl} (served: ${served.join(', ')})`);
   }
 }

@@ -2,9 +2,11 @@
 // checkpoint or a base model name) behind the project's Tinker client, with its tokenizer and
 // renderer. Requests share one sampling session and sample concurrently, so a backend that batches
 // concurrent requests (the engine with --continuous-batching, hosted Tinker) batches them.
+import { existsSync } from 'node:fs';
+import { isAbsolute } from 'node:path';
 import { apiKeyFor } from '../backends/api-key.js';
 import { createTinkerBackend, type TinkerBackend } from '../backends/tinker-backend.js';
-import { BackendError, type ModelInput, type SampleOpts, type SampleResponse, type SamplingParams, type SamplingSession } from '../backends/types.js';
+import { BackendError, servedEntry, type ModelInput, type SampleOpts, type SampleResponse, type SamplingParams, type SamplingSession } from '../backends/types.js';
 import { rendererForModel } from '../cookbook/renderers/for-model.js';
 import type { Renderer } from '../cookbook/renderers/types.js';
 import type { Tokenizer } from '../cookbook/tokenizer.js';
@@ -68,8 +70,10 @@ export async function openServedModel(o: ServedModelOptions): Promise<ServedMode
     const recorded = isPath ? await baseModelOfCheckpoint(backend, o.source, o.runDirs) : undefined;
     const baseModel = recorded?.baseModel ?? o.source;
     const caps = await backend.capabilities();
-    const served = caps.supported_models.find((m) => m.model_name === baseModel);
-    if (!isPath && !served) {
+    const served = servedEntry(caps, baseModel);
+    // A base model given as a local folder (SkyRL-tx, TuFT, hatchery load one) need not be listed, as `train` allows.
+    const isLocalFolder = isAbsolute(baseModel) && existsSync(baseModel);
+    if (!isPath && !served && !isLocalFolder) {
       throw new Error(`the backend at ${backend.baseUrl} does not serve ${baseModel} (it serves: ${caps.supported_models.map((m) => m.model_name).join(', ') || 'nothing'})`);
     }
     const { renderer, tokenizer } = await rendererForModel({

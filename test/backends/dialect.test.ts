@@ -5,9 +5,9 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { forgetServerDialects, parseWire, resolveOptions } from '../../src/backends/config.js';
-import { BackendError } from '../../src/backends/types.js';
+import { BackendError, servedEntry } from '../../src/backends/types.js';
 import { applyWireFlag } from '../../src/cli/connect.js';
-import { resolveRun } from '../../src/cli/train.js';
+import { checkBackend, resolveRun } from '../../src/cli/train.js';
 import { backendFor, sftDatum } from './helpers.js';
 import { FakeTinkerServer, startFakeServer } from './fake-server.js';
 
@@ -156,8 +156,20 @@ describe('JSON fallback when the first protobuf body is refused', () => {
 });
 
 describe('capabilities', () => {
-  it('reads models named under model_id (hatchery-core) as model names', async () => {
-    server.fault({ path: '/api/v1/get_server_capabilities', times: 1, action: { status: 200, body: { supported_models: [{ model_id: 'Qwen/Qwen3-8B' }, { model_name: 'a', model_id: 'b' }] } } });
-    expect((await backend().capabilities()).supported_models).toEqual([{ model_name: 'Qwen/Qwen3-8B' }, { model_name: 'a' }]);
+  it('reads model families named under model_id (hatchery-core) as name prefixes', async () => {
+    const supported_models = [{ model_id: 'Qwen/Qwen3.5', max_context_length: 65536, tokenizer_id: 'Qwen/Qwen3.5' }, { model_name: 'a', model_id: 'b' }, { model_name: 'Qwen/Qwen3.5-4B' }];
+    server.fault({ path: '/api/v1/get_server_capabilities', times: 1, action: { status: 200, body: { supported_models } } });
+    const caps = await backend().capabilities();
+    expect(caps.supported_models).toEqual([{ model_name: 'Qwen/Qwen3.5', max_context_length: 65536, prefix: true }, { model_name: 'a' }, { model_name: 'Qwen/Qwen3.5-4B' }]);
+    expect(servedEntry(caps, 'Qwen/Qwen3.5-27B')).toMatchObject({ model_name: 'Qwen/Qwen3.5', prefix: true });
+    expect(servedEntry(caps, 'Qwen/Qwen3.5-4B')).toEqual({ model_name: 'Qwen/Qwen3.5-4B' }); // an exact name first
+    expect(servedEntry(caps, 'a-large')).toBeUndefined(); // model_name entries are names, not prefixes
+  });
+
+  it("train's check: a model in a model_id family passes, one outside fails naming what is served", async () => {
+    const supported_models = [{ model_id: 'Qwen/Qwen3.5' }, { model_id: 'nvidia/NVIDIA-Nemotron-3' }];
+    server.fault({ path: '/api/v1/get_server_capabilities', times: 2, action: { status: 200, body: { supported_models } } });
+    await expect(checkBackend(server.baseUrl, 'Qwen/Qwen3.5-4B')).resolves.toBeUndefined();
+    await expect(checkBackend(server.baseUrl, 'meta-llama/Llama-3.2-1B')).rejects.toThrow('model_name: meta-llama/Llama-3.2-1B is not served by');
   });
 });
