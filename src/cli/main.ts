@@ -169,7 +169,11 @@ async function main(argv: string[]): Promise<number> {
       const [kind, configPath, ...overrides] = rest;
       if (!kind || !configPath) throw new ConfigError('train: usage `cookbook train <kind> <config.json> [key=value …]`');
       const [{ checkBackend, checkRunData, rendererWarnings, resolveRun, startRun }, { pyJsonDumps }] = await Promise.all([import('./train.js'), import('../cookbook/pyjson.js')]);
-      const resolved = resolveRun(kind, configPath, overrides, { workflowId: values.id });
+      let resolved = resolveRun(kind, configPath, overrides, { workflowId: values.id });
+      // --wire reaches a worker that is already running only through the run's config key `wire`.
+      if (flags.wire !== undefined && 'wire' in resolved.config && !overrides.some((o) => o.startsWith('wire='))) {
+        resolved = resolveRun(kind, configPath, [...overrides, `wire=${flags.wire.trim().toLowerCase()}`], { workflowId: values.id });
+      }
       for (const w of rendererWarnings(resolved.config)) console.error(`warning: ${w}`);
       if (values['dry-run']) {
         await checkRunData(resolved);

@@ -8,6 +8,7 @@ import { forgetServerDialects, parseWire, resolveOptions } from '../../src/backe
 import { BackendError, servedEntry } from '../../src/backends/types.js';
 import { applyWireFlag } from '../../src/cli/connect.js';
 import { checkBackend, resolveRun } from '../../src/cli/train.js';
+import { cookbookProcess } from '../support/cli.js';
 import { backendFor, sftDatum } from './helpers.js';
 import { FakeTinkerServer, startFakeServer } from './fake-server.js';
 
@@ -88,6 +89,18 @@ describe('the wire switch', () => {
     expect(resolveRun('sl', config, []).config).toMatchObject({ wire: null });
     expect(resolveRun('sl', config, ['wire=proto']).config).toMatchObject({ wire: 'proto' });
     expect(() => resolveRun('sl', config, ['wire=grpc'])).toThrow(/wire/);
+  });
+
+  it('`cookbook train … --wire json` sets the run\'s config key (a worker already running reads it there); a bad value stops it', async () => {
+    const config = join(import.meta.dirname, '..', 'fixtures', 'sl_small.json');
+    const [ok, bad] = await Promise.all([
+      cookbookProcess(['train', 'sl', config, '--dry-run', '--wire', 'json']).done,
+      cookbookProcess(['train', 'sl', config, '--dry-run', '--wire', 'grpc']).done,
+    ]);
+    expect(ok.code, ok.err).toBe(0);
+    expect(ok.out).toContain('"wire": "json"');
+    expect(bad.code).toBe(2);
+    expect(bad.err).toContain('--wire must be json or proto, got "grpc"');
   });
 
   it('forced JSON sends no protobuf body; forced protobuf does not fall back when refused', async () => {
