@@ -7,7 +7,9 @@ same gateway with `GPUWorker(device="cpu", dtype=torch.float32)` in place of the
 real on CPU. It also binds 127.0.0.1 only (local_dev binds 0.0.0.0). Everything else is
 local_dev's own set-up, imported from it.
 
-    HATCHERY_DEV_PORT=P HATCHERY_DEV_API_KEY=K HATCHERY_DEV_BASE_MODEL=DIR python scripts/peers/hatchery_cpu.py
+    HATCHERY_DEV_PORT=P HATCHERY_DEV_API_KEY=K HATCHERY_DEV_BASE_MODEL=DIR python src/stack/hatchery_cpu.py
+
+(`npm run peers:start -- hatchery` runs it from the peer venv: src/stack/peers.mjs.)
 """
 
 import asyncio

