@@ -159,21 +159,18 @@ export class TinkerTrainingSession implements TrainingSession {
       // retried as protobuf: it is resent once as JSON (why that cannot apply a step twice: see
       // refusesProtobufBody).
       const onTrial = this.core.protobufOnTrial;
+      const protobufRequest = { method: 'POST', path: '/api/v1/forward_backward', body, contentType: PROTOBUF_CONTENT_TYPE, headers, requestType } as const;
       try {
-        const requestId = await this.core.submit({
-          method: 'POST',
-          path: '/api/v1/forward_backward',
-          body,
-          contentType: PROTOBUF_CONTENT_TYPE,
-          headers,
-          requestType,
-          ...(onTrial ? { giveUpOn: refusesProtobufBody } : {}),
-        });
+        const requestId = await this.core.submit({ ...protobufRequest, ...(onTrial ? { giveUpOn: refusesProtobufBody } : {}) });
         this.core.protobufWorks();
         return requestId;
       } catch (err) {
         const refused = err instanceof BackendError && err.status !== undefined && (err.status === 415 || (onTrial && refusalStatus(err.status, err.detail)));
-        if (!refused || !this.core.protobufOnTrial) throw err;
+        if (!refused) throw err;
+        // Another request of this client had its protobuf body accepted meanwhile: this failure is
+        // an ordinary one, retried as protobuf as any other would have been.
+        if (onTrial && !this.core.protobufOnTrial && err.status !== 415) return this.core.submit(protobufRequest);
+        if (!this.core.protobufOnTrial) throw err;
         this.core.fallBackToJson(err.message);
       }
     }
