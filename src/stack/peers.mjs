@@ -202,7 +202,7 @@ export function peerLaunch(name, { python, modelDir, dir, port, apiKey = PEER_AP
       return {
         command: python,
         args: ['-m', 'tx.tinker.api', '--base-model', modelDir, '--host', '127.0.0.1', '--port', String(port), '--backend', 'jax',
-          '--backend-config', JSON.stringify({ max_lora_adapters: 8, max_lora_rank: 32 }),
+          '--backend-config', JSON.stringify({ max_lora_adapters: 16, max_lora_rank: 32 }),
           '--database-url', `sqlite:///${path.join(dir, 'tinker.db')}`, '--checkpoints-base', path.join(dir, 'ckpt')],
         env: { JAX_PLATFORMS: 'cpu', PATH: `${shimDir}${path.delimiter}${process.env.PATH}` },
         model: modelDir,

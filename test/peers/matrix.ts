@@ -32,7 +32,7 @@ export function peerMatrix(name: PeerName, supports: PeerSupport): void {
   describe(`${name} (Tinker-compatible peer server)`, { timeout: RUN_DEADLINE_MS + 120_000 }, () => {
     let stack: TestStack;
     let peer: PeerServer;
-    let slResult: RunResult | undefined;
+    let sl: { result: RunResult; logPath: string } | undefined;
 
     beforeAll(async () => {
       [stack, peer] = await Promise.all([startTestStack(), startPeer(name)]);
@@ -77,35 +77,19 @@ export function peerMatrix(name: PeerName, supports: PeerSupport): void {
       expect(rows.length).toBe(result.steps);
       expect(rows.map((r) => Number.isFinite(r.train_mean_nll))).toEqual(rows.map(() => true));
       expect(result.finalCheckpoint?.samplerPath).toMatch(/^tinker:\/\//);
-      slResult = result;
-    });
-
-    it.runIf(supports.rl)('RL (rl_small) completes with sampled rollouts every step', async () => {
-      const run = peerRun('rl_small.json', 'rl');
-      const result = await runOnPeer(run);
-      expect(result.status).toBe('completed');
-      const rows = metricsOf(run.run.logPath);
-      expect(rows.length).toBe(result.steps);
-      expect(rows.every((r) => Number(r['env/all/total_episodes'] ?? r['env/all/num_trajectories'] ?? 0) > 0)).toBe(true);
-    });
-
-    it.runIf(supports.dpo)('DPO (dpo_small) completes: every step has a finite DPO loss', async () => {
-      const run = peerRun('dpo_small.json', 'dpo');
-      const result = await runOnPeer(run);
-      expect(result.status).toBe('completed');
-      const rows = metricsOf(run.run.logPath);
-      expect(rows.length).toBe(result.steps);
-      expect(rows.map((r) => Number.isFinite(r.dpo_loss))).toEqual(rows.map(() => true));
+      sl = { result, logPath: run.run.logPath };
     });
 
     it.runIf(supports.chat)('cookbook chat and serve answer from the SL run\'s sampler checkpoint', async () => {
-      const samplerPath = slResult?.finalCheckpoint?.samplerPath;
+      const samplerPath = sl?.result.finalCheckpoint?.samplerPath;
       expect(samplerPath, 'the SL test above left a sampler checkpoint').toBeTruthy();
       const env = { TINKER_BASE_URL: peer.baseUrl, TINKER_API_KEY: peer.apiKey };
-      const chat = await cookbookWithInput(['chat', samplerPath!, '--renderer', 'qwen3', '--max-tokens', '6', '--seed', '1'], 'Hello there\n', env);
+      // --run: the run that saved the checkpoint, for a server whose weights_info refuses its own paths (SkyRL-tx).
+      const run = ['--run', sl!.logPath];
+      const chat = await cookbookWithInput(['chat', samplerPath!, ...run, '--renderer', 'qwen3', '--max-tokens', '6', '--seed', '1'], 'Hello there\n', env);
       expect(chat.code, `cookbook chat failed:\n${chat.err}`).toBe(0);
 
-      const serve = await startServeOn(samplerPath!, env);
+      const serve = await startServeOn(samplerPath!, run, env);
       try {
         const res = await fetch(`${serve.url}/chat/completions`, {
           method: 'POST',
@@ -121,6 +105,26 @@ export function peerMatrix(name: PeerName, supports: PeerSupport): void {
         serve.child.kill('SIGTERM');
       }
     });
+
+    it.runIf(supports.rl)('RL (rl_small) completes, every step on all its sampled episodes', async () => {
+      const run = peerRun('rl_small.json', 'rl');
+      const result = await runOnPeer(run);
+      expect(result.status).toBe('completed');
+      const all = metricsOf(run.run.logPath);
+      // One row per step, then the closing row of token totals.
+      expect(all.map((r) => r.step)).toEqual([...Array(result.steps + 1).keys()]);
+      expect(all.slice(0, -1).map((r) => r['env/all/total_episodes'])).toEqual(all.slice(0, -1).map(() => 12)); // 3 groups × 4 samples
+    });
+
+    it.runIf(supports.dpo)('DPO (dpo_small) completes: every step has a finite DPO loss', async () => {
+      const run = peerRun('dpo_small.json', 'dpo');
+      const result = await runOnPeer(run);
+      expect(result.status).toBe('completed');
+      const rows = metricsOf(run.run.logPath);
+      expect(rows.length).toBe(result.steps);
+      expect(rows.map((r) => Number.isFinite(r.dpo_loss))).toEqual(rows.map(() => true));
+    });
+
   });
 }
 
@@ -142,8 +146,8 @@ function cookbookWithInput(args: string[], input: string, env: Record<string, st
   return new Promise((resolve) => child.on('close', (code) => resolve({ code: code ?? 1, out, err })));
 }
 
-function startServeOn(path: string, env: Record<string, string>): Promise<{ child: ReturnType<typeof spawn>; url: string }> {
-  const child = spawn(process.execPath, [cookbookBin, 'serve', path, '--renderer', 'qwen3', '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+function startServeOn(path: string, extra: string[], env: Record<string, string>): Promise<{ child: ReturnType<typeof spawn>; url: string }> {
+  const child = spawn(process.execPath, [cookbookBin, 'serve', path, ...extra, '--renderer', 'qwen3', '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   return new Promise((resolve, reject) => {
     let out = '';
     let err = '';
