@@ -29,7 +29,9 @@ export type FutureRequestType =
   | 'SaveWeightsForSampler'
   | 'LoadWeights'
   | 'UnloadModel'
-  | 'Sample';
+  | 'Sample'
+  // hatchery-core answers create_sampling_session with a future (tinker-backend.ts).
+  | 'CreateSamplingSession';
 
 export interface ResultDecoder<T> {
   json: ZodType<T> | ((value: unknown) => T);

@@ -37,6 +37,8 @@ export const CreateSessionResponse = z
   .loose();
 
 export const CreateSamplingSessionResponse = z.object({ sampling_session_id: z.string() }).loose();
+/** The protocol's answer, or a future whose result is that answer (hatchery-core 0.3). */
+export const CreateSamplingSessionAnswer = z.union([CreateSamplingSessionResponse, z.object({ request_id: z.string() }).loose()]);
 
 export const UntypedFuture = z
   .object({

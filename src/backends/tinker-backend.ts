@@ -7,6 +7,7 @@ import { HealthResponse } from './schemas.js';
 import {
   CheckpointsListResponse,
   CreateModelResponse,
+  CreateSamplingSessionAnswer,
   CreateSamplingSessionResponse,
   GetSamplerResponse,
   ServerCapabilities as CapabilitiesSchema,
@@ -180,7 +181,7 @@ export class TinkerBackend implements TrainingBackend, CheckpointTransfer {
     } else {
       body.base_model = source.baseModel;
     }
-    const r = await this.core.withSession((sessionId) =>
+    const answer = await this.core.withSession((sessionId) =>
       this.core.callJson(
         {
           method: 'POST',
@@ -188,9 +189,13 @@ export class TinkerBackend implements TrainingBackend, CheckpointTransfer {
           body: { session_id: sessionId, sampling_session_seq_id: this.core.nextSamplingSeqId(), ...body },
           requestType: 'create_sampling_session',
         },
-        CreateSamplingSessionResponse,
+        CreateSamplingSessionAnswer,
       ),
     );
+    // The protocol answers at once; hatchery-core answers with a future whose result is that answer.
+    const r = 'sampling_session_id' in answer && typeof answer.sampling_session_id === 'string'
+      ? { sampling_session_id: answer.sampling_session_id }
+      : await this.core.poll(String(answer.request_id), 'CreateSamplingSession', { json: CreateSamplingSessionResponse });
     return new TinkerSamplingSession(this.core, r.sampling_session_id);
   }
 

@@ -168,6 +168,24 @@ describe('JSON fallback when the first protobuf body is refused', () => {
   });
 });
 
+describe('create_sampling_session answered with a future (hatchery-core)', () => {
+  it('polls the future and samples in the session its result names', async () => {
+    const b = backend();
+    const reference = await b.createSamplingSession({ baseModel: 'tiny-qwen3' }); // a session the fake server knows
+    server.fault({ path: '/api/v1/create_sampling_session', times: 1, action: { status: 200, body: { request_id: 'fut_1', model_id: 'smp_1', status: 'pending' } } });
+    server.fault({
+      path: '/api/v1/retrieve_future',
+      times: 1,
+      when: (r) => r.json?.request_id === 'fut_1',
+      action: { status: 200, body: { type: 'create_sampling_session', sampling_session_id: reference.samplingSessionId } },
+    });
+    const sampler = await b.createSamplingSession({ modelPath: 'tinker://m/sampler_weights/s' });
+    expect(sampler.samplingSessionId).toBe(reference.samplingSessionId);
+    const r = await sampler.sample({ chunks: [{ type: 'encoded_text', tokens: [1, 2, 3] }] }, 1, { max_tokens: 2 });
+    expect(r.sequences).toHaveLength(1);
+  });
+});
+
 describe('capabilities', () => {
   it('reads model families named under model_id (hatchery-core) as name prefixes', async () => {
     const supported_models = [{ model_id: 'Qwen/Qwen3.5', max_context_length: 65536, tokenizer_id: 'Qwen/Qwen3.5' }, { model_name: 'a', model_id: 'b' }, { model_name: 'Qwen/Qwen3.5-4B' }];
