@@ -8,7 +8,7 @@
 // The probe shows dedupe only: a server that deduplicates by seq_id is taken to order by it too
 // (the protocol asks both of a server, and none is known that does one without the other).
 import { z } from 'zod';
-import type { Datum, TrainingBackend, TrainingSession } from './types.js';
+import { BackendError, type Datum, type TrainingBackend, type TrainingSession } from './types.js';
 
 export interface SeqIdGuarantees {
   /** A model's requests run in seq_id order, whatever order they arrive in. */
@@ -34,11 +34,23 @@ const PROBE_DATUM: Datum = {
   loss_fn_inputs: { target_tokens: { data: [2, 3], dtype: 'int64' }, weights: { data: [1, 1], dtype: 'float32' } },
 };
 
-/** Sends the same forward twice under `seqId` (one seq id of `session`'s model) and compares the answers. */
+/**
+ * Sends the same forward twice under `seqId` (one seq id of `session`'s model) and compares the
+ * answers. A server that refuses the resend as out of sequence (TuFT 0.2: 409 "Sequence conflict")
+ * checks the order but cannot answer a resend: a step whose outcome is unknown must not be resent
+ * there either.
+ */
 async function probe(session: TrainingSession, seqId: number): Promise<SeqIdGuarantees> {
   const first = await session.forward([PROBE_DATUM], 'cross_entropy', { seqId });
-  const again = await session.forward([PROBE_DATUM], 'cross_entropy', { seqId });
-  await Promise.all([first.result(), again.result()]);
+  await first.result();
+  let again;
+  try {
+    again = await session.forward([PROBE_DATUM], 'cross_entropy', { seqId });
+    await again.result();
+  } catch (err) {
+    if (err instanceof BackendError && err.kind === 'conflict') return { ordered: true, deduplicated: false, source: 'probe' };
+    throw err;
+  }
   const deduplicated = !!first.requestIds?.length && first.requestIds[0] === again.requestIds?.[0];
   return { ordered: deduplicated, deduplicated, source: 'probe' };
 }
