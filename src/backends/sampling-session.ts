@@ -74,7 +74,7 @@ export class TinkerSamplingSession implements SamplingSession {
       try {
         const response = await this.core.poll(promise.request_id, 'Sample', SAMPLE_DECODER);
         checkOptionsHonoured(response, opts);
-        return withSequenceIds(response, promise.sample_sequence_ids);
+        return withSequenceIds(withWholePromptLogprobs(response, promptTokens(prompt)), promise.sample_sequence_ids);
       } catch (err) {
         if (err instanceof BackendError && err.kind === 'expired' && attempt < MAX_EXPIRED_RESUBMITS) continue;
         throw err;
@@ -133,6 +133,29 @@ export function checkOptionsHonoured(r: SampleResponse, opts: SampleOpts): void 
   if (lastN !== undefined && r.prompt_logprobs && r.prompt_logprobs.slice(0, Math.max(0, r.prompt_logprobs.length - lastN)).some((v) => v !== null)) {
     throw ignored('prompt_logprobs_last_n');
   }
+}
+
+/**
+ * Prompt logprobs one per prompt token, the first `null` (nothing predicts it), as Tinker answers.
+ * SkyRL-tx 0.3 leaves that first entry out (N-1 for N tokens): put back, so every value stays at
+ * its token's position; any other count is the server's error, said as such.
+ */
+export function withWholePromptLogprobs(response: SampleResponse, promptTokens: number | undefined): SampleResponse {
+  const got = response.prompt_logprobs;
+  if (!got || promptTokens === undefined || got.length === promptTokens) return response;
+  if (got.length === promptTokens - 1) return { ...response, prompt_logprobs: [null, ...got] };
+  throw new BackendError(`asample: ${got.length} prompt logprobs for a prompt of ${promptTokens} tokens`, 200, 'Sample', undefined, 'server');
+}
+
+/** The prompt's token count (undefined when an image chunk does not say its own). */
+function promptTokens(prompt: ModelInput): number | undefined {
+  let n = 0;
+  for (const c of prompt.chunks) {
+    if (c.type === 'encoded_text') n += c.tokens.length;
+    else if (c.expected_tokens !== undefined) n += c.expected_tokens;
+    else return undefined;
+  }
+  return n;
 }
 
 /** Stamps the ids fixed at submission onto the sequences (the final response does not repeat them). */
