@@ -436,7 +436,7 @@ def test_mutated_bodies_on_every_route(fuzz_engine):
     get = {
         "/healthz": None, "/get_server_capabilities": None, "/training_runs": None, "/checkpoints": None,
         "/sessions": None, "/training_runs/{run_id}": model, "/training_runs/{run_id}/checkpoints": model,
-        "/sessions/{session_id}": sid, "/samplers/{sampler_id:path}": sampler,
+        "/sessions/{session_id}": sid, "/samplers/{sampler_id:path}": sampler, "/debug/training_requests": None,
     }
     ttl_route = "/training_runs/{run_id}/checkpoints/{kind}/{name}/ttl"
     delete_route = "/training_runs/{run_id}/checkpoints/{kind}/{name}"
