@@ -58,6 +58,15 @@ describe('resolveRun', () => {
     expect(r.config.dataset_configs[0].groups_per_batch).toBe(2);
     expect(() => resolveRun('distill', cfg, [`dataset_configs.0.dataset.file_path=${join(dir, 'missing.jsonl')}`])).toThrow(/dataset_configs\.0\.dataset\.file_path/);
   });
+  it('a run on another server with its store in a bucket (configs/sl_skyrl_tx.json): the URI kept, the server named', () => {
+    const r = resolveRun('sl', join(process.cwd(), 'configs', 'sl_skyrl_tx.json'), [], { workflowId: 'sl-remote' });
+    expect(r.run.logPath).toBe('s3://my-team-runs/sl-skyrl-tx');
+    expect(r.config).toMatchObject({ base_url: 'http://skyrl-tx.internal:8000', model_name: 'Qwen/Qwen3-8B', renderer_name: 'qwen3', log_path: 's3://my-team-runs/sl-skyrl-tx' });
+    // No log_path: the runs dir may be a bucket too, the run under it by id.
+    const under = resolveRun('sl', join(process.cwd(), 'configs', 'sl_demo.json'), [], { workflowId: 'sl-x', runsDir: 's3://my-team-runs/runs/' });
+    expect(under.run.logPath).toBe('s3://my-team-runs/runs/sl-x');
+  });
+
   it('fills defaults, resolves paths against the config file, and names the workflow', () => {
     const r = resolveRun('sl', write('ok.json', base), ['learning_rate=0.001', 'dataset.batch_size=4']);
     expect(r.workflowId).toMatch(/^sl-ok-\d{8}-\d{6}$/);
