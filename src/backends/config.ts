@@ -223,6 +223,11 @@ export function rememberProtobufRefused(baseUrl: string): void {
   refusedProtobuf.add(serverKey(baseUrl));
 }
 
+/** The JSON resend was refused too: the body's content was at fault, not its encoding. */
+export function forgetProtobufRefused(baseUrl: string): void {
+  refusedProtobuf.delete(serverKey(baseUrl));
+}
+
 /** Tests: forget what this process learnt about servers' dialects. */
 export function forgetServerDialects(): void {
   refusedProtobuf.clear();

@@ -2,7 +2,7 @@
 // with its heartbeat, and the session-wide counters (§2, §3.1). Training and sampling sessions hold
 // a reference to it.
 import type { ZodType, z } from 'zod';
-import { negotiateSettings, rememberProtobufRefused, SDK_VERSION, type ResolvedOptions, type ServerSettings } from './config.js';
+import { forgetProtobufRefused, negotiateSettings, rememberProtobufRefused, SDK_VERSION, type ResolvedOptions, type ServerSettings } from './config.js';
 import { type FutureRequestType, pollFuture, type ResultDecoder } from './futures.js';
 import { ClientClosedError, HttpClient, type HttpRequest, parseJsonBody } from './http.js';
 import { AuthTokenResponse, ClientConfigResponse, CreateSessionResponse, UntypedFuture } from './schemas.js';
@@ -109,6 +109,18 @@ export class ClientCore {
     }
     rememberProtobufRefused(this.opts.baseUrl);
     this.opts.logger.warn({ baseUrl: this.opts.baseUrl, why }, 'Tinker server refused protobuf; using the JSON dialect');
+  }
+
+  /**
+   * Undoes fallBackToJson when the JSON resend was refused as well: the request itself was bad (a
+   * 400 for its data), which says nothing about the server's dialect, so protobuf stays.
+   */
+  backToProtobuf(): void {
+    if (this.resolvedSettings) {
+      this.resolvedSettings = { ...this.resolvedSettings, encoding: 'protobuf' };
+      this.settingsPromise = Promise.resolve(this.resolvedSettings);
+    }
+    forgetProtobufRefused(this.opts.baseUrl);
   }
 
   private async negotiate(): Promise<ServerSettings> {

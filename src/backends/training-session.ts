@@ -172,8 +172,21 @@ export class TinkerTrainingSession implements TrainingSession {
         if (onTrial && !this.core.protobufOnTrial && err.status !== 415) return this.core.submit(protobufRequest);
         if (!this.core.protobufOnTrial) throw err;
         this.core.fallBackToJson(err.message);
+        // The server lacks protobuf only if it takes the same request as JSON. Refused as JSON too
+        // (or not expressible in JSON: stable_reinforce's provenance), the request itself was at
+        // fault: protobuf stays, and the server's answer to it is the error.
+        try {
+          return await this.submitJson(seqId, data, lossFn, lossFnConfig, forwardOnly, requestType);
+        } catch {
+          this.core.backToProtobuf();
+          throw err;
+        }
       }
     }
+    return this.submitJson(seqId, data, lossFn, lossFnConfig, forwardOnly, requestType);
+  }
+
+  private submitJson(seqId: number, data: Datum[], lossFn: LossFn, lossFnConfig: Record<string, number> | undefined, forwardOnly: boolean, requestType: 'forward' | 'forward_backward'): Promise<string> {
     return this.core.submit({
       method: 'POST',
       // JSON dialect: forward has its own endpoint (≤0.24 SDKs, §3.2).

@@ -157,6 +157,22 @@ describe('JSON fallback when the first protobuf body is refused', () => {
     }
   });
 
+  it('a request refused as JSON too was bad itself: the client stays on protobuf, for itself and the server', async () => {
+    forgetServerDialects();
+    const badBody = { status: 400, body: { detail: 'datum 0: target_tokens longer than the input' } };
+    server.fault({ path: FB, times: 2, action: badBody }); // the protobuf body, then its JSON resend
+    const b = backend();
+    const m = await b.createTrainingSession({ baseModel: 'tiny-qwen3', lora: { rank: 4 } });
+    const err = await m.forwardBackward(data, 'cross_entropy', { seqId: 1 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(BackendError);
+    expect((err as BackendError).status).toBe(400);
+    expect(requestsOf(m.modelId).map(isProto)).toEqual([true, false]);
+    expect((await b.ready()).encoding).toBe('protobuf');
+    expect((await backend().ready()).encoding).toBe('protobuf');
+    await (await m.forwardBackward(data, 'cross_entropy', { seqId: 1 })).result(); // refused, so never applied: seq 1 again
+    expect(requestsOf(m.modelId).map(isProto)).toEqual([true, false, true]);
+  });
+
   it('once a protobuf body was accepted, a later 500 is an ordinary retry in protobuf, never a switch', async () => {
     const b = backend();
     const m = await b.createTrainingSession({ baseModel: 'tiny-qwen3', lora: { rank: 4 } });
