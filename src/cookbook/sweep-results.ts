@@ -4,7 +4,6 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { RunStore } from './run-store.js';
-import { runDir } from './stores/mirror.js';
 
 export type PointStatus = 'completed' | 'stopped' | 'failed';
 
@@ -28,9 +27,10 @@ export const RESULTS_FILE = 'results.jsonl';
 
 /** The last value each numeric key took in the run's metrics.jsonl (a key logged only at evals keeps its last eval). */
 export function finalMetrics(logPath: string): Record<string, number> {
-  if (!existsSync(join(runDir(logPath), 'metrics.jsonl'))) return {};
+  const store = new RunStore(logPath);
+  if (!existsSync(store.metricsJsonl)) return {};
   const last: Record<string, number> = {};
-  for (const row of new RunStore(logPath).readMetrics()) {
+  for (const row of store.readMetrics()) {
     for (const [k, v] of Object.entries(row)) if (typeof v === 'number') last[k] = v;
   }
   return last;
