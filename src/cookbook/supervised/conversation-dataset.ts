@@ -6,7 +6,7 @@ import { BatchedDataset, EpochBatches } from '../epoch-batches.js';
 import { hasImages, loadMessageImages } from '../images/messages.js';
 import { DataValidationError } from '../errors.js';
 import { TrainOnWhat, type Message, type Renderer } from '../renderers/types.js';
-import { conversationToDatum } from './datum.js';
+import { conversationToDatum, datumFromModelInputWeights } from './datum.js';
 import type { ConversationRow } from './jsonl.js';
 
 const rowWhere = (row: ConversationRow) => row.at ?? `line ${row.line}`;
@@ -77,7 +77,10 @@ export function conversationDatumBuilder(
   return (row) => {
     let datum: Datum;
     try {
-      datum = conversationToDatum(row.messages, renderer, maxLength, trainOnWhat);
+      // A row with its own tokens trains on them as they are, weighted as it says (token-record.ts).
+      datum = row.record
+        ? datumFromModelInputWeights({ chunks: [{ type: 'encoded_text', tokens: row.record.tokens }] }, row.record.weights, maxLength, 'mean')
+        : conversationToDatum(row.messages, renderer, maxLength, trainOnWhat);
     } catch (e) {
       const err = e as Error;
       err.message = `${at(row)}: ${err.message}`;

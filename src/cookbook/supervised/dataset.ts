@@ -127,7 +127,8 @@ export async function buildChatDatasets(
     rendererForModel(model, cfg.renderer_name),
   ]);
   const trainOnWhat = cfg.train_on_what ?? TrainOnWhat.ALL_ASSISTANT_MESSAGES;
-  for (const r of rows) checkHasTrainableMessage(r.messages, trainOnWhat, `${displayPath}:${r.line}`);
+  // A row with its own tokens and weights says what is trained on; train_on_what applies to the rest.
+  for (const r of rows) if (!r.record) checkHasTrainableMessage(r.messages, trainOnWhat, `${displayPath}:${r.line}`);
 
   const shuffled = numpyPermutation(cfg.shuffle_seed, rows.length).map((i) => rows[i]);
   let trainRows = shuffled;

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { DataFormatError } from '../errors.js';
 import { parseJsonlRows, readTextFile } from '../jsonl.js';
 import type { ContentPart, Message } from '../renderers/types.js';
+import { tokenRecordOf, type TokenRecord } from './token-record.js';
 
 export const MESSAGE_ROLES = ['system', 'user', 'assistant', 'tool'] as const;
 
@@ -14,6 +15,8 @@ export interface ConversationRow {
   line: number;
   /** Where the row came from when that is not `file:line` (an `hf` source's "file row N"). */
   at?: string;
+  /** The exact tokens to train on, when the row gives them (token-record.ts). */
+  record?: TokenRecord;
 }
 
 function describe(v: unknown): string {
@@ -67,9 +70,14 @@ export function validateConversation(data: unknown, at: string): Message[] {
   return messages as Message[];
 }
 
+function withTokenRecord(row: ConversationRow, data: unknown, at: string): ConversationRow {
+  const record = tokenRecordOf(data as Record<string, unknown>, at);
+  return record ? { ...row, record } : row;
+}
+
 /** Parse JSONL text. Blank lines are skipped; `displayPath` is used in error messages. */
 export function parseConversationsJsonl(text: string, displayPath: string): ConversationRow[] {
-  return parseJsonlRows(text, displayPath, (data, at, line) => ({ messages: validateConversation(data, at), line }), {
+  return parseJsonlRows(text, displayPath, (data, at, line) => withTokenRecord({ messages: validateConversation(data, at), line }, data, at), {
     emptyMessage: `${displayPath}: no conversations (the file is empty)`,
   });
 }
