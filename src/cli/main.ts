@@ -22,6 +22,7 @@ async function usage(): Promise<string> {
     import('./play.js'),
   ]);
   const { TTS_USAGE } = await import('./tts.js');
+  const { CAPTURE_USAGE } = await import('../capture/cli.js');
   return `usage: cookbook <command> [options]
 
   dev [--detach]                      start the local stack (Temporal + Web UI, engine, worker), or what is
@@ -58,6 +59,7 @@ ${EVAL_USAGE}
 ${TTS_USAGE}
 ${EXPORT_USAGE}
 ${SERVE_USAGE}
+${CAPTURE_USAGE}
 ${DECIDE_USAGE}
 ${PLAY_USAGE}
 ${WORKER_USAGE}
@@ -71,6 +73,8 @@ async function main(argv: string[]): Promise<number> {
   if (argv[0] === 'decide') return (await import('./decide.js')).decideCommand(argv.slice(1));
   // play reads its own flags (--against, --player, --multiline) and the person's replies from stdin.
   if (argv[0] === 'play') return (await import('./play.js')).playCommand(argv.slice(1));
+  // capture reads its own flags (the store's folder or URL, query filters).
+  if (argv[0] === 'capture') return (await import('../capture/cli.js')).captureCommand(argv.slice(1));
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
