@@ -136,10 +136,11 @@ export class CaptureDb {
       throw describeOpenFailure(path, error);
     }
     try {
-      this.db.pragma('journal_mode = WAL');
-      this.db.pragma('synchronous = FULL');
+      // Checked before anything is written: switching to WAL rewrites the header of a file in rollback mode.
       const check = this.db.pragma('quick_check', { simple: true }) as string;
       if (check !== 'ok') throw corrupted(path, `integrity check: ${check}`);
+      this.db.pragma('journal_mode = WAL');
+      this.db.pragma('synchronous = FULL');
       this.db.exec(`BEGIN IMMEDIATE; ${SCHEMA_SQL} COMMIT;`);
     } catch (error) {
       this.db.close();
