@@ -4,6 +4,7 @@
 // them and `slFinish` awaits them while the next step's `slSubmit` runs.
 import type { Datum, ForwardBackwardOutput, OptimStepResponse, TrainingSession } from '../backends/types.js';
 import type { SupervisedConfig } from '../cookbook/config/sl.js';
+import { captureTrainOp } from '../capture/run-capture.js';
 import { RunStore, type RunRef } from '../cookbook/run-store.js';
 import { buildChatDatasets } from '../cookbook/supervised/dataset.js';
 import { computeBpb, computeMeanNll } from '../cookbook/supervised/nll.js';
@@ -53,7 +54,7 @@ export function supervisedActivities(deps: ActivityDeps) {
   };
 
   /** The reference's `submit_batch` (its evals are activities of their own here): the batch, its requests queued. */
-  function submitStep({ run, model, epoch, batch, learningRate }: SlStepInput) {
+  function submitStep({ run, model, step, epoch, batch, learningRate }: SlStepInput) {
     return scopeSpan('submit_batch', async () => {
       const { cfg, data } = slData(run);
       const batch_D = await scopeSpan('get_batch', async () => (await data).train.batchAt(epoch, batch));
@@ -61,6 +62,8 @@ export function supervisedActivities(deps: ActivityDeps) {
       const fb = await callBackend('forward_backward', 'model-lost', () => client.forwardBackward(batch_D, 'cross_entropy', { seqId: model.nextSeqId }));
       const adam = { learning_rate: learningRate, beta1: cfg.adam_beta1, beta2: cfg.adam_beta2, eps: cfg.adam_eps };
       const optim = await callBackend('optim_step', 'model-lost', () => client.optimStep(adam, { seqId: model.nextSeqId + fb.seqIds }));
+      captureTrainOp(cfg.capture, { run, step, op: 'forward_backward', modelId: model.modelId, details: { loss_fn: 'cross_entropy', epoch, batch } }, batch_D);
+      captureTrainOp(cfg.capture, { run, step, op: 'optim_step', modelId: model.modelId, details: { learning_rate: learningRate } });
       return { batch_D, fb, optim };
     });
   }

@@ -19,7 +19,9 @@ export const CAPTURE_USAGE = `  capture serve [--data-dir DIR]      the capture 
                                             --has path, --tool-use, --label L; --data-dir or --url U
   capture tail [--run-id R] [--json]  follow new rows as they are stored (--cursor N: from after N; --count N:
                                       stop after N)
-  capture stats [--json]              the store's counts, size, limits, rows removed, redactions`;
+  capture stats [--json]              the store's counts, size, limits, rows removed, redactions
+  capture export --format sft|comparisons --out FILE [filters]   a dataset \`train sl\` / \`train dpo\` reads as it
+                                      is (filters: --run, --since/--until, --tool-use, --min-reward, --label; --help)`;
 
 const STORE_OPTIONS = {
   'data-dir': { type: 'string' },
@@ -67,6 +69,8 @@ export async function captureCommand(argv: string[]): Promise<number> {
       return tail(rest);
     case 'stats':
       return stats(rest);
+    case 'export':
+      return (await import('./export/cli.js')).captureExportCommand(rest);
     default:
       console.error(`usage:\n${CAPTURE_USAGE}`);
       return 2;

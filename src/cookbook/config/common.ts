@@ -1,6 +1,7 @@
 // Config pieces shared by every paradigm: the fields the reference repeats in each Config, plus
 // the durability knobs that only exist because runs are Temporal workflows.
 import { z } from 'zod';
+import { RunCaptureSchema } from '../../capture/run-config.js';
 
 export const LrScheduleSchema = z.enum(['linear', 'cosine', 'constant']);
 
@@ -149,6 +150,8 @@ export const CommonTrainingFields = {
   /** Weights & Biases: mirrored when set (online with WANDB_API_KEY, else WANDB_MODE=offline). */
   wandb_project: z.string().min(1).nullable().default(null),
   wandb_name: z.string().min(1).nullable().default(null),
+  /** Every sample and training call recorded in a capture store (docs/capture.md): true, {dir} or {url}. */
+  capture: RunCaptureSchema.optional(),
   ...CheckpointLoadingFields,
   durability: DurabilitySchema,
   failover: FailoverSchema.nullable().default(null),
