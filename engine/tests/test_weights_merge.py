@@ -187,3 +187,19 @@ def test_bad_options_and_a_busy_output_are_refused(tiny, tmp_path):
     with pytest.raises(MergeError, match="exists and is not an empty directory"):
         merge_adapter(adapter, base, busy)
     _fails(tmp_path, "adapter config .* not found", tmp_path / "nowhere", base, tmp_path / "out")
+
+
+def test_a_failure_while_writing_shards_leaves_nothing(tiny, tmp_path, monkeypatch):
+    base, adapter = tiny("qwen3", max_shard_size="40KB")
+    loads = []
+    real = merge.BaseCheckpoint.load_shard
+
+    def failing_third(self, shard):
+        loads.append(shard)
+        if len(loads) == 3:
+            raise MergeError(f"{shard}: disk gone")
+        return real(self, shard)
+
+    monkeypatch.setattr(merge.BaseCheckpoint, "load_shard", failing_third)
+    _fails(tmp_path, "disk gone", adapter, base, tmp_path / "out", strategy="shard")
+    assert len(loads) == 3  # two shards were written before it failed
