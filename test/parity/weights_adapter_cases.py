@@ -1,0 +1,85 @@
+"""Parity of the serving adapter (`cookbook export --format peft`) with the reference's build_lora_adapter.
+
+    python weights_adapter_cases.py build DIR      (engine venv) tiny seeded bases + Tinker-layout adapters
+    python weights_adapter_cases.py reference DIR  (reference venv) tinker_cookbook.weights.build_lora_adapter
+    python weights_adapter_cases.py ours DIR       (engine venv) tinker_engine.export, then compares; prints JSON
+
+Each family gets DIR/<family>/base and DIR/<family>/adapter from the merge tests' builder
+(engine/tests/weights_tiny.py: a 2-3 layer seeded model saved as the family's checkpoints are laid out, and a
+seeded adapter in Tinker's names: `model.unembed_tokens`, GPT-OSS `.attn`, experts as one 3-D w1/w2/w3 pair,
+Qwen3.5's in_proj_q/k/v, Nemotron's Mamba gate_proj/x_proj), and the outputs DIR/<family>/reference and
+DIR/<family>/ours (or a *_error.txt with the refusal).
+"""
+
+import json
+import sys
+from pathlib import Path
+
+# Every family the merge's fixtures build (engine/tests/weights_tiny.py): Qwen3 dense (untied and tied
+# head), Qwen3 MoE (per-expert and fused experts), Qwen3.5 dense and MoE, GPT-OSS, DeepSeek V3, Kimi K2.5
+# (its `language_model.model.*` names) and Nemotron H.
+FAMILIES = ("qwen3", "qwen3_tied", "qwen3_moe", "qwen3_moe_fused", "qwen3_5", "qwen3_5_moe", "qwen3_5_moe_fused",
+            "gpt_oss", "deepseek_v3", "kimi_k25", "nemotron_h")
+
+
+def build(root: Path) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "engine" / "tests"))
+    import weights_tiny
+
+    for family in FAMILIES:
+        base = weights_tiny.build_base(family, root / family / "base")
+        weights_tiny.build_adapter(family, base, root / family / "adapter")
+
+
+def run_reference(root: Path) -> None:
+    from tinker_cookbook.weights import build_lora_adapter
+
+    for family in FAMILIES:
+        d = root / family
+        try:
+            build_lora_adapter(base_model=str((d / "base").resolve()), adapter_path=str(d / "adapter"),
+                               output_path=str(d / "reference"))
+        except Exception as e:  # noqa: BLE001 — a refusal is a result to compare
+            (d / "reference_error.txt").write_text(f"{type(e).__name__}: {e}")
+
+
+def run_ours_and_compare(root: Path) -> dict:
+    import torch
+    from safetensors.torch import load_file
+    from tinker_engine.export import ExportError, export
+
+    results = {}
+    for family in FAMILIES:
+        d = root / family
+        try:
+            export(d / "adapter", from_archive=False, fmt="peft", out=d / "ours", base_dir=str((d / "base").resolve()))
+        except ExportError as e:
+            (d / "ours_error.txt").write_text(str(e))
+        r = {"reference_error": None, "ours_error": None}
+        for side in ("reference", "ours"):
+            err = d / f"{side}_error.txt"
+            if err.exists():
+                r[f"{side}_error"] = err.read_text()
+        if r["reference_error"] is None and r["ours_error"] is None:
+            ref, ours = load_file(str(d / "reference" / "adapter_model.safetensors")), load_file(str(d / "ours" / "adapter_model.safetensors"))
+            r["keys"] = sorted(ours)
+            r["same_keys"] = sorted(ref) == sorted(ours)
+            r["unequal_tensors"] = [k for k in ref if k in ours and not (ref[k].dtype == ours[k].dtype and torch.equal(ref[k], ours[k]))]
+            r["reference_config"] = json.loads((d / "reference" / "adapter_config.json").read_text())
+            r["ours_config"] = json.loads((d / "ours" / "adapter_config.json").read_text())
+            r["config_text_equal"] = (d / "reference" / "adapter_config.json").read_text() == (d / "ours" / "adapter_config.json").read_text()
+            r["files"] = sorted(p.name for p in (d / "ours").iterdir())
+        results[family] = r
+    return results
+
+
+if __name__ == "__main__":
+    mode, root = sys.argv[1], Path(sys.argv[2])
+    if mode == "build":
+        build(root)
+    elif mode == "reference":
+        run_reference(root)
+    elif mode == "ours":
+        print(json.dumps(run_ours_and_compare(root)))
+    else:
+        raise SystemExit(f"unknown mode {mode}")
