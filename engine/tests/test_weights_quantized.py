@@ -250,3 +250,22 @@ def test_formats_are_detected_from_quantization_config():
 def test_bad_quantization_options_are_refused(config, options, message):
     with pytest.raises(MergeError, match=message):
         codecs_for(config, MergeOptions(**options))
+
+
+@pytest.mark.parametrize("family,dropped", [("gpt_oss", "model.layers.1.mlp.experts.down_proj_scales"),
+                                            ("kimi", "model.layers.1.mlp.experts.2.gate_proj.weight_scale")])
+def test_a_quantized_weight_without_its_scale_is_refused_before_writing(root, family, dropped):
+    broken = root / f"{family}-no-scale"
+    shutil.copytree(root / family, broken)
+    index_path = broken / "model.safetensors.index.json"
+    index = json.loads(index_path.read_text())
+    shard = broken / index["weight_map"].pop(dropped)
+    state = load_file(str(shard))
+    del state[dropped]
+    save_file(state, str(shard), metadata={"format": "pt"})
+    index_path.write_text(json.dumps(index))
+    out = root / f"{family}-no-scale-out"
+    with pytest.raises(MergeError, match=f"has no .*{dropped.rsplit('.', 1)[-1].removeprefix('down_proj')}"):
+        merge_adapter(root / f"adapter-{family}", broken, out)
+    assert not out.exists()
+    assert not [p for p in root.iterdir() if p.name.startswith(f".tmp-merge-{out.name}")]

@@ -98,8 +98,18 @@ class MxBlockCodec:
         self.dtype = dtype or torch.bfloat16
 
     def logical_shapes(self, stored: dict[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]:
-        return {key.removesuffix(BLOCKS_SUFFIX): dense_shape(shape) for key, shape in stored.items()
-                if key.endswith(BLOCKS_SUFFIX) and len(shape) >= 3 and key.removesuffix(BLOCKS_SUFFIX) + SCALES_SUFFIX in stored}
+        from .errors import MergeError
+
+        found = {}
+        for key, shape in stored.items():
+            if not key.endswith(BLOCKS_SUFFIX):
+                continue
+            name = key.removesuffix(BLOCKS_SUFFIX)
+            if len(shape) < 3 or name + SCALES_SUFFIX not in stored or stored[name + SCALES_SUFFIX] != tuple(shape[:-1]):
+                raise MergeError(f"base checkpoint: MXFP4 weight {key} of shape {list(shape)} has no matching "
+                                 f"{name + SCALES_SUFFIX} (expected shape {list(shape[:-1])})")
+            found[name] = dense_shape(shape)
+        return found
 
     def parts(self, logical: str) -> list[str]:
         return [logical + BLOCKS_SUFFIX, logical + SCALES_SUFFIX]

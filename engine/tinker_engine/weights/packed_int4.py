@@ -99,11 +99,18 @@ class PackedInt4Codec:
         self.group, self.rewrite_all, self.dtype = group, dequantize, dtype or torch.bfloat16
 
     def logical_shapes(self, stored: dict[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]:
+        from .errors import MergeError
+
         found = {}
         for key, shape in stored.items():
             name = key.removesuffix(PACKED_SUFFIX) + WEIGHT_SUFFIX
-            if key.endswith(PACKED_SUFFIX) and name not in stored and dense_shape(shape) is not None:
-                found[name] = dense_shape(shape)
+            if not key.endswith(PACKED_SUFFIX) or name in stored:
+                continue
+            missing = [p for p in self.parts(name)[1:] if p not in stored]
+            if missing or dense_shape(shape) is None:
+                what = f"has no {' / '.join(missing)}" if missing else f"is not 2-D (shape {list(shape)})"
+                raise MergeError(f"base checkpoint: INT4 weight {key} {what}")
+            found[name] = dense_shape(shape)
         return found
 
     def parts(self, logical: str) -> list[str]:
