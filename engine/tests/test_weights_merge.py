@@ -203,3 +203,64 @@ def test_a_failure_while_writing_shards_leaves_nothing(tiny, tmp_path, monkeypat
     monkeypatch.setattr(merge.BaseCheckpoint, "load_shard", failing_third)
     _fails(tmp_path, "disk gone", adapter, base, tmp_path / "out", strategy="shard")
     assert len(loads) == 3  # two shards were written before it failed
+
+
+class HalfCodec:
+    """A made-up stored format for the codec hook: `X.weight` kept as `X.weight_half` (float16 of weight / s)
+    and `X.weight_s` (the float32 scalar s), the two written to different shards."""
+
+    rewrite_all = False
+
+    def logical_shapes(self, stored):
+        return {k[: -len("_half")]: shape for k, shape in stored.items() if k.endswith(".weight_half")}
+
+    def parts(self, logical):
+        return [logical + "_half", logical + "_s"]
+
+    def decode(self, logical, parts):
+        return parts[logical + "_half"].float() * parts[logical + "_s"]
+
+    def encode(self, logical, value, parts):
+        return {logical + "_half": (value / parts[logical + "_s"]).half(), logical + "_s": parts[logical + "_s"]}
+
+    def finish_config(self, config):
+        return {**config, "quantization_config": {"quant_method": "half", "merged": True}}
+
+
+def test_a_codec_merges_a_stored_format_whose_parts_lie_in_two_shards(tiny, tmp_path, monkeypatch):
+    from safetensors.torch import save_file
+
+    from tinker_engine.weights import codecs
+
+    base, adapter = tiny("qwen3")
+    state = tensors(base)
+    coded = ["model.layers.0.self_attn.q_proj.weight", "model.layers.1.mlp.down_proj.weight"]
+    first, second = {}, {}
+    for key, value in state.items():
+        (first if "layers.0" in key else second)[key] = value
+    for key in coded:
+        (first if "layers.0" in key else second).pop(key)
+        first[key + "_s"] = torch.tensor(0.5)
+        second[key + "_half"] = (state[key] / 0.5).half()
+    folder = tmp_path / "coded"
+    folder.mkdir()
+    save_file(first, str(folder / "model-00001-of-00002.safetensors"))
+    save_file(second, str(folder / "model-00002-of-00002.safetensors"))
+    config = json.loads((base / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "quantization_config": {"quant_method": "half"}}))
+    monkeypatch.setattr(codecs, "FACTORIES", [lambda cfg, options: HalfCodec()
+                                               if cfg.get("quantization_config", {}).get("quant_method") == "half" else None])
+    merge_adapter(adapter, folder, tmp_path / "out", strategy="shard")
+    plain = tmp_path / "plain"
+    merge_adapter(adapter, base, plain)
+    out, expected = tensors(tmp_path / "out"), tensors(plain)
+    for key in coded:
+        assert out[key + "_half"].dtype == torch.float16 and key not in out
+        decoded = second[key + "_half"].float() * 0.5
+        want = ((decoded + (expected[key] - state[key])) / 0.5).half()  # the plain merge's delta, re-encoded
+        torch.testing.assert_close(out[key + "_half"], want, rtol=1e-3, atol=1e-3)
+        assert torch.equal(out[key + "_s"], torch.tensor(0.5))
+    index = json.loads((tmp_path / "out" / "model.safetensors.index.json").read_text())["weight_map"]
+    assert len(index) == len(out)  # every tensor written once
+    assert all(torch.equal(out[k], expected[k]) for k in expected if k not in coded)
+    assert json.loads((tmp_path / "out" / "config.json").read_text())["quantization_config"]["merged"] is True

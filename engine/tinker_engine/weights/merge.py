@@ -3,7 +3,8 @@
 Strategies:
   full   every shard of the base is loaded, all deltas added, every shard written.
   shard  one base shard at a time: load it, add the deltas whose tensors it holds, write it, drop it.
-         Peak memory: the largest shard + the adapter + one float32 copy of the largest merged tensor.
+         Peak memory: about the largest shard + the adapter + a float32 copy of the tensor being merged
+         (each input tensor is dropped once its output exists).
   auto   shard when the base's safetensors exceed AUTO_SHARD_SHARE of the memory available now, else full.
 Both write the same tensors under the same shard names as the base (its index rewritten), so the output
 loads wherever the base did. Each tensor keeps its on-disk dtype unless `dtype` names one for every
@@ -70,6 +71,7 @@ class Merge:
         for target, target_ops in ops.items():
             if target_ops[0].copy_from:
                 self.derived.setdefault(target_ops[0].copy_from, []).append(target)
+        self.done: set[str] = set()  # logical weights already written
         self.applied = 0
         # Logical weights already re-encoded: their parts in later shards were written with them.
         self.encoded: set[str] = set()
@@ -83,13 +85,15 @@ class Merge:
         return apply_ops(tensor.float(), ops).to(out_dtype)
 
     def coded(self, logical: str, tensors: dict) -> dict:
+        """The stored tensors of one logical weight, merged; its parts in other shards are read from there and
+        written with this shard (`done` keeps them from being written twice)."""
         codec = self.logical[logical]
         names = codec.parts(logical)
-        parts = {p: tensors[p] if p in tensors else self.base.load_tensor(p) for p in names}
         ops = self.ops.pop(logical, None)
         if not ops and not codec.rewrite_all:
-            return {p: parts[p] for p in names if p in tensors}
-        self.encoded.add(logical)
+            return {p: tensors.pop(p) for p in names if p in tensors}  # unchanged, each part in its own shard
+        self.done.add(logical)
+        parts = {p: tensors.pop(p) if p in tensors else self.base.load_tensor(p) for p in names}
         value = codec.decode(logical, parts)
         if ops:
             self.applied += len(ops)
@@ -97,18 +101,23 @@ class Merge:
         return codec.encode(logical, value, parts)
 
     def process(self, tensors: dict) -> dict:
-        """The output tensors for one shard's tensors."""
+        """The output tensors for one shard's tensors. Each input tensor is dropped as soon as its output
+        exists, so a shard's input and output are not both held whole."""
         out: dict[str, torch.Tensor] = {}
-        done: set[str] = set()
         for key in list(tensors):
+            if key not in tensors:
+                continue  # taken with its logical weight
             logical = self.part_owner.get(key)
-            if logical is None:
-                out[key] = self.plain(key, tensors[key])
-            elif logical not in done and logical not in self.encoded:
-                done.add(logical)
-                out.update(self.coded(logical, tensors))
-            for target in self.derived.get(key, ()):
-                out[target] = self.plain(target, tensors[key].clone())
+            if logical is not None:
+                if logical not in self.done:
+                    out.update(self.coded(logical, tensors))
+                else:
+                    tensors.pop(key)
+                continue
+            value = tensors.pop(key)
+            for target in self.derived.get(key, ()):  # an untied head starts as a copy of the embedding
+                out[target] = self.plain(target, value.clone())
+            out[key] = self.plain(key, value)
         return out
 
 

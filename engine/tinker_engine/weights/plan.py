@@ -94,6 +94,7 @@ class Planner:
         self.ops.setdefault(op.target, []).append(op)
 
     def plan(self, pairs, scale: float) -> dict[str, list[Op]]:
+        self.rows = {module: b.shape[0] for module, _, b in pairs}  # out rows of each adapted module
         for module, a, b in pairs:
             name = module.removeprefix(ADAPTER_PREFIX)
             a, b = a.float(), b.float() * scale
@@ -101,7 +102,7 @@ class Planner:
                 self.head(module, a, b)
             elif ".experts." in name:
                 self.experts(module, _remap(name, self.profile), a, b)
-            elif not self.fused_projection(module, _remap(name, self.profile), a, b, pairs):
+            elif not self.fused_projection(module, _remap(name, self.profile), a, b):
                 key = _remap(name, self.profile) + ".weight"
                 if key not in self.shapes:
                     raise self.missing(module, key)
@@ -119,18 +120,17 @@ class Planner:
         else:
             raise self.missing(module, head)
 
-    def fused_projection(self, module: str, name: str, a, b, pairs) -> bool:
+    def fused_projection(self, module: str, name: str, a, b) -> bool:
+        """A part of a projection the checkpoint stores fused: its rows start after the parts before it."""
         prefix, _, leaf = name.rpartition(".")
         for fused, parts in self.profile.fused_projections:
             if leaf not in parts or f"{prefix}.{fused}.weight" not in self.shapes:
                 continue
-            rows = {p_mod.removeprefix(ADAPTER_PREFIX).rsplit(".", 1)[-1]: p_b.shape[0] for p_mod, _, p_b in pairs
-                    if p_mod.rpartition(".")[0] == module.rpartition(".")[0]}
-            before = parts[: parts.index(leaf)]
-            if any(p not in rows for p in before):
+            siblings = [f"{module.rpartition('.')[0]}.{p}" for p in parts[: parts.index(leaf)]]
+            if any(s not in self.rows for s in siblings):
                 raise MergeError(f"adapter tensor {module}: the fused {fused} needs LoRA pairs for all of "
                                  f"{', '.join(parts)} in the same layer to place its rows")
-            self.add(Op(f"{prefix}.{fused}.weight", a, b, module, row_start=sum(rows[p] for p in before)))
+            self.add(Op(f"{prefix}.{fused}.weight", a, b, module, row_start=sum(self.rows[s] for s in siblings)))
             return True
         return False
 

@@ -13,7 +13,7 @@ Qwen3.5's linear attention as `in_proj_q|k|v`, Nemotron's Mamba mixer as `gate_p
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 EXPERT_LAYOUTS = ("separate", "fused_concatenated", "fused_interleaved")
 
@@ -72,8 +72,7 @@ def gpt_oss(config: dict, keys: set[str]) -> Profile | None:
 def deepseek_v3(config: dict, keys: set[str]) -> Profile | None:
     if config.get("model_type") != "deepseek_v3":
         return None
-    profile = _qwen_style("deepseek_v3", keys)
-    return Profile(**{**profile.__dict__, "expert_layout": "separate"})
+    return replace(_qwen_style("deepseek_v3", keys), expert_layout="separate")
 
 
 def nemotron_h(config: dict, keys: set[str]) -> Profile | None:
@@ -112,7 +111,7 @@ def kimi_k25(config: dict, keys: set[str]) -> Profile | None:
 def default(config: dict, keys: set[str]) -> Profile:
     profile = _qwen_style("default", keys)
     if str(config.get("model_type", "")).startswith("qwen3_vl"):
-        return Profile(**{**profile.__dict__, "gate_up_axis": 2})
+        return replace(profile, gate_up_axis=2)
     return profile
 
 
