@@ -82,6 +82,14 @@ describe('serving adapter parity with build_lora_adapter', () => {
     expect(nemotron.ours_config).toMatchObject({ rank_pattern: { in_proj: 8 }, alpha_pattern: { in_proj: 64 }, r: 4, lora_alpha: 32 });
   });
 
+  it('the model card: the reference’s text for an adapter and for a merged folder (but the version line)', () => {
+    const cards = results.cards as unknown as Record<string, { equal: boolean; ours: string }>;
+    for (const kind of ['adapter', 'merged']) expect(cards[kind].equal).toBe(true);
+    expect(cards.adapter.ours).toContain('library_name: peft');
+    expect(cards.merged.ours).toContain('library_name: transformers');
+    expect(cards.merged.ours).toMatch(/- durable-cookbook: \S+/);
+  });
+
   it('deepseek_v3: refused by both, with the reference’s reason', () => {
     const r = results.deepseek_v3;
     expect(r.reference_error).toContain("DeepSeek V3/V3.1 (model_type='deepseek_v3') does not support LoRA adapter serving in vLLM or SGLang");

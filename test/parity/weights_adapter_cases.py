@@ -31,8 +31,25 @@ def build(root: Path) -> None:
         weights_tiny.build_adapter(family, base, root / family / "adapter")
 
 
+CARD = dict(base_model="Qwen/Qwen3-8B", datasets=["HuggingFaceH4/no_robots"], tags=["sft"], license="apache-2.0",
+            language=["en"])
+
+
+def _card_texts(root: Path, make) -> None:
+    """The model card of an adapter folder and of a merged one (a folder without adapter_config.json)."""
+    (root / "cards").mkdir(exist_ok=True)
+    (root / "cards" / "merged-folder").mkdir(exist_ok=True)
+    for kind, folder in (("adapter", root / "qwen3" / "adapter"), ("merged", root / "cards" / "merged-folder")):
+        (root / "cards" / f"{make.__name__}-{kind}.md").write_text(make(folder))
+
+
 def run_reference(root: Path) -> None:
-    from tinker_cookbook.weights import build_lora_adapter
+    from tinker_cookbook.weights import ModelCardConfig, build_lora_adapter, generate_model_card
+
+    def reference(folder):
+        return str(generate_model_card(config=ModelCardConfig(**CARD), repo_id="me/tiny", model_path=str(folder)))
+
+    _card_texts(root, reference)
 
     for family in FAMILIES:
         d = root / family
@@ -48,7 +65,18 @@ def run_ours_and_compare(root: Path) -> dict:
     from safetensors.torch import load_file
     from tinker_engine.export import ExportError, export
 
-    results = {}
+    from tinker_engine.weights.model_card import CardInfo, model_card_text
+
+    def ours(folder):
+        return model_card_text(CardInfo(**CARD, repo_id="me/tiny"), folder)
+
+    _card_texts(root, ours)
+    # Equal but for the one line naming this project's version where the reference names its own.
+    version_line = lambda t: "\n".join(l for l in t.split("\n") if not l.startswith(("- tinker-cookbook: ", "- durable-cookbook: ")))
+    results = {"cards": {kind: {"equal": version_line((root / "cards" / f"reference-{kind}.md").read_text())
+                                == version_line((root / "cards" / f"ours-{kind}.md").read_text()),
+                                "ours": (root / "cards" / f"ours-{kind}.md").read_text()}
+                         for kind in ("adapter", "merged")}}
     for family in FAMILIES:
         d = root / family
         try:
