@@ -7,6 +7,7 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Datum, SamplingSession, TrainingBackend } from '../backends/types.js';
 import { SamplingSessions } from './sampling-sessions.js';
+import { captureRollouts, captureTrainOp } from '../capture/run-capture.js';
 import type { RLConfig } from '../cookbook/config/rl.js';
 import { computeAdvantages, removeConstantRewardGroups } from '../cookbook/rl/advantages.js';
 import { tinkerTokenCompleter } from '../cookbook/rl/completers.js';
@@ -242,6 +243,7 @@ export function rlActivities(deps: ActivityDeps) {
       if (cfg.async_config) currentTiming()?.storeAt(result ? name : undefined);
       if (!result) return { ref: null, batch, group, samplingStep, errorTypes: [], meanReward: null };
       const ref = new RunStore(run.logPath).writeBlob(name, serializeTrajectoryGroup(result));
+      captureRollouts(cfg.capture, result, { run, iteration: step, group, attempt, purpose: 'rollout', policyVersion: samplerPath });
       const totals = result.getTotalRewards();
       return {
         ref,
@@ -279,6 +281,8 @@ export function rlActivities(deps: ActivityDeps) {
       const started = nowMs();
       const prepared = await prepareStreamSubstep(cfg, store, await heartbeating(data), groups, local);
       const trained = await trainPolicySubstep(backendOf(cfg), model, prepared.minibatches, cfg, { learningRate, step, substep });
+      captureTrainOp(cfg.capture, { run, step, substep, op: 'forward_backward', modelId: model.modelId, details: { loss_fn: cfg.loss_fn } }, prepared.minibatches.flat());
+      captureTrainOp(cfg.capture, { run, step, substep, op: 'optim_step', modelId: model.modelId, details: { learning_rate: learningRate } });
       recordSpan(STREAMING_STEP_SPAN, started, nowMs(), { part: true });
       const record: StreamedSubstep = {
         groups: prepared.groups,
@@ -319,6 +323,7 @@ export function rlActivities(deps: ActivityDeps) {
       } catch (err) {
         throw rolloutFailure(err, `evaluation before step ${step}`);
       }
+      groups.forEach((g, i) => g && captureRollouts(cfg.capture, g, { run, iteration: step, group: i, attempt: 0, purpose: 'eval', policyVersion: samplerPath }));
       const ok = groups.filter((g): g is TrajectoryGroup => g !== null);
       const tags = groups.flatMap((g, i) => (g ? [builders[i].loggingTags()] : []));
       const metrics = { ...computeTrajectoryMetrics(ok, tags), ...test.evalSetMetrics?.(ok, tags) };
@@ -367,6 +372,8 @@ export function rlActivities(deps: ActivityDeps) {
     });
 
     const trained = await trainPolicyStep(backendOf(cfg), model, data_D, cfg, { learningRate, samplerName: `sampler_${pad(step + 1)}`, step });
+    captureTrainOp(cfg.capture, { run, step, op: 'forward_backward', modelId: model.modelId, details: { loss_fn: cfg.loss_fn, num_substeps: cfg.num_substeps } }, data_D);
+    captureTrainOp(cfg.capture, { run, step, op: 'optim_step', modelId: model.modelId, details: { learning_rate: learningRate, sampler_path: trained.samplerPath } });
     const { samplerPath } = trained;
     let tokenMetrics = tokens.recordStep(addTokens(rolloutUsage(groups), kl.usage, trainingUsage(data_D)));
     const fullBatch = await scopeSpan('compute_full_batch_metrics_and_get_sampling_client', async () => {
