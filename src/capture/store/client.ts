@@ -19,7 +19,8 @@ export function defaultCaptureDir(): string {
   return process.env.COOKBOOK_CAPTURE_DIR || join(homedir(), '.cache', 'durable-cookbook', 'capture');
 }
 
-const COOKBOOK_BIN = fileURLToPath(new URL('../../../bin/cookbook.mjs', import.meta.url));
+/** `cookbook capture serve`'s own entry (daemon-entry.mjs): the daemon starts without the rest of the CLI. */
+export const DAEMON_ENTRY = fileURLToPath(new URL('./daemon-entry.mjs', import.meta.url));
 const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const RESPAWN_INTERVAL_MS = 500;
 
@@ -77,7 +78,7 @@ export async function ensureCaptureStore(dataDir: string = defaultCaptureDir(), 
   const existing = await healthyDaemon(dir);
   if (existing !== null) return existing;
 
-  const args = [COOKBOOK_BIN, 'capture', 'serve', '--data-dir', dir, '--port', '0'];
+  const args = [DAEMON_ENTRY, '--data-dir', dir, '--port', '0'];
   const idle = options.idleShutdownMinutes === undefined ? 60 : options.idleShutdownMinutes;
   if (idle !== null) args.push('--idle-shutdown-minutes', String(idle));
   if (options.maxBytes != null) args.push('--max-bytes', String(options.maxBytes));
