@@ -162,7 +162,7 @@ def merge_adapter(adapter_dir, base_dir, out_dir, *, strategy: str = "auto", dty
             raise MergeError(f"base {base.folder}: no shard holds {sorted(merge.ops)[:3]}")
         write_side_files(base, work, codecs, untied, dtype)
         if len(base.shards) > 1 or (base.folder / INDEX).is_file():
-            total = sum(t for t in _tensor_bytes(work, set(weight_map.values())))
+            total = sum(_tensor_bytes(work, set(weight_map.values())))
             (work / INDEX).write_text(json.dumps({"metadata": {"total_size": total},
                                                    "weight_map": dict(sorted(weight_map.items()))}, indent=2) + "\n")
         if out.exists():
