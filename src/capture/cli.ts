@@ -9,19 +9,16 @@ import { CaptureStoreClient, defaultCaptureDir, ensureCaptureStore } from './sto
 import { serveDaemon } from './store/daemon.js';
 import type { AnnotationFilter, RowFilter } from './store/query.js';
 
-export const CAPTURE_USAGE = `  capture serve [--data-dir DIR]      the capture store daemon (SQLite WAL in DIR, HTTP on 127.0.0.1); DIR:
-        [--port N] [--max-bytes SIZE]       $COOKBOOK_CAPTURE_DIR or ~/.cache/durable-cookbook/capture; SIZE: 500MB, 2GiB, …
-        [--retention-days N]                oldest rows removed past SIZE, rows older than N days removed
+export const CAPTURE_USAGE = `  capture serve [--data-dir DIR]      the capture store daemon: SQLite (WAL) in DIR, HTTP on 127.0.0.1; DIR:
+        [--port N] [--max-bytes SIZE]       $COOKBOOK_CAPTURE_DIR or ~/.cache/durable-cookbook/capture;
+        [--retention-days N]                oldest rows removed past SIZE (500MB, 2GiB), rows older than N days removed;
         [--idle-shutdown-minutes N]         exit after N minutes without requests
-  capture query [filters] [--json]    captured rows as a table (or one JSON object a line); filters: --run-id,
-        [--limit N (50)] [--cursor N]       --split, --purpose, --iteration N or A..B, --group N, --traj N,
-        [--annotations [--kind K]]          --since/--until (ISO time or Unix seconds), --meta path=value,
-                                            --has path, --tool-use, --label L; --data-dir or --url U
-  capture tail [--run-id R] [--json]  follow new rows as they are stored (--cursor N: from after N; --count N:
-                                      stop after N)
-  capture stats [--json]              the store's counts, size, limits, rows removed, redactions
-  capture export --format sft|comparisons --out FILE [filters]   a dataset \`train sl\` / \`train dpo\` reads as it
-                                      is (filters: --run, --since/--until, --tool-use, --min-reward, --label; --help)`;
+  capture query [filters] [--json]    captured rows as a table (--json: one a line); filters: --run-id, --split,
+        [--limit N (50)] [--cursor N]       --purpose, --iteration N or A..B, --group N, --traj N, --since/--until
+        [--annotations [--kind K]]          (ISO time or Unix seconds), --meta path=value, --has path, --tool-use,
+                                            --label L; the store: --data-dir DIR or --url U
+  capture tail [--run-id R] [--json]  follow new rows as they are stored (--cursor N: after N; --count N: stop after N)
+  capture stats [--json]              the store's counts, size, limits, rows removed, redactions`;
 
 const STORE_OPTIONS = {
   'data-dir': { type: 'string' },

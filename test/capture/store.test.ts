@@ -260,6 +260,23 @@ describe('capture store daemon', () => {
     // The oldest went first: what is left is the newest, contiguous up to the last row stored.
     expect(kept.at(-1)!.seq_id).toBe(99);
     expect(kept.map((r) => r.cursor)).toEqual(Array.from({ length: kept.length }, (_, i) => stats.cursor - kept.length + 1 + i));
+    const printed = await cookbookProcess(['capture', 'stats', '--url', client.baseUrl]).done;
+    expect(printed.out).toContain(`removed         2 by retention, ${stats.removed.cap} by the size cap`);
+    expect(printed.out).toContain('(cap: 0.4 MB)');
+    proc.child.kill('SIGTERM');
+    await proc.done;
+  });
+
+  it('an exporter whose process ends without close() still sends what it queued', async () => {
+    const { proc, client } = await serve(freshDir());
+    const script = join(import.meta.dirname, 'exporter-exit-main.ts');
+    const child = spawn(process.execPath, ['--import', 'tsx', script, client.baseUrl], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let err = '';
+    child.stderr.on('data', (d) => (err += d));
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    expect(err).toBe('');
+    expect(code).toBe(0);
+    expect((await client.rows({ sampling_session_id: 'exit' })).rows.map((r) => r.seq_id)).toEqual([0, 1, 2, 3, 4]);
     proc.child.kill('SIGTERM');
     await proc.done;
   });
@@ -326,6 +343,19 @@ describe('capture store daemon', () => {
       expect(result.code).toBe(2);
       expect(result.err.trim().split('\n')).toHaveLength(1);
       expect(result.err).toContain(`capture store ${join(dir, STORE_FILE)} is locked by another process`);
+
+      // Locked while the daemon runs: the batch is refused (503, one line), not half-stored; resent once the lock is gone, it is stored.
+      const daemon = await serve(dir);
+      const writer = new Database(join(dir, STORE_FILE));
+      writer.exec('BEGIN IMMEDIATE');
+      const refused = await fetch(`${daemon.url}/ingest`, { method: 'POST', body: JSON.stringify({ records: [wire('lock', 1)] }) });
+      writer.exec('ROLLBACK');
+      writer.close();
+      expect(refused.status).toBe(503);
+      expect(((await refused.json()) as { error: string }).error).toBe(`capture store ${join(dir, STORE_FILE)} is locked by another process (another writer holds it); the batch was not stored, resend it`);
+      expect(await daemon.client.ingest([wire('lock', 1)])).toMatchObject({ inserted: 1, deduped: 0 });
+      daemon.proc.child.kill('SIGTERM');
+      await daemon.proc.done;
     };
     await Promise.all([owned(), idle(), locked()]);
   });
