@@ -1,4 +1,6 @@
-// `cookbook export <checkpoint> --format peft|merged --out DIR`: weights out of a Tinker backend.
+// `cookbook export <checkpoint> --format peft|merged --out DIR [--publish REPO [--dry-run]]`: weights
+// out of a Tinker backend, as a serving adapter (vLLM / SGLang's PEFT folder) or a merged checkpoint
+// with config, tokenizer, generation config and a model card, optionally uploaded to the Hub.
 //
 // The checkpoint's files come through the protocol: `weights_info` names the base model, then
 // `GET /api/v1/training_runs/{run}/checkpoints/{kind}/{name}/archive` (200 `{url, expires}` or a
@@ -9,22 +11,34 @@
 // and transformers write exactly the layouts their loaders read, and a merged export needs the
 // engine's base model, built there the way the engine builds it.
 import { spawn } from 'node:child_process';
-import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve, sep } from 'node:path';
 import { Readable } from 'node:stream';
+import { parseArgs } from 'node:util';
 import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { ConfigError } from '../cookbook/config/overrides.js';
 import { apiKeyFor } from '../workers/worker.js';
 import { ENGINE_DIR, engineProcessEnv, ensureEngineEnv } from '../stack/engine-env.mjs';
+import { DEFAULT_ENGINE_URL } from './connect.js';
+import { cardFacts } from './export-card.js';
 
 export const EXPORT_FORMATS = ['peft', 'merged'] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
 
+export const EXPORT_STRATEGIES = ['auto', 'shard', 'full'] as const;
+export const EXPORT_DTYPES = ['auto', 'float32', 'bfloat16', 'float16'] as const;
+// The Hub's repo ids: name or namespace/name; letters, digits, '-', '_', '.'.
+const REPO_ID = /^(?:[A-Za-z0-9][A-Za-z0-9._-]*\/)?[A-Za-z0-9][A-Za-z0-9._-]*$/;
+
 export const EXPORT_USAGE = `  export <checkpoint> --format peft|merged --out DIR
-        [--base-dir DIR] [--base-model-id NAME]   a PEFT adapter folder or a merged Hugging Face checkpoint of a
-        [--dtype auto|float32|bfloat16|float16]   tinker://… checkpoint (or a local adapter folder); see docs/export.md`;
+        [--base-dir DIR] [--base-model-id NAME]   a serving adapter (PEFT folder vLLM / SGLang load) or a merged
+        [--dtype auto|float32|bfloat16|float16]   Hugging Face checkpoint (+ tokenizer, generation config, model
+        [--strategy auto|shard|full]              card) of a tinker://… checkpoint or a local adapter folder;
+        [--dequantize] [--quantize experts-fp8 --serving-format vllm]   merged onto a base folder per family
+        [--run DIR]                               the run whose settings, data and metrics fill the model card
+        [--publish REPO [--public] [--commit-message M] [--dry-run]]   upload with HF_TOKEN; see docs/export.md`;
 
 export interface ExportOptions {
   /** tinker://<run>/<weights|sampler_weights|external_weights>/<name>, or a local adapter folder. */
@@ -39,15 +53,46 @@ export interface ExportOptions {
   /** base_model_name_or_path written into the export (default: the base model's name or folder). */
   baseModelId?: string;
   dtype?: string;
+  /** How a merge onto a base folder runs: auto (shard when the base is large), shard, full. */
+  strategy?: string;
+  /** Merged: a quantized base's weights written dequantized. */
+  dequantize?: boolean;
+  /** Merged: quantize the routed experts (experts-fp8), with servingFormat's metadata (vllm). */
+  quantize?: string;
+  servingFormat?: string;
+  /** Run folders to find the checkpoint's run in (default: the runs under ./runs), for the model card. */
+  runDirs?: string[];
+  /** Upload the export to this Hugging Face repo (HF_TOKEN); dryRun: list what would be sent instead. */
+  publish?: string;
+  dryRun?: boolean;
+  public?: boolean;
+  commitMessage?: string;
+  /** Where HF_TOKEN is read (default process.env). */
+  env?: NodeJS.ProcessEnv;
   /** Archive still being prepared (503): tries and pause between them. */
   archiveRetries?: number;
   archiveRetryDelayMs?: number;
+}
+
+export interface UploadPlan {
+  repo_id: string;
+  private: boolean;
+  commit_message: string;
+  folder: string;
+  files: Array<{ path: string; bytes: number }>;
+  total_bytes: number;
+  url: string;
+  dry_run: boolean;
 }
 
 export interface ExportResult {
   out: string;
   files: string[];
   baseModel: string | null;
+  /** What was (or, in a dry run, would be) uploaded. */
+  publish?: UploadPlan;
+  /** The run folder whose records filled the model card, when one lists the checkpoint. */
+  run?: string;
 }
 
 const TINKER_PATH = /^tinker:\/\/([^/]+)\/(weights|sampler_weights|external_weights)\/([^/]+)$/;
@@ -70,7 +115,27 @@ export function checkExportOptions(o: ExportOptions): { format: ExportFormat; ou
   if (o.baseDir && !(existsSync(o.baseDir) && statSync(o.baseDir).isDirectory())) {
     throw new ConfigError(`export: --base-dir ${o.baseDir}: no such directory`);
   }
+  oneOf('--dtype', o.dtype, EXPORT_DTYPES);
+  oneOf('--strategy', o.strategy, EXPORT_STRATEGIES);
+  if (o.format === 'peft' && (o.dequantize || o.quantize || o.servingFormat)) {
+    throw new ConfigError('export: --dequantize, --quantize and --serving-format apply to merged exports (--format merged)');
+  }
+  if (o.dryRun && !o.publish) throw new ConfigError('export: --dry-run goes with --publish REPO (it lists what the upload would send)');
+  if ((o.public || o.commitMessage) && !o.publish) throw new ConfigError('export: --public and --commit-message go with --publish REPO');
+  if (o.publish !== undefined) {
+    if (o.publish.length > 96 || !REPO_ID.test(o.publish) || o.publish.includes('..') || o.publish.includes('--')) {
+      throw new ConfigError(`export: --publish ${o.publish} is not a Hugging Face repo id (namespace/name: letters, digits, '-', '_', '.')`);
+    }
+    // Before any download or merge: an upload that cannot happen should not cost an export first.
+    if (!o.dryRun && !(o.env ?? process.env).HF_TOKEN) {
+      throw new ConfigError('export: --publish needs HF_TOKEN set to a Hugging Face token with write access (nothing was exported or uploaded; --dry-run lists what would be sent without one)');
+    }
+  }
   return { format: o.format as ExportFormat, out };
+}
+
+function oneOf(flag: string, value: string | undefined, choices: readonly string[]): void {
+  if (value !== undefined && !choices.includes(value)) throw new ConfigError(`export: ${flag} ${value} is not supported; use one of: ${choices.join(', ')}`);
 }
 
 export async function exportCheckpoint(o: ExportOptions): Promise<ExportResult> {
@@ -105,8 +170,25 @@ export async function exportCheckpoint(o: ExportOptions): Promise<ExportResult> 
     if (o.baseDir) args.push('--base-dir', resolve(o.baseDir));
     if (o.baseModelId) args.push('--base-model-id', o.baseModelId);
     if (o.dtype) args.push('--dtype', o.dtype);
-    const result = await runConverter(args);
-    return { ...result, baseModel };
+    if (o.strategy) args.push('--strategy', o.strategy);
+    if (o.dequantize) args.push('--dequantize');
+    if (o.quantize) args.push('--quantize', o.quantize);
+    if (o.servingFormat) args.push('--serving-format', o.servingFormat);
+    const facts = cardFacts(o.checkpoint, o.runDirs);
+    const card = join(work, 'card.json');
+    writeFileSync(card, JSON.stringify(facts));
+    args.push('--card', card);
+    if (o.publish) {
+      args.push('--publish', o.publish);
+      if (o.dryRun) args.push('--dry-run');
+      if (o.public) args.push('--public');
+      if (o.commitMessage) args.push('--commit-message', o.commitMessage);
+    }
+    // Only an upload goes online; HF_TOKEN reaches the converter only then.
+    const uploading = Boolean(o.publish && !o.dryRun);
+    const env = uploading ? { HF_TOKEN: (o.env ?? process.env).HF_TOKEN } : { HF_HUB_OFFLINE: '1' };
+    const result = await runConverter(args, env);
+    return { ...result, baseModel, ...(facts.run ? { run: facts.run.log_path } : {}) };
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
@@ -226,12 +308,15 @@ async function download(url: string, file: string, checkpoint: string): Promise<
 }
 
 /** engine/tinker_engine/export.py in the engine's venv; exit status 2 = bad input (one line on stderr). */
-async function runConverter(args: string[]): Promise<{ out: string; files: string[] }> {
+async function runConverter(args: string[], env: Record<string, string | undefined>): Promise<{ out: string; files: string[]; publish?: UploadPlan }> {
   const { python } = await ensureEngineEnv();
   return new Promise((resolvePromise, reject) => {
+    const base = engineProcessEnv({ TRANSFORMERS_VERBOSITY: 'error', ...env });
+    if (!('HF_HUB_OFFLINE' in env)) delete base.HF_HUB_OFFLINE;
+    if (!('HF_TOKEN' in env)) delete base.HF_TOKEN;
     const child = spawn(python, ['-m', 'tinker_engine.export', ...args], {
       cwd: ENGINE_DIR,
-      env: engineProcessEnv({ HF_HUB_OFFLINE: '1', TRANSFORMERS_VERBOSITY: 'error' }),
+      env: base,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
@@ -245,7 +330,7 @@ async function runConverter(args: string[]): Promise<{ out: string; files: strin
       if (code !== 0) return reject(new Error(`export: the converter failed (exit ${code}): ${stderr.trim().split('\n').slice(-8).join('\n')}`));
       try {
         const line = stdout.trim().split('\n').pop() ?? '';
-        resolvePromise(JSON.parse(line) as { out: string; files: string[] });
+        resolvePromise(JSON.parse(line) as { out: string; files: string[]; publish?: UploadPlan });
       } catch {
         reject(new Error(`export: the converter printed no result: ${stdout.slice(-300)}`));
       }
@@ -255,5 +340,70 @@ async function runConverter(args: string[]): Promise<{ out: string; files: strin
 
 export function formatExport(r: ExportResult, format: ExportFormat): string {
   const what = format === 'peft' ? 'PEFT adapter' : 'merged Hugging Face checkpoint';
-  return [`${what} written to ${r.out}`, ...r.files.map((f) => `  ${f}`), 'load it as shown in docs/export.md'].join('\n');
+  const lines = [`${what} written to ${r.out}`, ...r.files.map((f) => `  ${f}`)];
+  if (r.run) lines.push(`model card filled from run ${r.run}`);
+  const p = r.publish;
+  if (p) {
+    const head = `${p.files.length} files, ${p.total_bytes} bytes, to ${p.url} (${p.private ? 'private' : 'public'}), commit message "${p.commit_message}"`;
+    lines.push(p.dry_run ? `dry run: nothing sent; the upload would send ${head}:` : `uploaded ${head}:`);
+    lines.push(...p.files.map((f) => `  ${String(f.bytes).padStart(12)}  ${f.path}`));
+  } else {
+    lines.push('load it as shown in docs/export.md');
+  }
+  return lines.join('\n');
+}
+
+const OPTIONS = {
+  format: { type: 'string' },
+  out: { type: 'string' },
+  'engine-url': { type: 'string' },
+  'base-dir': { type: 'string' },
+  'base-model-id': { type: 'string' },
+  dtype: { type: 'string' },
+  strategy: { type: 'string' },
+  dequantize: { type: 'boolean', default: false },
+  quantize: { type: 'string' },
+  'serving-format': { type: 'string' },
+  run: { type: 'string', multiple: true },
+  publish: { type: 'string' },
+  public: { type: 'boolean', default: false },
+  'commit-message': { type: 'string' },
+  'dry-run': { type: 'boolean', default: false },
+  help: { type: 'boolean', short: 'h', default: false },
+} as const;
+
+/** `cookbook export …`: its own flags, checked before the server is contacted. */
+export async function exportCommand(argv: string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, allowPositionals: true, options: OPTIONS });
+  } catch (err) {
+    throw new ConfigError(`export: ${(err as Error).message}`);
+  }
+  const { values, positionals } = parsed;
+  if (values.help) {
+    console.log(EXPORT_USAGE);
+    return 0;
+  }
+  if (positionals.length !== 1) throw new ConfigError('export: usage `cookbook export <checkpoint> --format peft|merged --out DIR`');
+  const result = await exportCheckpoint({
+    checkpoint: positionals[0],
+    format: values.format,
+    out: values.out,
+    baseUrl: values['engine-url'] ?? process.env.TINKER_BASE_URL ?? DEFAULT_ENGINE_URL,
+    baseDir: values['base-dir'],
+    baseModelId: values['base-model-id'],
+    dtype: values.dtype,
+    strategy: values.strategy,
+    dequantize: values.dequantize,
+    quantize: values.quantize,
+    servingFormat: values['serving-format'],
+    runDirs: values.run,
+    publish: values.publish,
+    public: values.public,
+    commitMessage: values['commit-message'],
+    dryRun: values['dry-run'],
+  });
+  console.log(formatExport(result, values.format as ExportFormat));
+  return 0;
 }

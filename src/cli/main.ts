@@ -71,6 +71,7 @@ async function main(argv: string[]): Promise<number> {
   // serve and chat parse flags of their own (their --api-key is the served API's key, not Temporal's).
   if (argv[0] === 'serve' || argv[0] === 'chat') return (await import('./serve.js')).serveCommand(argv[0], argv.slice(1));
   if (argv[0] === 'decide') return (await import('./decide.js')).decideCommand(argv.slice(1));
+  if (argv[0] === 'export') return (await import('./export.js')).exportCommand(argv.slice(1));
   // play reads its own flags (--against, --player, --multiline) and the person's replies from stdin.
   if (argv[0] === 'play') return (await import('./play.js')).playCommand(argv.slice(1));
   // capture reads its own flags (the store's folder or URL, query filters).
@@ -95,10 +96,6 @@ async function main(argv: string[]): Promise<number> {
       port: { type: 'string' },
       'rollout-iterations': { type: 'string' },
       trace: { type: 'string' },
-      format: { type: 'string' },
-      'base-dir': { type: 'string' },
-      'base-model-id': { type: 'string' },
-      dtype: { type: 'string' },
       limit: { type: 'string' },
       data: { type: 'string' },
       samples: { type: 'string' },
@@ -279,21 +276,6 @@ async function main(argv: string[]): Promise<number> {
       return (await import('../report/cli.js')).reportCommand(rest, { out: values.out, serve: values.serve, port: values.port, rolloutIterations: values['rollout-iterations'], trace: values.trace }, async (id) =>
         logDirOf(await connectClient(flags), id),
       );
-    case 'export': {
-      if (!rest[0]) throw new ConfigError('export: usage `cookbook export <checkpoint> --format peft|merged --out DIR`');
-      const { exportCheckpoint, formatExport } = await import('./export.js');
-      const result = await exportCheckpoint({
-        checkpoint: rest[0],
-        format: values.format,
-        out: values.out,
-        baseUrl: engineUrl(flags),
-        baseDir: values['base-dir'],
-        baseModelId: values['base-model-id'],
-        dtype: values.dtype,
-      });
-      console.log(formatExport(result, values.format as 'peft' | 'merged'));
-      return 0;
-    }
     default:
       console.error(`unknown command "${command}"\n\n${await usage()}`);
       return 2;

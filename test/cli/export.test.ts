@@ -2,12 +2,12 @@
 // them through the protocol's archive download as a PEFT adapter and as a merged checkpoint, load
 // both with peft / transformers in the engine's Python environment and get the engine's logprobs.
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTinkerBackend, type TinkerBackend } from '../../src/backends/tinker-backend.js';
-import { exportCheckpoint } from '../../src/cli/export.js';
+import { exportCheckpoint, type ExportOptions } from '../../src/cli/export.js';
 import { type EngineHandle, startEngine } from '../support/engine.js';
 import { sftDatum } from '../backends/helpers.js';
 import { ENGINE_DIR, engineProcessEnv, ensureEngineEnv } from '../../src/stack/engine-env.mjs';
@@ -61,7 +61,35 @@ function maxDiff(a: Array<number | null>, b: Array<number | null>): number {
 }
 
 function cookbook(...args: string[]) {
-  return spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env: { ...process.env, TINKER_BASE_URL: engine.baseUrl } });
+  const env: NodeJS.ProcessEnv = { ...process.env, TINKER_BASE_URL: engine.baseUrl };
+  delete env.HF_TOKEN;
+  return spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env });
+}
+
+/** The CLI without blocking the test worker (a merged export takes a while on a loaded machine). */
+function cookbookAsync(...args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  const env: NodeJS.ProcessEnv = { ...process.env, TINKER_BASE_URL: engine.baseUrl };
+  delete env.HF_TOKEN;
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [BIN, ...args], { env });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('close', (status) => resolve({ status, stdout, stderr }));
+  });
+}
+
+/** A run folder as a run of this project leaves it, whose checkpoints.jsonl lists `path` at step 2. */
+function fakeRun(dir: string, path: string): void {
+  mkdirSync(join(dir, '.cookbook'), { recursive: true });
+  writeFileSync(join(dir, '.cookbook', 'run.json'), JSON.stringify({ workflowId: 'sl-export-test', kind: 'sl', config: {} }));
+  writeFileSync(
+    join(dir, 'config.json'),
+    JSON.stringify({ model_name: MODEL, learning_rate: 0.05, lora_rank: 4, log_path: dir, base_url: 'http://x', dataset: { hf: { path: 'HuggingFaceH4/no_robots', split: 'train' } } }),
+  );
+  writeFileSync(join(dir, 'metrics.jsonl'), ['{"step": 1, "train_mean_nll": 2.5}', '{"step": 2, "train_mean_nll": 1.75, "time/total": 3.0}', '{"step": 3, "train_mean_nll": 1.5}'].join('\n') + '\n');
+  writeFileSync(join(dir, 'checkpoints.jsonl'), `${JSON.stringify({ name: 'for-export', batch: 2, sampler_path: path })}\n`);
 }
 
 let engine: EngineHandle;
@@ -125,6 +153,50 @@ describe('cookbook export', () => {
     expect(JSON.parse(readFileSync(join(out, 'generation_config.json'), 'utf8')).eos_token_id).toEqual([151645, 151643]);
     expect(JSON.parse(readFileSync(join(out, 'config.json'), 'utf8')).tie_word_embeddings).toBe(false);
     expect(maxDiff(await loadAndScore('merged', out), engineLogprobs)).toBeLessThan(TOL);
+  });
+
+  it('--publish --dry-run: the adapter with its model card from the run, and the exact upload listed, nothing sent', async () => {
+    const run = join(work, 'run-dir');
+    fakeRun(run, checkpoint);
+    const out = join(work, 'to-publish');
+    const r = await cookbookAsync('export', checkpoint, '--format', 'peft', '--out', out, '--run', run, '--publish', 'me/tiny-qwen3-sft', '--dry-run', '--commit-message', 'tiny model');
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    const files = readdirSync(out).sort();
+    expect(files).toEqual(['README.md', 'adapter_config.json', 'adapter_model.safetensors']);
+    const listed = r.stdout.split('\n').filter((l) => /^\s+\d+\s{2}\S/.test(l)).map((l) => l.trim().split(/\s+/));
+    expect(listed.map(([, f]) => f)).toEqual(files);
+    for (const [bytes, f] of listed) expect(Number(bytes)).toBe(statSync(join(out, f)).size);
+    const total = files.reduce((n, f) => n + statSync(join(out, f)).size, 0);
+    expect(r.stdout).toContain(`dry run: nothing sent; the upload would send ${files.length} files, ${total} bytes, to https://huggingface.co/me/tiny-qwen3-sft (private), commit message "tiny model":`);
+    expect(r.stdout).toContain(`model card filled from run ${run}`);
+    const card = readFileSync(join(out, 'README.md'), 'utf8');
+    for (const line of [`base_model: ${MODEL}`, 'library_name: peft', '- HuggingFaceH4/no_robots', '- sft', '# me/tiny-qwen3-sft', '- **Recipe:** sl (durable-cookbook run `sl-export-test`)', '- **Data:** HuggingFaceH4/no_robots (train)', `- **Checkpoint:** \`${checkpoint}\``, '- `learning_rate`: 0.05', 'Metrics at step 2:', '| train_mean_nll | 1.75 |']) {
+      expect(card).toContain(line);
+    }
+    // where the run's files are and how it reached its backend stay out of the card
+    expect(card).not.toContain('log_path');
+    expect(card).not.toContain('base_url');
+    expect(card).not.toContain('time/total');
+  });
+
+  it('--publish without HF_TOKEN, a bad repo id or a flag out of place: one line, exit 2, nothing downloaded or written', async () => {
+    const before = readdirSync(work).sort();
+    const r = await cookbookAsync('export', checkpoint, '--format', 'peft', '--out', join(work, 'never'), '--publish', 'me/x');
+    expect(r.status).toBe(2);
+    expect(r.stderr.trim().split('\n')).toEqual(['error: export: --publish needs HF_TOKEN set to a Hugging Face token with write access (nothing was exported or uploaded; --dry-run lists what would be sent without one)']);
+    const cases: Array<[Partial<ExportOptions>, string]> = [
+      [{ format: 'peft', publish: 'me/x/y', dryRun: true }, 'export: --publish me/x/y is not a Hugging Face repo id'],
+      [{ format: 'peft', dryRun: true }, 'export: --dry-run goes with --publish REPO'],
+      [{ format: 'peft', public: true }, 'export: --public and --commit-message go with --publish REPO'],
+      [{ format: 'merged', strategy: 'fast' }, 'export: --strategy fast is not supported; use one of: auto, shard, full'],
+      [{ format: 'merged', dtype: 'int4' }, 'export: --dtype int4 is not supported; use one of: auto, float32, bfloat16, float16'],
+      [{ format: 'peft', servingFormat: 'vllm' }, 'export: --dequantize, --quantize and --serving-format apply to merged exports (--format merged)'],
+    ];
+    for (const [flags, message] of cases) {
+      await expect(exportCheckpoint({ checkpoint, out: join(work, 'never'), baseUrl: engine.baseUrl, env: {}, ...flags })).rejects.toThrow(message);
+    }
+    expect(readdirSync(work).sort()).toEqual(before);
   });
 
   it('errors name the checkpoint, the directory or the option, and write nothing', async () => {
