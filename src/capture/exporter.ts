@@ -4,6 +4,7 @@
  * Capture must never slow or break what it watches, so:
  * - `enqueue` never blocks, never throws and never awaits: a full queue drops the NEWEST record
  *   (counted in `dropped`), an invalid record is counted in `invalid` (and named once on the log);
+ *   token lists are kept as given (not copied), so a producer must not change them afterwards;
  * - a batch is sent when `maxBatchSize` records wait or `flushIntervalMs` has passed since the first of
  *   them, whichever comes first, one batch in flight at a time, in enqueue order;
  * - a sink failure or a send past `exportTimeoutMs` is counted (`failed` records, `failedBatches`), logged

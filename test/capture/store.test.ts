@@ -199,7 +199,7 @@ describe('capture store daemon', () => {
     await expect(fetch(`${client.baseUrl}/rows?iteration=two`).then((r) => r.json())).resolves.toEqual({ error: 'iteration must be an integer, got "two"' });
     const refused = await fetch(`${client.baseUrl}/ingest`, { method: 'POST', body: JSON.stringify({ records: [wire('bad', 1), { type: 'wire_row', row: { run_id: 'a', logprobs: ['x'] } }] }) });
     expect(refused.status).toBe(400);
-    expect(await refused.json()).toEqual({ error: 'record 1: logprobs.0: Invalid input: expected number, received string' });
+    expect(await refused.json()).toEqual({ error: 'record 1: logprobs.0: must be a finite number, got "x"' });
     expect((await client.stats()).wire_rows).toBe(4);
     const table = await cookbookProcess(['capture', 'query', '--url', client.baseUrl, '--run-id', 'a', '--tool-use']).done;
     const lines = table.out.trim().split('\n');
