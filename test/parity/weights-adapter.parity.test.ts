@@ -1,7 +1,8 @@
 // The serving adapter (`cookbook export --format peft`) against the reference's build_lora_adapter, family
 // by family on the merge tests' tiny seeded bases (laid out as each family's checkpoints are) and seeded
 // Tinker-layout adapters (unembed_tokens, GPT-OSS `.attn`, 3-D w1/w2/w3 experts, Qwen3.5's split q/k/v,
-// Nemotron's Mamba gate_proj/x_proj): the same tensors under the same names, byte-identical
+// Nemotron's Mamba gate_proj/x_proj), and on the quantized-merge tests' MXFP4 GPT-OSS and INT4 Kimi
+// K2 / K2.5 bases: the same tensors under the same names, byte-identical
 // adapter_config.json, and DeepSeek V3 refused by both. See weights_adapter_cases.py.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -52,7 +53,9 @@ describe('serving adapter parity with build_lora_adapter', () => {
   });
 
   const SERVED = ['qwen3', 'qwen3_tied', 'qwen3_moe', 'qwen3_moe_fused', 'qwen3_5', 'qwen3_5_moe', 'qwen3_5_moe_fused', 'gpt_oss', 'kimi_k25', 'nemotron_h'];
-  it.each(SERVED)('%s: the same tensors and adapter_config.json', (family) => {
+  // Quantized bases: the names come from the packed tensors (X_blocks, X.weight_packed), checked all the same.
+  const QUANTIZED = ['gpt_oss_mxfp4', 'kimi_k2_int4', 'kimi_k25_int4'];
+  it.each([...SERVED, ...QUANTIZED])('%s: the same tensors and adapter_config.json', (family) => {
     const r = results[family];
     expect(r.reference_error).toBeNull();
     expect(r.ours_error).toBeNull();

@@ -18,17 +18,27 @@ from pathlib import Path
 # Every family the merge's fixtures build (engine/tests/weights_tiny.py): Qwen3 dense (untied and tied
 # head), Qwen3 MoE (per-expert and fused experts), Qwen3.5 dense and MoE, GPT-OSS, DeepSeek V3, Kimi K2.5
 # (its `language_model.model.*` names) and Nemotron H.
-FAMILIES = ("qwen3", "qwen3_tied", "qwen3_moe", "qwen3_moe_fused", "qwen3_5", "qwen3_5_moe", "qwen3_5_moe_fused",
-            "gpt_oss", "deepseek_v3", "kimi_k25", "nemotron_h")
+# and quantized bases from the quantized-merge tests (engine/tests/quantized_bases.py): GPT-OSS with MXFP4
+# experts, Kimi K2 and K2.5 with INT4 pack-quantized experts.
+PLAIN = ("qwen3", "qwen3_tied", "qwen3_moe", "qwen3_moe_fused", "qwen3_5", "qwen3_5_moe", "qwen3_5_moe_fused",
+         "gpt_oss", "deepseek_v3", "kimi_k25", "nemotron_h")
+QUANTIZED = ("gpt_oss_mxfp4", "kimi_k2_int4", "kimi_k25_int4")
+FAMILIES = PLAIN + QUANTIZED
 
 
 def build(root: Path) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "engine" / "tests"))
+    import quantized_bases as qb
     import weights_tiny
 
-    for family in FAMILIES:
+    for family in PLAIN:
         base = weights_tiny.build_base(family, root / family / "base")
         weights_tiny.build_adapter(family, base, root / family / "adapter")
+    for family, base, adapter in (("gpt_oss_mxfp4", qb.gpt_oss_mxfp4, qb.gpt_oss_adapter),
+                                  ("kimi_k2_int4", qb.kimi_int4, qb.deepseek_adapter),
+                                  ("kimi_k25_int4", qb.kimi_k25_int4, qb.deepseek_adapter)):
+        base(root / family / "base", root / family / "scratch")
+        adapter(root / family / "adapter")
 
 
 CARD = dict(base_model="Qwen/Qwen3-8B", datasets=["HuggingFaceH4/no_robots"], tags=["sft"], license="apache-2.0",
