@@ -40,6 +40,8 @@ export class ServeCapture {
   private lastReport = 0;
   private exchanges = 0;
   private next = 0;
+  /** Time spent building and enqueueing rows: what capture adds to the serving path (sending runs beside it). */
+  private recordMs = 0;
 
   constructor(
     readonly exporter: CaptureExporter,
@@ -53,6 +55,7 @@ export class ServeCapture {
   /** ServeOptions.onExchange: the exchange's rows to the exporter. Never throws. */
   readonly record = (x: CapturedExchange): void => {
     if (x.samples.length === 0) return;
+    const t0 = performance.now();
     try {
       const id = `serve-${process.pid}-${Date.now().toString(36)}-${(this.next++).toString(36)}`;
       for (const row of exchangeRows(x, id, this.model, this.runId)) this.exporter.enqueue({ type: 'wire_row', row });
@@ -62,6 +65,7 @@ export class ServeCapture {
       this.log(`capture: could not record a ${x.api} exchange: ${(err as Error).message}`);
     }
     this.reportLosses();
+    this.recordMs += performance.now() - t0;
   };
 
   private reportLosses(): void {
@@ -79,7 +83,8 @@ export class ServeCapture {
   async close(timeoutMs = 10_000): Promise<string> {
     await this.exporter.close(timeoutMs);
     const c = this.exporter.counters();
-    return `capture: ${this.exchanges} exchanges, ${c.sent} rows stored, ${c.dropped} dropped (queue full), ${c.failed} failed to send, ${c.invalid} invalid, ${c.queued} unsent`;
+    const perExchange = this.exchanges ? ` (${(this.recordMs / this.exchanges).toFixed(2)} ms each to record)` : '';
+    return `capture: ${this.exchanges} exchanges${perExchange}, ${c.sent} rows stored, ${c.dropped} dropped (queue full), ${c.failed} failed to send, ${c.invalid} invalid, ${c.queued} unsent`;
   }
 }
 

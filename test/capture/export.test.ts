@@ -91,12 +91,15 @@ describe('filters', () => {
       created_at: null,
     });
     const annotations = [rewardFor(b, 5, 1), rewardFor(b, 0.1, 2)]; // the latest wins
+    // The value may also sit under the kind's own name.
+    annotations.push({ ...rewardFor(c, 0, 3), payload: { sampling_session_id: c.sampling_session_id, seq_id: c.seq_id, sample_idx: c.sample_idx, reward: 0.3 } });
     const ids = (rows: WireRow[]) => rows.map((r) => r.cursor);
     expect(ids(filterRows([c, b, a], { runIds: ['r1'] }))).toEqual([a.cursor, b.cursor]);
     expect(ids(filterRows([a, b, c], { toolUse: true }))).toEqual([a.cursor, c.cursor]);
     expect(ids(filterRows([a, b, c], { since: b.created_at!, until: b.created_at! }))).toEqual([b.cursor]);
     expect(ids(filterRows([a, b, c], { minReward: 0.5 }, 'reward', annotations))).toEqual([a.cursor]);
-    expect(ids(filterRows([a, b, c], { minReward: 0.1 }, 'reward', annotations))).toEqual([a.cursor, b.cursor]);
+    expect(ids(filterRows([a, b, c], { minReward: 0.1 }, 'reward', annotations))).toEqual([a.cursor, b.cursor, c.cursor]);
+    expect(ids(filterRows([a, b, c], { minReward: 0.2 }, 'reward', annotations))).toEqual([a.cursor, c.cursor]);
     expect(ids(filterRows([a, b, c], { label: { key: 'quality', value: 'good' } }))).toEqual([c.cursor]);
   });
 });

@@ -75,7 +75,7 @@ describe('serve --capture → capture export --format sft → train sl', { timeo
 
     // Shutting serve down sends what is queued and says what was kept.
     await stopServe(serve);
-    expect(serveErr).toMatch(/capture: 3 exchanges, 3 rows stored, 0 dropped \(queue full\), 0 failed to send, 0 invalid, 0 unsent/);
+    expect(serveErr).toMatch(/capture: 3 exchanges \([\d.]+ ms each to record\), 3 rows stored, 0 dropped \(queue full\), 0 failed to send, 0 invalid, 0 unsent/);
 
     const rows = await store.allRows({ run_id: RUN });
     expect(rows).toHaveLength(3);

@@ -26,15 +26,16 @@ export const rowKey = (r: { sampling_session_id: string | null; seq_id: number |
 /**
  * Rewards and labels given to rows after they were captured: annotations whose kind is the key
  * (e.g. "reward") and whose payload names the row (`sampling_session_id`, `seq_id`, `sample_idx`)
- * and carries `value`. The latest annotation wins.
+ * and carries the value as `value` or under the key itself (`{"reward": 1, …}`). The latest wins.
  */
 export function annotatedValues(annotations: readonly Annotation[], key: string): Map<string, JsonValue> {
   const values = new Map<string, JsonValue>();
   for (const a of [...annotations].sort((x, y) => x.cursor - y.cursor)) {
     if (a.kind !== key || a.payload === null || typeof a.payload !== 'object' || Array.isArray(a.payload)) continue;
     const p = a.payload as Record<string, JsonValue>;
-    if (!('value' in p)) continue;
-    values.set(rowKey({ sampling_session_id: (p.sampling_session_id as string) ?? null, seq_id: (p.seq_id as number) ?? null, sample_idx: (p.sample_idx as number) ?? null }), p.value);
+    const value = 'value' in p ? p.value : p[key];
+    if (value === undefined) continue;
+    values.set(rowKey({ sampling_session_id: (p.sampling_session_id as string) ?? null, seq_id: (p.seq_id as number) ?? null, sample_idx: (p.sample_idx as number) ?? null }), value);
   }
   return values;
 }
