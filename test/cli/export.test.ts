@@ -1,6 +1,7 @@
 // `cookbook export` against the real engine: train a LoRA a few steps, save sampler weights, export
 // them through the protocol's archive download as a PEFT adapter and as a merged checkpoint, load
-// both with peft / transformers in the engine's Python environment and get the engine's logprobs.
+// both with peft / transformers in the engine's Python environment and get the engine's logprobs;
+// `--publish --dry-run` with the run's records in the model card, and the flags' refusals.
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
