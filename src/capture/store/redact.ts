@@ -7,7 +7,11 @@ import type { JsonValue } from '../rows.js';
 
 export const REDACTED = '[REDACTED]';
 
-const SECRET_KEY = /^(authorization|proxy[-_]authorization|x[-_]api[-_]key|api[-_]?key|[a-z0-9]+[-_]api[-_]?key|x[-_]auth[-_]token|auth[-_]token|access[-_]token|refresh[-_]token|id[-_]token|client[-_]secret|secret|secret[-_]key|aws[-_]secret[-_]access[-_]key|password|passwd|cookie|set[-_]cookie)$/i;
+// Whole names, then endings (`x-api-key`, `OPENAI_API_KEY`, `x-goog-api-key`, `client_secret`, `HF_TOKEN`).
+// A bare `token` is left alone: tokenizer settings (`eos_token`, `pad_token`) are names, not secrets.
+const SECRET_NAME = /^(authorization|proxy[-_]authorization|cookie|set[-_]cookie|password|passwd|secret|apikey)$/i;
+const SECRET_ENDING = /(^|[-_])(api[-_]?key|secret[-_]?key|secret[-_]?access[-_]?key|private[-_]?key|client[-_]?secret|access[-_]?token|refresh[-_]?token|id[-_]?token|auth[-_]?token|session[-_]?token|(hf|hub|github|gh|gitlab|wandb|slack|discord|npm|pypi)[-_]token)$/i;
+const isSecretKey = (key: string) => SECRET_NAME.test(key) || SECRET_ENDING.test(key);
 
 const SECRET_TEXT: RegExp[] = [
   /\bBearer\s+[A-Za-z0-9._~+/=-]{8,}/g, // an Authorization header's value
@@ -43,7 +47,7 @@ export function redact(value: JsonValue): Redaction {
     if (v !== null && typeof v === 'object') {
       const out: Record<string, JsonValue> = {};
       for (const [key, inner] of Object.entries(v)) {
-        if (SECRET_KEY.test(key) && inner !== null && inner !== '') {
+        if (isSecretKey(key) && inner !== null && inner !== '') {
           count += 1;
           out[key] = REDACTED;
         } else {
