@@ -3,6 +3,7 @@
 and `--publish` up to the Hub call (HfApi replaced by a recorder at that boundary only)."""
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -41,8 +42,6 @@ def refused(capsys, work: Path, pattern: str, *args) -> str:
     code, out, err = run(capsys, *args)
     assert code == 2, (out, err)
     assert out == "" and err.count("\n") == 1 and err.startswith("error: "), err
-    import re
-
     assert re.search(pattern, err), err
     assert sorted(p.name for p in work.iterdir()) == before  # no output folder, no temporary left
     return err
