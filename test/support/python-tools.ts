@@ -1,6 +1,7 @@
-// Python tools the serve tests drive `cookbook serve` with — the official `openai` client and the
-// Inspect AI evaluation harness — each in a cached venv under ~/.cache/durable-cookbook, built the
-// way the repo's other Python tools are (buildCachedVenv: once, under a temporary name, locked).
+// Python tools the serve tests drive `cookbook serve` with — the official `openai` and `anthropic`
+// clients and the Inspect AI evaluation harness — each in a cached venv under
+// ~/.cache/durable-cookbook, built the way the repo's other Python tools are (buildCachedVenv: once,
+// under a temporary name, locked).
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildCachedVenv } from '../../src/stack/engine-env.mjs';
@@ -24,6 +25,10 @@ const stderr = (chunk: string) => process.stderr.write(chunk);
 
 /** The official OpenAI Python client. */
 export const ensureOpenAIPythonEnv = (log = stderr) => ensureVenv(`openai-venv-${OPENAI_PY_VERSION}`, [`openai==${OPENAI_PY_VERSION}`], log);
+
+/** The official Anthropic Python SDK (the Messages API tests). */
+export const ANTHROPIC_PY_VERSION = '2.10.0';
+export const ensureAnthropicPythonEnv = (log = stderr) => ensureVenv(`anthropic-venv-${ANTHROPIC_PY_VERSION}`, [`anthropic==${ANTHROPIC_PY_VERSION}`], log);
 
 /** Inspect AI with the OpenAI client its OpenAI-compatible provider needs: the venv `cookbook eval --inspect` uses. */
 export const ensureInspectEnv = (log = stderr) => ensureProductInspectEnv({ log });

@@ -5,45 +5,19 @@
 // engine drives the same endpoint in test/serve/anthropic-clients.test.ts.
 import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ModelInput, SampledSequence, SamplingParams } from '../../src/backends/types.js';
-import { getRenderer } from '../../src/cookbook/renderers/registry.js';
+import type { ModelInput, SampledSequence } from '../../src/backends/types.js';
 import { getTokenizer, type Tokenizer } from '../../src/cookbook/tokenizer.js';
 import type { ServedExchange } from '../../src/serve/exchange.js';
 import { startServer, type RunningServer } from '../../src/serve/server.js';
 import type { ServedModel } from '../../src/serve/served-model.js';
+import { AGENT_CALL as CALL, promptText, scriptedModel, sequenceOf } from '../support/scripted-agent.js';
 
 let tokenizer: Tokenizer;
 let imEnd: number;
 
-interface Call {
-  prompt: ModelInput;
-  params: SamplingParams;
-}
-
-function scripted(script: (prompt: string) => SampledSequence, opts: { renderer?: string; maxContextLength?: number } = {}) {
-  const calls: Call[] = [];
-  const model: ServedModel = {
-    id: 'scripted-qwen3',
-    baseModel: 'tiny-qwen3',
-    baseUrl: 'http://scripted.invalid',
-    renderer: getRenderer(opts.renderer ?? 'qwen3', tokenizer),
-    tokenizer,
-    maxContextLength: opts.maxContextLength,
-    async sample(prompt, _n, params) {
-      calls.push({ prompt, params });
-      return { sequences: [script(text(prompt))] };
-    },
-    close: async () => undefined,
-  };
-  return { model, calls };
-}
-
-const text = (p: ModelInput) => tokenizer.decode(p.chunks.flatMap((c) => (c.type === 'encoded_text' ? c.tokens : [])));
-
-const seq = (body: string, extra: number[] = [], stop_reason: 'stop' | 'length' = 'stop'): SampledSequence => {
-  const tokens = [...tokenizer.encode(body, { addSpecialTokens: false }), ...extra];
-  return { tokens, logprobs: tokens.map((_, i) => -0.1 * (i + 1)), stop_reason };
-};
+const scripted = (script?: (prompt: string) => SampledSequence, opts: { maxContextLength?: number } = {}) => scriptedModel(tokenizer, script, opts);
+const text = (p: ModelInput) => promptText(tokenizer, p);
+const seq = (body: string, extra: number[] = [], stop_reason: 'stop' | 'length' = 'stop') => sequenceOf(tokenizer, body, extra, stop_reason);
 
 const servers: RunningServer[] = [];
 async function serve(model: ServedModel, extra: { apiKey?: string; onExchange?: (e: ServedExchange) => void } = {}) {
@@ -61,13 +35,10 @@ afterAll(async () => {
 });
 
 const weatherTool: Anthropic.Tool = { name: 'get_weather', description: 'Weather of a city', input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } };
-const CALL = '<think>\nThe user wants weather.\n</think>\n\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>';
-/** The model calls the tool until it has seen a result, then answers. */
-const agentScript = (prompt: string) => (prompt.includes('<tool_response>') ? seq('<think>\n\n</think>\n\nIt is sunny in Paris.', [imEnd]) : seq(CALL, [imEnd]));
 
 describe('POST /v1/messages: what the model wrote, as content blocks', () => {
   it('a tool-use loop: tool_use parsed with its input, the tool_result rendered back in the family format, the loop ends with end_turn', async () => {
-    const { model, calls } = scripted(agentScript);
+    const { model, calls } = scripted();
     const { client } = await serve(model);
     const messages: Anthropic.MessageParam[] = [{ role: 'user', content: 'Weather in Paris?' }];
     const first = await client.messages.create({ model: model.id, max_tokens: 64, system: 'You are terse.', messages, tools: [weatherTool] });
@@ -89,11 +60,11 @@ describe('POST /v1/messages: what the model wrote, as content blocks', () => {
     expect(prompt).toContain('<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call><|im_end|>');
     expect(prompt).toContain('<|im_start|>user\n<tool_response>\nsunny\n</tool_response><|im_end|>\n<|im_start|>assistant\n');
     const promptTokens = calls[1].prompt.chunks.reduce((n, c) => n + (c.type === 'encoded_text' ? c.tokens.length : 0), 0);
-    expect(second.usage).toMatchObject({ input_tokens: promptTokens, output_tokens: agentScript(prompt).tokens.length });
+    expect(second.usage).toMatchObject({ input_tokens: promptTokens, output_tokens: seq('<think>\n\n</think>\n\nIt is sunny in Paris.', [imEnd]).tokens.length });
   });
 
   it('the same conversation through the OpenAI endpoint renders the same prompt', async () => {
-    const { model, calls } = scripted(agentScript);
+    const { model, calls } = scripted();
     const { server, client } = await serve(model);
     await client.messages.create({
       model: model.id,
@@ -127,7 +98,7 @@ describe('POST /v1/messages: what the model wrote, as content blocks', () => {
   });
 
   it('streaming: the SDK assembles the same message from message_start … message_stop, thinking and input_json deltas included', async () => {
-    const { model } = scripted(agentScript);
+    const { model } = scripted();
     const { server, client } = await serve(model);
     const params = { model: model.id, max_tokens: 64, messages: [{ role: 'user' as const, content: 'Weather in Paris?' }], tools: [weatherTool] };
     const whole = await client.messages.create(params);
@@ -179,7 +150,7 @@ describe('POST /v1/messages: what the model wrote, as content blocks', () => {
   });
 
   it('count_tokens is the rendered prompt’s length', async () => {
-    const { model, calls } = scripted(agentScript);
+    const { model, calls } = scripted();
     const { client } = await serve(model);
     const params = { model: model.id, messages: [{ role: 'user' as const, content: 'Weather in Paris?' }], tools: [weatherTool] };
     const counted = await client.messages.countTokens(params);
@@ -239,7 +210,7 @@ describe('POST /v1/messages: errors and the exchange hook', () => {
   });
 
   it('onExchange gets each exchange of both APIs with its rendered prompt, sampled tokens and logprobs', async () => {
-    const { model } = scripted(agentScript);
+    const { model } = scripted();
     const exchanges: ServedExchange[] = [];
     const { server, client } = await serve(model, { onExchange: (e) => exchanges.push(e) });
     const message = await client.messages.create({ model: model.id, max_tokens: 64, messages: [{ role: 'user', content: 'Weather in Paris?' }], tools: [weatherTool] });
