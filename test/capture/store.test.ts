@@ -86,6 +86,14 @@ describe('capture store daemon', () => {
     const stats = await client.stats();
     expect(stats.wire_rows).toBe(64 * batches * perBatch);
     expect(stats.cursor).toBe(64 * batches * perBatch);
+    // The stream pages through that backlog (past its 1000-row page, under backpressure) in cursor order.
+    const backlog = new AbortController();
+    const streamed: number[] = [];
+    for await (const event of client.stream({ cursor: 0, signal: backlog.signal })) {
+      streamed.push(event.cursor);
+      if (streamed.length === stats.cursor) backlog.abort();
+    }
+    expect(streamed).toEqual(Array.from({ length: stats.cursor }, (_, i) => i + 1));
     const again = await client.ingest([wire('client-3', 0), wire('client-63', 99), wire('client-64', 0)]);
     expect(again).toMatchObject({ inserted: 1, deduped: 2 });
     // Rows without the full dedupe key are never deduped (SQLite's NULLs are distinct), as the reference.

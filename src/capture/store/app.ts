@@ -127,8 +127,13 @@ export function createStoreApp(db: CaptureDb, options: StoreAppOptions): StoreAp
             cursor = event.cursor;
             if (!res.write(`id: ${event.cursor}\nevent: ${event.type}\ndata: ${JSON.stringify(data)}\n\n`)) {
               await new Promise<void>((resolve) => {
-                res.once('drain', resolve);
-                res.once('close', resolve);
+                const done = () => {
+                  res.off('drain', done);
+                  res.off('close', done);
+                  resolve();
+                };
+                res.on('drain', done);
+                res.on('close', done);
               });
             }
             if (closed) return;
