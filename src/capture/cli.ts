@@ -18,7 +18,9 @@ export const CAPTURE_USAGE = `  capture serve [--data-dir DIR]      the capture 
         [--annotations [--kind K]]          (ISO time or Unix seconds), --meta path=value, --has path, --tool-use,
                                             --label L; the store: --data-dir DIR or --url U
   capture tail [--run-id R] [--json]  follow new rows as they are stored (--cursor N: after N; --count N: stop after N)
-  capture stats [--json]              the store's counts, size, limits, rows removed, redactions`;
+  capture stats [--json]              the store's counts, size, limits, rows removed, redactions
+  capture export --format sft|comparisons --out FILE [filters]   a dataset \`train sl\` / \`train dpo\` reads as it
+                                      is (filters: --run, --since/--until, --tool-use, --min-reward, --label; --help)`;
 
 const STORE_OPTIONS = {
   'data-dir': { type: 'string' },
