@@ -7,16 +7,16 @@ import { parseArgs } from 'node:util';
 import type { Annotation, StreamEvent, WireRow } from './rows.js';
 import { CaptureStoreClient, defaultCaptureDir, ensureCaptureStore } from './store/client.js';
 import { serveDaemon } from './store/daemon.js';
-import type { AnnotationFilter, RowFilter } from './store/query.js';
+import { checkMetaPath, type AnnotationFilter, type RowFilter } from './store/query.js';
 
 export const CAPTURE_USAGE = `  capture serve [--data-dir DIR]      the capture store daemon: SQLite (WAL) in DIR, HTTP on 127.0.0.1; DIR:
         [--port N] [--max-bytes SIZE]       $COOKBOOK_CAPTURE_DIR or ~/.cache/durable-cookbook/capture;
         [--retention-days N]                oldest rows removed past SIZE (500MB, 2GiB), rows older than N days removed;
         [--idle-shutdown-minutes N]         exit after N minutes without requests
   capture query [filters] [--json]    captured rows as a table (--json: one a line); filters: --run-id, --split,
-        [--limit N (50)] [--cursor N]       --purpose, --iteration N or A..B, --group N, --traj N, --since/--until
-        [--annotations [--kind K]]          (ISO time or Unix seconds), --meta path=value, --has path, --tool-use,
-                                            --label L; the store: --data-dir DIR or --url U
+        [--limit N (50)] [--cursor N]       --purpose, --iteration N or A..B, --group N, --traj N, --since/--until T
+        [--annotations [--kind K]]          (ISO time, Unix seconds, or ago: 30m, 2h, 7d), --meta path=value,
+                                            --has path, --tool-use, --label L; the store: --data-dir DIR or --url U
   capture tail [--run-id R] [--json]  follow new rows as they are stored (--cursor N: after N; --count N: stop after N)
   capture stats [--json]              the store's counts, size, limits, rows removed, redactions
   capture export --format sft|comparisons --out FILE [filters]   a dataset \`train sl\` / \`train dpo\` reads as it
@@ -44,12 +44,16 @@ function parseNumber(flag: string, raw: string | undefined, integer = true): num
   return value;
 }
 
-/** ISO time or Unix seconds -> Unix seconds. */
-export function parseTime(flag: string, raw: string | undefined): number | undefined {
+const AGO_UNITS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400 };
+
+/** ISO time, Unix seconds, or a time ago (`30m`, `2h`, `7d`) -> Unix seconds. */
+export function parseTime(flag: string, raw: string | undefined, now = Date.now() / 1000): number | undefined {
   if (raw === undefined) return undefined;
   if (/^\d+(\.\d+)?$/.test(raw)) return Number(raw);
+  const ago = /^(\d+(?:\.\d+)?)([smhd])$/.exec(raw.trim());
+  if (ago) return now - Number(ago[1]) * AGO_UNITS[ago[2]];
   const ms = Date.parse(raw);
-  if (Number.isNaN(ms)) throw new Error(`${flag}: "${raw}" is neither an ISO time (2026-11-29T18:00Z) nor Unix seconds`);
+  if (Number.isNaN(ms)) throw new Error(`${flag}: "${raw}" is neither an ISO time (2026-11-29T18:00Z), Unix seconds, nor a time ago (30m, 2h, 7d)`);
   return ms / 1000;
 }
 
@@ -112,13 +116,13 @@ export function rowFilterFromFlags(values: Record<string, string | boolean | str
   for (const pair of (values.meta as string[] | undefined) ?? []) {
     const eq = pair.indexOf('=');
     if (eq <= 0) throw new Error(`--meta: "${pair}" is not path=value`);
-    meta[pair.slice(0, eq)] = pair.slice(eq + 1);
+    meta[checkMetaPath(pair.slice(0, eq))] = pair.slice(eq + 1);
   }
   if (values['tool-use']) meta.tool_use = 'true';
   if (str('label') !== undefined) meta.label = str('label') as string;
   if (Object.keys(meta).length > 0) filter.meta = meta;
   const has = values.has as string[] | undefined;
-  if (has && has.length > 0) filter.has = has;
+  if (has && has.length > 0) filter.has = has.map(checkMetaPath);
   for (const key of Object.keys(filter) as Array<keyof RowFilter>) if (filter[key] === undefined) delete filter[key];
   return filter;
 }
