@@ -7,7 +7,8 @@
 // (rows stored, dropped, failed, and the time recording took per exchange: capture's own work on the
 // serving path, which the end-to-end figures bury under the engine's variance on a loaded machine)
 // and the rows the store holds.
-//   npm run bench:capture [-- --requests 128 --concurrency 8 --max-tokens 16]
+// --aa runs the same with capture off on both sides: the noise floor of the comparison.
+//   npm run bench:capture [-- --requests 128 --concurrency 8 --max-tokens 16] [-- --aa]
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -22,6 +23,7 @@ const { values } = parseArgs({
     requests: { type: 'string', default: '128' },
     concurrency: { type: 'string', default: '8' },
     'max-tokens': { type: 'string', default: '16' },
+    aa: { type: 'boolean', default: false },
   },
 });
 const REQUESTS = Number(values.requests);
@@ -94,7 +96,8 @@ let off: Served | undefined;
 let on: Served | undefined;
 try {
   const store = new CaptureStoreClient(await ensureCaptureStore(dir, { idleShutdownMinutes: 5 }));
-  [off, on] = await Promise.all([serve(engine.baseUrl, []), serve(engine.baseUrl, ['--capture', store.baseUrl, '--capture-run', RUN_ID])]);
+  [off, on] = await Promise.all([serve(engine.baseUrl, []), serve(engine.baseUrl, values.aa ? [] : ['--capture', store.baseUrl, '--capture-run', RUN_ID])]);
+  if (values.aa) console.log('--aa: capture off on both sides (the "on" side is a second plain server)');
   // Warm both (first requests open the sampling session and compile the engine's paths).
   await Promise.all([round(off.url, 0), round(on.url, 0)]);
   const times = { off: [] as number[], on: [] as number[] };

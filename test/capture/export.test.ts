@@ -6,6 +6,8 @@ import { describe, expect, it } from 'vitest';
 import { comparisonRecords } from '../../src/capture/export/comparisons.js';
 import { filterRows, rewardOf } from '../../src/capture/export/filter.js';
 import { sftRecords } from '../../src/capture/export/sft.js';
+import { parseComparisonsJsonl } from '../../src/cookbook/preference/comparisons.js';
+import { parseConversationsJsonl } from '../../src/cookbook/supervised/jsonl.js';
 import type { Annotation, JsonValue, WireRow } from '../../src/capture/rows.js';
 
 let cursor = 0;
@@ -74,6 +76,16 @@ describe('comparisons', () => {
     expect(records[0].rejected).toEqual([{ role: 'assistant', content: `a${rows[2].cursor}` }]);
     expect(records[0].prompt_conversation).toEqual([{ role: 'user', content: `q${rows[1].cursor}` }]);
     expect(skipped.noPair).toBe(2);
+    // DPO's loader takes the file as it is: chosen is A.
+    const [parsed] = parseComparisonsJsonl(records.map((r) => JSON.stringify(r)).join('\n'), 'pairs.jsonl');
+    expect(parsed.label).toBe('A');
+    expect(parsed.comparison.completion_A).toEqual([{ role: 'assistant', content: `a${rows[1].cursor}` }]);
+  });
+
+  it('sft records are rows SL’s loader takes as token records', () => {
+    const { records } = sftRecords([row([1, 2, 3], [4, 5], { session_id: 's' }), row([7, 8], [9])]);
+    const parsed = parseConversationsJsonl(records.map((r) => JSON.stringify(r)).join('\n'), 'sft.jsonl');
+    expect(parsed.map((p) => p.record)).toEqual(records.map((r) => ({ tokens: r.tokens, weights: r.weights })));
   });
 });
 

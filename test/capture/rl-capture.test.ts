@@ -6,6 +6,7 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { writeDataset } from '../../src/capture/export/dataset.js';
 import { flushRunCapture, rolloutRows } from '../../src/capture/run-capture.js';
 import type { WireRow } from '../../src/capture/rows.js';
 import { CaptureStoreClient, ensureCaptureStore } from '../../src/capture/store/client.js';
@@ -13,6 +14,7 @@ import { readDaemonInfo } from '../../src/capture/store/daemon.js';
 import { startRun } from '../../src/cli/train.js';
 import { deserializeTrajectoryGroup } from '../../src/cookbook/rl/serialize.js';
 import { RunStore } from '../../src/cookbook/run-store.js';
+import { loadConversationsJsonl } from '../../src/cookbook/supervised/jsonl.js';
 import type { RunResult } from '../../src/workflows/shared/training-run.js';
 import { startTestStack, testRun, withWorker, type TestStack } from '../support/stack.js';
 import { fullTier } from '../support/tier.js';
@@ -79,6 +81,16 @@ describe('RL run with capture on', { timeout: 600_000 }, () => {
     const ops = (await store.annotations({ run_id: run.workflowId, kind: 'train_op' })).annotations.map((a) => a.payload as { op: string; iteration: number; num_datums: number });
     expect(ops.map((o) => [o.iteration, o.op]).sort()).toEqual(Array.from({ length: STEPS }, (_, step) => [[step, 'forward_backward'], [step, 'optim_step']]).flat());
     expect(ops.find((o) => o.op === 'forward_backward')!.num_datums).toBeGreaterThan(0);
+
+    // Rejection sampling from the capture: the best-rewarded rollouts as SFT token records.
+    const rewardOf = (r: WireRow) => (r.metadata as { reward: number }).reward;
+    const top = Math.max(...rows.map(rewardOf));
+    const sft = join(dir, 'best.jsonl');
+    const exported = writeDataset(await store.allRows({ run_id: run.workflowId }), [], { format: 'sft', out: sft, filter: { purpose: 'rollout', minReward: top } });
+    const best = rows.filter((r) => rewardOf(r) >= top);
+    expect(exported.records).toBe(best.length);
+    const parsed = await loadConversationsJsonl(sft);
+    expect(parsed.map((p) => p.record!.tokens)).toEqual(best.map((r) => [...r.prompt_tokens!, ...r.sampled_tokens!]));
 
     // A retried rollout activity sends the same rows again: the store keeps the first of each.
     const batch0 = join('rollouts', 'batch_000000');

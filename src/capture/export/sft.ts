@@ -34,11 +34,13 @@ function sessionOf(row: WireRow): string {
   return `exchange:${row.sampling_session_id ?? row.cursor}`;
 }
 
+/** The readable view; rows without one (a run's rollouts keep only tokens) say how many tokens stand there. */
 function messagesOf(row: WireRow): JsonValue[] {
   const meta = metadataOf(row);
-  const completion = meta.completion ?? { role: 'assistant', content: typeof meta.sampled_text === 'string' ? meta.sampled_text : '' };
+  const text = (key: string, tokens: number[] | null) => (typeof meta[key] === 'string' ? meta[key] : `(${tokens?.length ?? 0} tokens)`);
+  const completion = meta.completion ?? { role: 'assistant', content: text('sampled_text', row.sampled_tokens) };
   if (Array.isArray(meta.messages)) return [...meta.messages, completion];
-  return [{ role: 'user', content: typeof meta.prompt_text === 'string' ? meta.prompt_text : '' }, completion];
+  return [{ role: 'user', content: text('prompt_text', row.prompt_tokens) }, completion];
 }
 
 export function sftRecords(rows: readonly WireRow[]): SftExport {
