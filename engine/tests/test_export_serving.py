@@ -226,3 +226,35 @@ def test_model_card_without_a_run_is_the_reference_layout(tmp_path):
     text = model_card_text(CardInfo(base_model="Qwen/Qwen3-8B", license="apache-2.0", language=["en"]), tmp_path)
     assert text.startswith("---\nbase_model: Qwen/Qwen3-8B\nlanguage:\n- en\nlibrary_name: transformers\nlicense: apache-2.0\n")
     assert "## Training" not in text and "# Qwen/Qwen3-8B\n" in text
+
+
+def test_an_engine_checkpoint_on_a_vl_base_folder_exports_in_both_formats(tmp_path, capsys):
+    """The engine's own adapters carry transformers' in-memory names (a VL model's model.language_model.*,
+    a LoRA on a tied head as lm_head); both exports give what peft computes with the adapter on the base."""
+    family = "qwen3_5"
+    from peft import PeftModel
+
+    from tinker_engine.lora import LORA_ALPHA, LoraSpec, adapter_state, attach_lora, target_modules
+
+    base = wt.build_base(family, tmp_path / "base")
+    model = wt.load(family, base)
+    spec = LoraSpec(rank=2, seed=3)
+    targets = target_modules(model, spec)
+    trained = attach_lora(model, spec)
+    with torch.no_grad():
+        for name, p in trained.named_parameters():
+            if "lora_B" in name:
+                p.normal_(std=0.05)
+    adapter = tmp_path / "adapter"
+    adapter.mkdir()
+    save_file(adapter_state(trained), str(adapter / "adapter_model.safetensors"))
+    (adapter / "adapter_config.json").write_text(json.dumps({"r": 2, "lora_alpha": LORA_ALPHA, "target_modules": targets}))
+    tokens = [3, 17, 42, 99, 5]
+    expected = wt.logits(trained.eval(), tokens)
+    for fmt in ("peft", "merged"):
+        code, _, err = run(capsys, "--adapter-dir", adapter, "--base-dir", base, "--format", fmt, "--out", tmp_path / fmt)
+        assert code == 0, err
+    served = PeftModel.from_pretrained(wt.load(family, base), str(tmp_path / "peft")).eval()
+    assert torch.allclose(wt.logits(served, tokens), expected, atol=1e-4)
+    merged = wt.load(family, tmp_path / "merged")
+    assert torch.allclose(wt.logits(merged, tokens), expected, atol=1e-4)

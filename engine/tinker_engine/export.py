@@ -319,6 +319,25 @@ def write_serving_peft(folder: Path, config: dict, state: dict, base, base_id: s
     write_serving_adapter(folder, weights, peft_config)
 
 
+def tinker_names(adapter: Path, work: Path) -> Path:
+    """The adapter under Tinker's names, which the merge maps family by family: the engine's own adapters
+    carry transformers' in-memory names, with a vision-language model's `model.language_model.` prefix
+    that Tinker's names leave out (the merge would add it again). Other adapters are used as they are."""
+    from safetensors import safe_open
+    from safetensors.torch import load_file, save_file
+
+    with safe_open(str(adapter / ADAPTER_WEIGHTS), framework="pt") as f:
+        if not any(".language_model." in k for k in f.keys()):  # noqa: SIM118
+            return adapter
+    renamed = work / "tinker-names"
+    renamed.mkdir()
+    state = load_file(str(adapter / ADAPTER_WEIGHTS))
+    save_file({k.replace("model.language_model.", "model."): v for k, v in state.items()},
+              str(renamed / ADAPTER_WEIGHTS), metadata={"format": "pt"})
+    shutil.copyfile(adapter / ADAPTER_CONFIG, renamed / ADAPTER_CONFIG)
+    return renamed
+
+
 def merge_folder(adapter: Path, base: Path, result: Path, *, strategy: str, dtype: str, **options) -> None:
     """A merge onto a base checkpoint folder, family by family (weights/merge.py)."""
     from .weights import MergeError, merge_adapter
@@ -379,7 +398,7 @@ def export(source: Path, *, from_archive: bool, fmt: str, out: Path, base_model:
 
                 check_adapter_matches(skeleton, result, load_file(str(result / ADAPTER_WEIGHTS)))
         elif base_folder is not None:
-            merge_folder(folder, base_folder, result, strategy=strategy, dtype=dtype,
+            merge_folder(tinker_names(folder, work), base_folder, result, strategy=strategy, dtype=dtype,
                          dequantize=dequantize, quantize=quantize, serving_format=serving_format)
             if not (result / "generation_config.json").is_file():
                 write_folder_generation_config(result, base_folder)

@@ -253,6 +253,10 @@ def _base_modules(shapes: dict[str, tuple[int, ...]]) -> dict[str, set | None]:
         for suffix in _QUANT_SUFFIXES:
             if key.endswith(suffix):
                 modules.setdefault(_core(key[: -len(suffix)]), None)
+    # A tied head has no tensor of its own, but the module is there (the engine's adapters name it lm_head).
+    for embed in ("embed_tokens", "embeddings"):
+        if "lm_head" not in modules and embed in modules:
+            modules["lm_head"] = modules[embed]
     return modules
 
 
