@@ -258,3 +258,39 @@ def test_an_engine_checkpoint_on_a_vl_base_folder_exports_in_both_formats(tmp_pa
     assert torch.allclose(wt.logits(served, tokens), expected, atol=1e-4)
     merged = wt.load(family, tmp_path / "merged")
     assert torch.allclose(wt.logits(merged, tokens), expected, atol=1e-4)
+
+
+def _tensor_names(folder: Path) -> list:
+    from safetensors import safe_open
+
+    names = []
+    for shard in folder.glob("*.safetensors"):
+        with safe_open(str(shard), framework="pt") as f:
+            names += list(f.keys())  # noqa: SIM118
+    return names
+
+
+def test_the_quantized_format_options_reach_the_merge(tmp_path, capsys):
+    import quantized_bases as qb
+
+    qb.gpt_oss_mxfp4(tmp_path / "gpt-oss", tmp_path / "scratch")
+    qb.gpt_oss_adapter(tmp_path / "gpt-oss-adapter")
+    for flags, blocks in (([], True), (["--dequantize"], False)):
+        out = tmp_path / f"mxfp4{flags}"
+        code, _, err = run(capsys, "--adapter-dir", tmp_path / "gpt-oss-adapter", "--base-dir", tmp_path / "gpt-oss",
+                           "--format", "merged", "--out", out, *flags)
+        assert code == 0, err
+        assert any(n.endswith("_blocks") for n in _tensor_names(out)) is blocks
+        assert ("quantization_config" in json.loads((out / "config.json").read_text())) is blocks
+    base = wt.build_base("deepseek_v3", tmp_path / "deepseek", dtype=torch.bfloat16)
+    adapter = wt.build_adapter("deepseek_v3", base, tmp_path / "deepseek-adapter")
+    out = tmp_path / "experts-fp8"
+    code, _, err = run(capsys, "--adapter-dir", adapter, "--base-dir", base, "--format", "merged", "--out", out,
+                       "--quantize", "experts-fp8", "--serving-format", "vllm")
+    assert code == 0, err
+    assert any(n.endswith(".experts.0.gate_proj.weight_scale") for n in _tensor_names(out))
+    assert "compression_config" in json.loads((out / "config.json").read_text())
+    work = tmp_path / "work"
+    work.mkdir()
+    refused(capsys, work, "serving_format 'sglang' is not supported", "--adapter-dir", adapter, "--base-dir", base,
+            "--format", "merged", "--out", work / "out", "--quantize", "experts-fp8", "--serving-format", "sglang")
