@@ -6,9 +6,9 @@ import { ConfigError } from '../cookbook/config/overrides.js';
 import { bareCaptureFlag } from '../capture/target.js';
 import { applyWireFlag, DEFAULT_ENGINE_URL } from './connect.js';
 
-export const SERVE_USAGE = `  serve <tinker path | base model>    OpenAI-compatible API on 127.0.0.1 (/v1/chat/completions, /v1/completions,
-        [--port N] [--api-key K]            /v1/models; streaming); --port 0/absent: a free port, printed;
-        [--renderer NAME]                   --api-key (COOKBOOK_SERVE_API_KEY): clients must send it as a bearer token;
+export const SERVE_USAGE = `  serve <tinker path | base model>    the OpenAI and Anthropic APIs on 127.0.0.1 (/v1/chat/completions, /v1/completions,
+        [--port N] [--api-key K]            /v1/messages, /v1/models; streaming); --port 0/absent: a free port, printed;
+        [--renderer NAME]                   --api-key (COOKBOOK_SERVE_API_KEY): clients must send it (bearer or x-api-key);
         [--tokenizer-path DIR]              --max-tokens: the cap when a request sets none (4096); see docs/serve.md
         [--max-tokens N]                    --capture [DIR|URL]: every exchange recorded in a capture store (the daemon of
         [--capture [DIR|URL]]               DIR, default ~/.cache/durable-cookbook/capture, or one at URL), rows with run_id
@@ -90,6 +90,7 @@ export async function serveCommand(command: 'serve' | 'chat', argv: string[]): P
     });
     console.log(`serving ${model.id} (base model ${model.baseModel}, renderer ${model.renderer.name}) from ${model.baseUrl}`);
     console.log(`OpenAI base URL ${server.url}`);
+    console.log(`Anthropic base URL ${server.url.replace(/\/v1$/, '')}`);
     if (capture) console.log(`capturing every exchange into ${capture.storeUrl} (run_id ${capture.runId})`);
     await new Promise<void>((resolve) => {
       process.once('SIGINT', resolve);
