@@ -99,7 +99,7 @@ describe('capture store beside the reference', () => {
 
   it('answers the per-run row queries with the same rows under the same cursors', async () => {
     for (const [name, [runId, filters]] of Object.entries(QUERIES)) {
-      const params = new URLSearchParams(Object.entries(filters).map(([k, v]) => [k, String(v)]));
+      const params = new URLSearchParams(Object.entries(filters).map(([k, v]): [string, string] => [k, String(v)]));
       const ours = (await (await fetch(`${client.baseUrl}/runs/${runId}/rows?${params}`)).json()) as { rows: unknown[] };
       expect({ name, rows: ours.rows }).toEqual({ name, rows: reference.queries[name] });
     }
