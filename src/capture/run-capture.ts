@@ -48,8 +48,41 @@ function send(capture: RunCaptureConfig | undefined, records: () => CaptureRecor
     return;
   }
   void exporterFor(target).then((exporter) => {
-    for (const r of built) exporter?.enqueue(r);
+    if (!exporter) return;
+    for (const r of built) exporter.enqueue(r);
+    reportDrops(target, exporter);
   });
+}
+
+const DROP_REPORT_INTERVAL_MS = 30_000;
+const reported = new Map<string, { dropped: number; at: number }>();
+
+/** A full queue drops rows (the store is behind): said on the worker's log, at most every 30 s per store. */
+function reportDrops(target: string, exporter: CaptureExporter): void {
+  const { dropped } = exporter.counters();
+  const last = reported.get(target) ?? { dropped: 0, at: 0 };
+  if (dropped > last.dropped && Date.now() - last.at >= DROP_REPORT_INTERVAL_MS) {
+    process.stderr.write(`capture (${target || 'default store'}): ${dropped} rows dropped so far (queue full: the store is behind)\n`);
+    reported.set(target, { dropped, at: Date.now() });
+  }
+}
+
+/**
+ * At the worker's shutdown: sends what is queued (waiting at most `timeoutMs`) and stops; one line
+ * per store saying what was kept and what was lost (none when capture was never on).
+ */
+export async function closeRunCapture(timeoutMs = 10_000): Promise<string[]> {
+  const open = [...exporters.entries()];
+  exporters.clear();
+  const lines: string[] = [];
+  for (const [target, pending] of open) {
+    const exporter = await pending;
+    if (!exporter) continue;
+    await exporter.close(timeoutMs);
+    const c = exporter.counters();
+    lines.push(`capture (${target || 'default store'}): ${c.sent} records stored, ${c.dropped} dropped (queue full), ${c.failed} failed to send, ${c.invalid} invalid, ${c.queued} unsent`);
+  }
+  return lines;
 }
 
 /** Waits (at most `timeoutMs`) until every exporter of this process sent what it was given. */

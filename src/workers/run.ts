@@ -88,6 +88,8 @@ export async function runWorker(f: WorkerFlags): Promise<void> {
     await worker.run();
   } finally {
     await close();
+    // Rows the runs' activities queued for a capture store go out before the process does.
+    for (const line of await (await import('../capture/run-capture.js')).closeRunCapture()) log.info(line);
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }
