@@ -220,6 +220,7 @@ describe('capture store daemon', () => {
 
   it('redacts credentials in metadata and annotation payloads before storing them', async () => {
     const dir = freshDir();
+    writeFileSync(join(dir, 'daemon.lock'), 'not a database'); // a damaged lock file holds nothing: taken all the same
     const { proc, client } = await serve(dir);
     await client.ingest([
       wire('r', 1, {

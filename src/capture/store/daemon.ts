@@ -49,15 +49,23 @@ export function readDaemonInfo(dataDir: string): DaemonInfo | null {
 }
 
 /** Takes the folder's owner lock; null when another process holds it. */
-function takeOwnerLock(dataDir: string): Database.Database | null {
-  const lock = new Database(join(dataDir, LOCK_FILE), { timeout: 0 });
+function takeOwnerLock(dataDir: string, again = true): Database.Database | null {
+  const path = join(dataDir, LOCK_FILE);
+  const lock = new Database(path, { timeout: 0 });
   try {
     lock.pragma('locking_mode = EXCLUSIVE');
     lock.exec('BEGIN EXCLUSIVE');
     return lock;
   } catch (error) {
     lock.close();
-    if ((error as { code?: string }).code === 'SQLITE_BUSY') return null;
+    const code = (error as { code?: string }).code;
+    if (code === 'SQLITE_BUSY') return null;
+    // A lock file that is not a database holds nothing (an owner's lock would have answered BUSY
+    // first): it only names the lock, so it is emptied and taken.
+    if (again && (code === 'SQLITE_NOTADB' || code === 'SQLITE_CORRUPT')) {
+      writeFileSync(path, '');
+      return takeOwnerLock(dataDir, false);
+    }
     throw error;
   }
 }
