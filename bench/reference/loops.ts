@@ -3,7 +3,10 @@
 // workflow, on one engine, same model, data and hyperparameters (test/parity/loops/<loop>.json with
 // the sizes below as overrides; both sides are built from that one config).
 //
-//   npm run bench:reference -- --loop rl [--steps 8 --batch 4 --group 4 --max-tokens 16 --async K --repeat 1 --arms ref,ours]
+//   npm run bench:reference -- --loop rl [--steps 8 --batch 4 --group 4 --max-tokens 16 --async K --repeat 1 --arms ref,ours --load]
+//
+// --load: every measured arm runs beside a fixed CPU load (one busy process pinned to one core,
+// bench/support/cpu-load.ts), started after the engine's restart and stopped when the arm ends.
 //
 // --async K (rl): both sides off-policy, sampling up to K steps ahead of training (the reference's
 // AsyncConfig, our async_config), groups_per_batch = --batch.
@@ -23,6 +26,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startTestStack } from '../../test/support/stack.js';
+import { describeCpuLoad, startCpuLoad } from '../support/cpu-load.js';
 import {
   ourRun,
   referenceConfig,
@@ -45,6 +49,7 @@ const { values } = parseArgs({
     async: { type: 'string' },
     repeat: { type: 'string', default: '1' },
     arms: { type: 'string', default: 'ref,ours' },
+    load: { type: 'boolean', default: false },
   },
 });
 const loop = values.loop as Loop;
@@ -72,7 +77,7 @@ for (const a of arms) if (a !== 'ref' && a !== 'ours') throw new Error(`unknown 
 function overrides(n: number): string[] {
   const o = [`max_steps=${n}`];
   if (loop === 'rl') o.push(`dataset.batch_size=${batch}`, `dataset.group_size=${group}`, `max_tokens=${maxTokens}`);
-  if (loop === 'rl' && values.async !== undefined) o.push(`async_config=${JSON.stringify({ max_steps_off_policy: Number(values.async), groups_per_batch: batch })}`);
+  if (loop === 'rl' && values.async !== undefined) o.push(`async_config=${JSON.stringify({ max_steps_off_policy: Number(values.async), groups_per_batch: batch, loss_fn: 'importance_sampling' })}`);
   if (loop === 'dpo') o.push(`dataset.batch_size=${batch}`);
   if (offPolicy) o.push(`batch_size=${batch}`, 'dataset_configs.0.dataset.batch_size=' + batch);
   if (loop === 'off_policy_multi') o.push('dataset_configs.1.dataset.batch_size=' + batch);
@@ -127,15 +132,20 @@ try {
     for (const arm of rep % 2 === 0 ? arms : [...arms].reverse()) {
       await stack.restartEngine();
       const run = ourRun(stack, loop, models, overrides(steps));
-      console.error(`[bench:reference] ${loop} repeat ${rep + 1}/${repeat}: ${arm}`);
-      if (arm === 'ours') {
-        const r = await runOurLoop(stack, loop, run);
-        results.push({ arm, stepS: stepSeconds(r.times), wholeS: (r.times.end - r.times.ready) / 1000, phases: ourPhases(r) });
-      } else {
-        const work = join(stack.dir, `reference-${rep}`);
-        mkdirSync(work, { recursive: true });
-        const r = (await runReferenceLoops(models, stack.engine.baseUrl, { [loop]: referenceConfig(loop, run, models, work) }, work))[loop]!;
-        results.push({ arm, stepS: stepSeconds(r.times), wholeS: (r.times.end - r.times.ready) / 1000, phases: referencePhases(r.metrics) });
+      console.error(`[bench:reference] ${loop} repeat ${rep + 1}/${repeat}: ${arm}${values.load ? ' (under load)' : ''}`);
+      const load = values.load ? startCpuLoad() : undefined;
+      try {
+        if (arm === 'ours') {
+          const r = await runOurLoop(stack, loop, run);
+          results.push({ arm, stepS: stepSeconds(r.times), wholeS: (r.times.end - r.times.ready) / 1000, phases: ourPhases(r) });
+        } else {
+          const work = join(stack.dir, `reference-${rep}`);
+          mkdirSync(work, { recursive: true });
+          const r = (await runReferenceLoops(models, stack.engine.baseUrl, { [loop]: referenceConfig(loop, run, models, work) }, work))[loop]!;
+          results.push({ arm, stepS: stepSeconds(r.times), wholeS: (r.times.end - r.times.ready) / 1000, phases: referencePhases(r.metrics) });
+        }
+      } finally {
+        await load?.stop();
       }
       const last = results[results.length - 1];
       if (last.stepS.length !== steps) throw new Error(`${arm} ran ${last.stepS.length} steps, not ${steps}`);
@@ -148,7 +158,7 @@ try {
 const of = (arm: 'ref' | 'ours') => results.filter((r) => r.arm === arm);
 const perStep = (arm: 'ref' | 'ours') => Array.from({ length: steps }, (_, k) => median(of(arm).map((r) => r.stepS[k])));
 const phase = (arm: 'ref' | 'ours', k: number, i: 0 | 1) => median(of(arm).map((r) => r.phases[k]?.[i] ?? NaN));
-console.log(`\n=== ${loop}${values.async !== undefined ? ` (async, ${values.async} steps off-policy)` : ''}: ${steps} steps, batch ${batch}${loop === 'dpo' || offPolicy ? '' : `, group ${group}, max_tokens ${maxTokens}`}; median of ${repeat} repeat(s); engine restarted per arm ===`);
+console.log(`\n=== ${loop}${values.async !== undefined ? ` (async, ${values.async} steps off-policy)` : ''}: ${steps} steps, batch ${batch}${loop === 'dpo' || offPolicy ? '' : `, group ${group}, max_tokens ${maxTokens}`}; median of ${repeat} repeat(s); engine restarted per arm${values.load ? `; under load: ${describeCpuLoad()}` : ''} ===`);
 console.log('per-step wall-clock (s) from the loop being ready; [sampling / training] phases');
 console.log(['step', ...arms.map((a) => (a === 'ref' ? 'reference' : 'ours (workflow)').padStart(30))].join(' '));
 const cols = Object.fromEntries(arms.map((a) => [a, perStep(a)]));
