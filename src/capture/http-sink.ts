@@ -36,7 +36,14 @@ export class StoreHttpSink implements CaptureSink {
     const body = JSON.stringify({ records });
     if (records.length > 1 && Buffer.byteLength(body) > this.maxPostBytes) return this.postHalves(records, signal);
     const url = `${this.baseUrl}/ingest`;
-    const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body, signal });
+    let response: Response;
+    try {
+      response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body, signal });
+    } catch (error) {
+      // fetch says only "fetch failed"; the reason (ECONNREFUSED, a reset, the deadline) is its cause.
+      const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+      throw new Error(`capture store ${url} unreachable: ${cause?.code ?? cause?.message ?? (error as Error).message}`);
+    }
     const text = await response.text();
     if (response.status === 413 && records.length > 1) return this.postHalves(records, signal);
     if (!response.ok) throw new Error(`capture store answered ${response.status} to POST ${url}: ${errorText(text)}`);

@@ -3,7 +3,9 @@
 // invalid records refused at enqueue, flush and close.
 import { describe, expect, it } from 'vitest';
 import { CaptureExporter, type CaptureSink } from '../../src/capture/exporter.js';
+import { StoreHttpSink } from '../../src/capture/http-sink.js';
 import { parseWireRow, type CaptureRecord } from '../../src/capture/rows.js';
+import { refusingPort } from '../support/free-port.js';
 
 const row = (i: number): CaptureRecord => ({ type: 'wire_row', row: { run_id: 'r', iteration: i, sampled_tokens: [i], logprobs: [-0.5] } });
 const iterations = (batch: readonly CaptureRecord[]) => batch.map((r) => (r.type === 'wire_row' ? r.row.iteration : null));
@@ -135,6 +137,25 @@ describe('CaptureExporter', () => {
     expect(sink.batches.flatMap(iterations)).toEqual([7]);
     expect(exporter.enqueue(row(8))).toBe(false);
     expect(exporter.counters()).toMatchObject({ sent: 1, dropped: 1, queued: 0 });
+  });
+});
+
+describe('StoreHttpSink', () => {
+  it('a store that refuses connections costs the producer nothing: counted, never thrown', async () => {
+    const refusing = await refusingPort();
+    try {
+      const lines: string[] = [];
+      const exporter = new CaptureExporter(new StoreHttpSink(`http://127.0.0.1:${refusing.port}`), { maxBatchSize: 2, flushIntervalMs: 60_000, log: (l) => lines.push(l) });
+      for (let i = 0; i < 5; i++) expect(exporter.enqueue(row(i))).toBe(true);
+      expect(await exporter.flush(10_000)).toBe(false);
+      expect(exporter.counters()).toMatchObject({ accepted: 5, sent: 0, failed: 5, failedBatches: 3, queued: 0 });
+      expect(lines).toHaveLength(1); // the first failure of the outage; the rest are counted
+      expect(lines[0]).toBe(`capture: a batch of 2 records failed to send: capture store http://127.0.0.1:${refusing.port}/ingest unreachable: ECONNREFUSED`);
+      await exporter.close();
+      expect(lines.at(-1)).toContain('5 failed to send');
+    } finally {
+      refusing.release();
+    }
   });
 });
 
