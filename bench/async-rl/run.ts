@@ -49,7 +49,7 @@ try {
     for (let round = 0; round < rounds; round++) {
       const seconds = new Map<number | null, number>();
       for (const mode of round % 2 === 0 ? modes : [...modes].reverse()) {
-        const overrides = mode.off === null ? [] : [`async_config={"max_steps_off_policy":${mode.off},"groups_per_batch":${GROUPS_PER_BATCH}}`];
+        const overrides = mode.off === null ? [] : [`async_config={"max_steps_off_policy":${mode.off},"groups_per_batch":${GROUPS_PER_BATCH},"loss_fn":"importance_sampling"}`];
         const r = await timed(overrides);
         seconds.set(mode.off, r.seconds);
         maxStaleness = Math.max(maxStaleness, r.staleness);

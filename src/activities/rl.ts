@@ -8,7 +8,7 @@ import { ApplicationFailure } from '@temporalio/activity';
 import type { Datum, SamplingSession, TrainingBackend } from '../backends/types.js';
 import { SamplingSessions } from './sampling-sessions.js';
 import { captureRollouts, captureTrainOp } from '../capture/run-capture.js';
-import type { RLConfig } from '../cookbook/config/rl.js';
+import { trainingLossFn, type RLConfig } from '../cookbook/config/rl.js';
 import { computeAdvantages, removeConstantRewardGroups } from '../cookbook/rl/advantages.js';
 import { tinkerTokenCompleter } from '../cookbook/rl/completers.js';
 import { assembleTrainingData, streamMinibatchRanges } from '../cookbook/rl/data.js';
@@ -35,10 +35,15 @@ import { asEvalsPart, currentTiming, stepTiming, storedSpans } from './timing.js
 import { ErrorTypes, type ModelRef, type SeqUse } from './types.js';
 
 type RLData = Awaited<ReturnType<typeof buildRLDatasets>>;
-const rlData = runDataCache<RLConfig, RLData>(
+const rlDataCache = runDataCache<RLConfig, RLData>(
   (cfg) => [cfg.model_name, cfg.renderer_name, cfg.tokenizer_path, cfg.render_date, cfg.dataset],
   (cfg) => buildRLDatasets(cfg.dataset, cfg),
 );
+/** The run's config with `loss_fn` the loss it trains with (an async run's is its async config's). */
+function rlData(run: RunRef): { cfg: RLConfig; data: Promise<RLData> } {
+  const { cfg, data } = rlDataCache(run);
+  return { cfg: { ...cfg, loss_fn: trainingLossFn(cfg) }, data };
+}
 
 const pad = (n: number) => String(n).padStart(6, '0');
 const allSame = (xs: readonly number[]) => xs.every((x) => x === xs[0]);

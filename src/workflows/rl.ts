@@ -8,6 +8,7 @@ import { cumulativeTokenMetrics, NO_TOKEN_TOTALS, NO_TOKENS, TokenTracker, token
 import { CancellationScope, patched } from '@temporalio/workflow';
 import type { RLPlan, RLTrainResult, RolloutGroupResult } from '../activities/types.js';
 import { emptyOffPolicyState, OffPolicyRollouts, type OffPolicyState } from './rl-off-policy.js';
+import { AsyncRollouts } from './rl-async-rollouts.js';
 import { TrainingRun, type RunInput, type RunResult } from './shared/training-run.js';
 
 export type RLInput = RunInput<RLConfig, RLPlan>;
@@ -24,6 +25,12 @@ interface RLState {
 const pad = (n: number) => String(n).padStart(6, '0');
 /** Streaming steps whose substeps are their own activities (histories before it trained a streaming step in one). */
 const STREAM_SUBSTEPS_PATCH = 'rl-stream-substeps';
+/**
+ * Async sampling as 0.6.1 (rl-async-rollouts.ts): oldest groups first, none dropped as stale,
+ * `groups_per_batch × (max_steps_off_policy + 1)` rollouts in flight, none past end_batch.
+ * Histories before it ran OffPolicyRollouts (stale groups requeued, `groups_per_batch` in flight).
+ */
+const ASYNC_061_PATCH = 'rl-async-0.6.1';
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 export async function rlWorkflow(input: RLInput): Promise<RunResult> {
@@ -38,8 +45,15 @@ export async function rlWorkflow(input: RLInput): Promise<RunResult> {
   // num_epochs passes over the dataset (configs recorded before the field existed ran one).
   const totalBuilders = plan.nBatches * plan.groupsPerBatch * (cfg.num_epochs ?? 1);
   const groupsPerStep = async ? async.groups_per_batch : plan.groupsPerBatch;
-  const totalSteps = Math.min(Math.floor(totalBuilders / groupsPerStep), cfg.max_steps ?? Infinity);
-  const initialState = startState(cfg, totalBuilders, plan.groupsPerBatch);
+  const oldestFirst = async ? patched(ASYNC_061_PATCH) : false;
+  // 0.6.1's end_batch (_resolve_end_batch): the dataloader hands out that many dataset batches and
+  // training stops after that many steps, a last smaller one taking what is left.
+  const endBatch = Math.min(plan.nBatches * (cfg.num_epochs ?? 1), cfg.max_steps ?? Infinity);
+  const asyncBuilders = oldestFirst ? endBatch * plan.groupsPerBatch : totalBuilders;
+  const totalSteps = oldestFirst
+    ? Math.min(endBatch, Math.ceil(asyncBuilders / groupsPerStep))
+    : Math.min(Math.floor(totalBuilders / groupsPerStep), cfg.max_steps ?? Infinity);
+  const initialState = startState(cfg, asyncBuilders, plan.groupsPerBatch);
   run.state.custom ??= JSON.parse(JSON.stringify(initialState));
   const state = () => run.state.custom as RLState;
   const tokens = () => state().tokens ?? NO_TOKEN_TOTALS;
@@ -52,6 +66,21 @@ export async function rlWorkflow(input: RLInput): Promise<RunResult> {
   // Async mode: the sampler in use when a rollout starts is whatever is current then.
   let current = { path: '', step: -1 };
   let queue: OffPolicyRollouts | undefined;
+  let slots: AsyncRollouts | undefined;
+  const asyncRollouts = (): AsyncRollouts => {
+    const st = state().offPolicy!;
+    // A restore or continue-as-new replaces the state object: rebuild the queue around it.
+    if (!slots || slots.state !== st) {
+      slots = new AsyncRollouts(st, {
+        totalBuilders: asyncBuilders,
+        groupsPerDatasetBatch: plan.groupsPerBatch,
+        slots: async!.groups_per_batch * (async!.max_steps_off_policy + 1),
+        launch: (batch, group, attempt) => rollout(batch, group, current.path, current.step, attempt),
+      });
+    }
+    slots.resync(run.state.recoveries);
+    return slots;
+  };
   const offPolicyQueue = (): OffPolicyRollouts => {
     const st = state().offPolicy!;
     // A restore or continue-as-new replaces the state object: rebuild the queue around it.
@@ -74,6 +103,10 @@ export async function rlWorkflow(input: RLInput): Promise<RunResult> {
       return { groups, metrics: {} };
     }
     current = { path: samplerPath, step };
+    if (oldestFirst) {
+      const { groups, dropped } = await asyncRollouts().collect(groupsPerStep);
+      return { groups: [...groups, ...dropped], metrics: samplingClientMetrics(step, groups) };
+    }
     const q = offPolicyQueue();
     const collected = await q.collect(step, groupsPerStep);
     q.fill(); // keep sampling while this step trains
@@ -162,6 +195,7 @@ export async function rlWorkflow(input: RLInput): Promise<RunResult> {
     resumeState: () => (state().errors.counts.length || state().errors.groupsSkipped ? { rollout_errors: state().errors } : undefined),
     beforeContinueAsNew: async () => {
       await queue?.drain();
+      await slots?.drain();
     },
     // The restored state names sampler weights on the lost backend: the next step saves its own.
     afterFailover: () => {
@@ -173,7 +207,7 @@ export async function rlWorkflow(input: RLInput): Promise<RunResult> {
       const samplerPath = sampler?.step === step ? sampler.path : await run.saveSamplerWeights(`sampler_${pad(step)}`);
       const lr = run.learningRate(cfg.learning_rate, 1);
       const preStepMetrics: Record<string, number> = async
-        ? { 'training_client/step': step, 'optim/lr': lr, 'progress/done_frac': (step + 1) / totalSteps }
+        ? { 'training_client/step': step, 'optim/lr': lr, 'progress/done_frac': (step + 1) / (oldestFirst ? endBatch : totalSteps) }
         : { 'progress/batch': step, 'optim/lr': lr, 'progress/done_frac': (step + 1) / totalSteps };
       if (cfg.stream_minibatch_config && !async && patched(STREAM_SUBSTEPS_PATCH)) {
         // Once its first substep may train, a step runs to its end: a cancel takes effect after it,
@@ -216,6 +250,21 @@ function startState(cfg: RLConfig, totalBuilders: number, groupsPerDatasetBatch:
   if (!cfg.async_config) return { errors, tokens };
   const next = Math.min((from?.next_step ?? 0) * groupsPerDatasetBatch, totalBuilders);
   return { errors, tokens, offPolicy: { ...emptyOffPolicyState(), next } };
+}
+
+/** 0.6.1's compute_sampling_client_metrics (its sampler steps) and the step's async/staleness_*. */
+function samplingClientMetrics(step: number, groups: RolloutGroupResult[]): Record<string, number> {
+  if (groups.length === 0) return {};
+  const steps = groups.map((g) => g.samplingStep);
+  const staleness = steps.map((s) => step - s);
+  return {
+    'sampling_client/step_max': Math.max(...steps),
+    'sampling_client/step_min': Math.min(...steps),
+    'sampling_client/step_mean': mean(steps),
+    'async/staleness_max': Math.max(...staleness),
+    'async/staleness_min': Math.min(...staleness),
+    'async/staleness_mean': mean(staleness),
+  };
 }
 
 function countErrors(before: RolloutErrorCounterState, groups: RolloutGroupResult[]): RolloutErrorCounter {

@@ -2,7 +2,7 @@
 // the streaming-minibatch partition; the datum each loss receives.
 import { describe, expect, it } from 'vitest';
 import type { Datum } from '../../src/backends/types.js';
-import { RLConfigSchema } from '../../src/cookbook/config/rl.js';
+import { RLConfigSchema, trainingLossFn } from '../../src/cookbook/config/rl.js';
 import { datumForLoss, streamMinibatchRanges } from '../../src/cookbook/rl/data.js';
 
 const base = { model_name: 'tiny-qwen3', dataset: { kind: 'arithmetic', batch_size: 4, group_size: 2, n_batches: 2 }, max_tokens: 4 };
@@ -50,6 +50,21 @@ describe('RL config: 0.6.1 names and defaults', () => {
       'stream_minibatch_config: streaming minibatches are not supported together with async_config yet',
     ]);
     expect(issues({ stream_minibatch_config: { groups_per_batch: 4 } })[0]).toMatch(/^stream_minibatch_config\.num_minibatches: /);
+  });
+
+  it("async runs train with AsyncConfig.loss_fn (default stable_reinforce); a conflicting Config.loss_fn is refused, as 0.6.1's main()", () => {
+    const async_config = { max_steps_off_policy: 1, groups_per_batch: 4 };
+    const cfg = RLConfigSchema.parse({ ...base, async_config });
+    expect(cfg.async_config?.loss_fn).toBe('stable_reinforce');
+    expect(trainingLossFn(cfg)).toBe('stable_reinforce');
+    expect(trainingLossFn(RLConfigSchema.parse({ ...base, loss_fn: 'ppo' }))).toBe('ppo');
+    // Config.loss_fn at its default, or equal to the async one: no conflict.
+    expect(trainingLossFn(RLConfigSchema.parse({ ...base, loss_fn: 'ppo', async_config: { ...async_config, loss_fn: 'ppo' } }))).toBe('ppo');
+    expect(issues({ loss_fn: 'gspo', async_config })).toEqual([
+      "loss_fn: loss_fn='gspo' conflicts with async_config.loss_fn='stable_reinforce'; async runs train with async_config.loss_fn, so set the loss there",
+    ]);
+    // A config stored before AsyncConfig had a loss trained with its own.
+    expect(trainingLossFn({ loss_fn: 'ppo', async_config: {} })).toBe('ppo');
   });
 });
 

@@ -77,7 +77,7 @@ describe('continuing an RL run', () => {
 
   // Fuller tier: the gate continues a sync run through a worker kill above.
   if (fullTier) it('async: the continued run re-samples from dataset batch next_step on the continued weights', async () => {
-    const asyncCfg = ['async_config={"max_steps_off_policy":1,"groups_per_batch":3}', 'save_every=0'];
+    const asyncCfg = ['async_config={"max_steps_off_policy":1,"groups_per_batch":3,"loss_fn":"importance_sampling"}', 'save_every=0'];
     const clean = testRun(stack, config, [...small, ...asyncCfg], 'rl');
     const parent = testRun(stack, config, [...small, ...asyncCfg, 'max_steps=2'], 'rl');
     const [cleanResult, child, childResult] = await withWorker(stack, async () => {

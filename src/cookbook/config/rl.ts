@@ -33,10 +33,6 @@ export const KlReferenceSchema = z.strictObject({
   load_checkpoint_path: z.string().nullable().default(null),
 });
 
-export const AsyncConfigSchema = z.strictObject({
-  max_steps_off_policy: z.int().nonnegative(),
-  groups_per_batch: z.int().positive(),
-});
 
 /** Train on minibatches of a batch's groups (§2.9 streaming): `num_minibatches` forward_backward per optimizer substep. */
 export const StreamMinibatchConfigSchema = z.strictObject({
@@ -51,6 +47,25 @@ export const StreamMinibatchConfigSchema = z.strictObject({
  * spans (hosted Tinker serves it); its objective is not published, so the local engine refuses it.
  */
 export const RLLossSchema = z.enum(['importance_sampling', 'ppo', 'cispo', 'dro', 'gspo', 'stable_reinforce']);
+
+/**
+ * Async (off-policy) training, as 0.6.1's AsyncConfig: async runs train with `loss_fn` here, not
+ * the config's own (default `stable_reinforce`, which stays stable on off-policy data; the local
+ * engine does not serve it, so runs on it name another, e.g. `ppo` or `importance_sampling`).
+ */
+export const AsyncConfigSchema = z.strictObject({
+  max_steps_off_policy: z.int().nonnegative(),
+  groups_per_batch: z.int().positive(),
+  loss_fn: RLLossSchema.default('stable_reinforce'),
+});
+
+/**
+ * The loss a run trains with (0.6.1's Config.training_loss_fn): the async config's for async runs.
+ * Configs stored before AsyncConfig had a loss trained with the config's own.
+ */
+export function trainingLossFn(cfg: { loss_fn: RLLoss; async_config: { loss_fn?: RLLoss } | null }): RLLoss {
+  return cfg.async_config?.loss_fn ?? cfg.loss_fn;
+}
 
 export const RLConfigSchema = z
   .strictObject({
@@ -98,7 +113,15 @@ export const RLConfigSchema = z
       const bad = rolloutHookArgsIssue(cfg.rollout_hooks);
       if (bad) ctx.addIssue({ code: 'custom', path: ['rollout_hooks', 'args', ...bad.path], message: bad.message });
     }
-    if (cfg.sampler_pool && cfg.loss_fn === 'stable_reinforce') {
+    if (cfg.async_config && cfg.loss_fn !== 'importance_sampling' && cfg.loss_fn !== cfg.async_config.loss_fn) {
+      // As 0.6.1's main(): the config's own loss would be silently ignored.
+      ctx.addIssue({
+        code: 'custom',
+        path: ['loss_fn'],
+        message: `loss_fn='${cfg.loss_fn}' conflicts with async_config.loss_fn='${cfg.async_config.loss_fn}'; async runs train with async_config.loss_fn, so set the loss there`,
+      });
+    }
+    if (cfg.sampler_pool && trainingLossFn(cfg) === 'stable_reinforce') {
       // Its stability records stay on the engine that sampled; the trainer must be that engine.
       ctx.addIssue({ code: 'custom', path: ['sampler_pool'], message: 'stable_reinforce trains on what the sampling engine recorded; it cannot sample on a pool' });
     }
@@ -119,3 +142,4 @@ export const RLConfigSchema = z
   });
 
 export type RLConfig = z.output<typeof RLConfigSchema>;
+export type RLLoss = z.output<typeof RLLossSchema>;
