@@ -42,8 +42,13 @@ const recordings: Record<string, (stack: TestStack) => Promise<string>> = {
     return recovered.workflowId;
   },
   'rl-sync': async (stack) => finish(stack, testRun(stack, fixture('rl_small.json'), ['dataset.n_batches=3'], 'rl')),
+  // rl-async: recorded before the rl-async-0.6.1 patch (stale groups requeued); re-recording it records the 0.6.1 schedule.
   'rl-async': async (stack) =>
-    finish(stack, testRun(stack, fixture('rl_small.json'), ['dataset.n_batches=4', 'async_config={"max_steps_off_policy":1,"groups_per_batch":3}', 'durability.steps_per_workflow_run=2'], 'rl')),
+    finish(stack, testRun(stack, fixture('rl_small.json'), ['dataset.n_batches=4', 'async_config={"max_steps_off_policy":1,"groups_per_batch":3,"loss_fn":"importance_sampling"}', 'durability.steps_per_workflow_run=2'], 'rl')),
+  // 0.6.1's async schedule: 2 groups a step from dataset batches of 3 (the last step trains what is
+  // left; rollouts of groups no step trains still run at the end), 6 in flight, continuing as new after 2 steps.
+  'rl-async-061': async (stack) =>
+    finish(stack, testRun(stack, fixture('rl_small.json'), ['dataset.n_batches=3', 'async_config={"max_steps_off_policy":2,"groups_per_batch":2,"loss_fn":"importance_sampling"}', 'durability.steps_per_workflow_run=2'], 'rl')),
   // A registered env whose rollouts fail once (retried), and a custom sampling evaluator each step.
   'rl-evaluators': async (stack) => finish(stack, testRun(stack, fixture('rl_flaky.json'), [], 'rl')),
   'distill-on-policy': async (stack) => finish(stack, testRun(stack, fixture('distill_small.json'), ['max_steps=2'], 'distill')),
