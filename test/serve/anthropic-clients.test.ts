@@ -3,8 +3,8 @@
 // SDKs: @anthropic-ai/sdk here and the `anthropic` Python package (anthropic_client_check.py).
 // Checks are against what does not come from this endpoint: Qwen3's own chat template for the
 // prompt, the OpenAI endpoint's greedy answer to the same conversation, and the two SDKs' answers
-// to each other. The random tiny model writes no tool call (and a LoRA on it cannot be taught one
-// in a few steps: its loss stalls), so the tool-use loop runs twice: on the real engine, where the
+// to each other. The random tiny model writes no tool call (a LoRA taught one takes minutes: that
+// is anthropic-tool-loop.full.test.ts), so the tool-use loop runs twice here: on the real engine, where the
 // tool declaration and the tool_result sent back must render as Qwen3's chat template renders
 // them, and on a server in this process over a scripted sampler that writes the call
 // (test/support/scripted-agent.ts), where the loop must go tool_use → tool_result → end_turn.
