@@ -149,6 +149,31 @@ describe('POST /v1/messages: what the model wrote, as content blocks', () => {
     expect(text(calls[0].prompt)).not.toContain('# Tools');
   });
 
+  it('system turns inside messages join the system prompt; redacted_thinking is dropped; an image for a text-only model is refused by its place', async () => {
+    const { model, calls } = scripted();
+    const { client } = await serve(model);
+    await client.messages.create({
+      model: model.id,
+      max_tokens: 8,
+      system: 'First.',
+      messages: [
+        { role: 'system', content: 'Second.' },
+        { role: 'user', content: 'Hi' },
+        { role: 'assistant', content: [{ type: 'redacted_thinking', data: 'opaque' }, { type: 'text', text: 'Hello.' }] },
+        { role: 'user', content: 'Bye' },
+      ] as Anthropic.MessageParam[],
+    });
+    expect(text(calls[0].prompt)).toMatch(/^<\|im_start\|>system\nFirst\.\n\nSecond\.<\|im_end\|>\n<\|im_start\|>user\nHi<\|im_end\|>\n<\|im_start\|>assistant\n(<think>\n\n<\/think>\n\n)?Hello\.<\|im_end\|>/);
+    expect(text(calls[0].prompt)).not.toContain('opaque');
+    const image = await client.messages
+      .create({ model: model.id, max_tokens: 8, messages: [{ role: 'user', content: [{ type: 'text', text: 'What is it?' }, { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } }] }] })
+      .then(() => undefined, (e: InstanceType<typeof Anthropic.APIError>) => e);
+    expect(image).toBeInstanceOf(Anthropic.BadRequestError);
+    expect(image!.message).toContain('messages.0.content.1');
+    expect(image!.message).toContain('text only');
+    expect(calls).toHaveLength(1);
+  });
+
   it('count_tokens is the rendered prompt’s length', async () => {
     const { model, calls } = scripted();
     const { client } = await serve(model);
