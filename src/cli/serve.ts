@@ -10,9 +10,9 @@ export const SERVE_USAGE = `  serve <tinker path | base model>    the OpenAI and
         [--port N] [--api-key K]            /v1/messages, /v1/models; streaming); --port 0/absent: a free port, printed;
         [--renderer NAME]                   --api-key (COOKBOOK_SERVE_API_KEY): clients must send it (bearer or x-api-key);
         [--tokenizer-path DIR]              --max-tokens: the cap when a request sets none (4096); see docs/serve.md
-        [--max-tokens N]                    --capture [DIR|URL]: every exchange recorded in a capture store (the daemon of
-        [--capture [DIR|URL]]               DIR, default ~/.cache/durable-cookbook/capture, or one at URL), rows with run_id
-        [--capture-run NAME]                NAME (default serve); see docs/capture.md
+        [--max-tokens N]                    --capture [DIR|URL]: every exchange kept in a capture store (DIR's daemon,
+        [--capture [DIR|URL]]               default ~/.cache/durable-cookbook/capture, or the one at URL), rows with
+        [--capture-run NAME]                run_id NAME (default serve); see docs/capture.md
   chat <tinker path | base model>     talk to the model in the terminal (multi-turn; reasoning shown apart); piped
         [--system TEXT] [--max-tokens N]    stdin: each line is the next turn, answers on stdout, reasoning on stderr
         [--temperature T] [--seed S] [--renderer NAME] [--tokenizer-path DIR]

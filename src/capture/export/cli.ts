@@ -6,12 +6,12 @@ import { parseArgs } from 'node:util';
 import { ConfigError } from '../../cookbook/config/overrides.js';
 
 export const CAPTURE_EXPORT_USAGE = `  capture export --format sft|comparisons --out FILE
-        [--data-dir DIR | --url U]          the store (default $COOKBOOK_CAPTURE_DIR or ~/.cache/durable-cookbook/capture)
+        [--data-dir DIR | --url U]          the store (default $COOKBOOK_CAPTURE_DIR, ~/.cache/durable-cookbook/capture)
         [--run ID]… [--purpose P]           rows of these runs / of this purpose (serve, rollout, …)
         [--since T] [--until T]             capture time, ISO 8601 or Unix seconds
         [--tool-use]                        only exchanges that used tools
         [--min-reward X] [--reward-key K]   only rows whose reward (metadata K, or a K annotation; default reward) ≥ X
-        [--label L | --label K=V]           only rows whose metadata label (or K; or such an annotation) equals L (V: JSON)
+        [--label L | --label K=V]           only rows whose metadata label (or K, or such an annotation) is L (V: JSON)
       sft: one record per session (exchanges joined while each prompt extends the last, token for token):
       messages + tokens + weights, trained as they are by \`cookbook train sl\` (dataset.file_path).
       comparisons: per prompt, the best-rewarded sample chosen over the worst, for \`cookbook train dpo\`.`;
