@@ -5,9 +5,22 @@ import { resolve } from 'node:path';
 
 export const isStoreUrl = (target: string) => /^https?:\/\//i.test(target);
 
-/** The store's base URL for a target ('' or undefined: the default folder). */
+/**
+ * The store's base URL for a target ('' or undefined: the default folder). A URL must answer as a
+ * capture store (its /healthz), so that a wrong one fails here, not on every batch later.
+ */
 export async function captureStoreUrl(target: string | undefined): Promise<string> {
-  if (target && isStoreUrl(target)) return target.replace(/\/+$/, '');
+  if (target && isStoreUrl(target)) {
+    const url = target.replace(/\/+$/, '');
+    let answer: Response;
+    try {
+      answer = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(10_000) });
+    } catch (err) {
+      throw new Error(`no capture store answers at ${url} (${(err as Error).message}); start one with \`cookbook capture serve\` or give its data folder instead`);
+    }
+    if (!answer.ok) throw new Error(`${url} is not a capture store (GET /healthz answered ${answer.status})`);
+    return url;
+  }
   const { defaultCaptureDir, ensureCaptureStore } = await import('./store/client.js');
   return ensureCaptureStore(resolve(target || defaultCaptureDir()));
 }

@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { CaptureExporter, type CaptureSink } from '../../src/capture/exporter.js';
 import type { JsonValue } from '../../src/capture/rows.js';
 import { rendererForModel } from '../../src/cookbook/renderers/for-model.js';
+import { captureStoreUrl } from '../../src/capture/target.js';
 import { exchangeRows, ServeCapture } from '../../src/serve/capture.js';
 import type { ServedExchange } from '../../src/serve/exchange.js';
 import type { ServedModel } from '../../src/serve/served-model.js';
@@ -66,5 +67,10 @@ describe('ServeCapture', () => {
     expect(lines).toEqual(['capture: 1 rows dropped (queue full), 0 failed to send, 0 invalid so far']);
     const closing = await capture.close(100);
     expect(closing).toMatch(/^capture: 4 exchanges \([\d.]+ ms each to record\), 0 rows stored, 5 dropped \(queue full\), \d+ failed to send, 0 invalid, \d+ unsent$/);
+  });
+
+  it('a --capture URL that is no store fails at start, naming it', async () => {
+    const closed = 'http://127.0.0.1:9'; // the discard port: nothing listens on it here
+    await expect(captureStoreUrl(closed)).rejects.toThrow(`no capture store answers at ${closed}`);
   });
 });
