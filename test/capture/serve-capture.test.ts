@@ -53,6 +53,29 @@ describe('ServeCapture', () => {
     expect(rows[0].created_at).toBe(1_700_000_000);
   });
 
+  it('an Anthropic tool loop: the conversation as the renderer saw it (tool call and result), tool use, metadata.user_id as session', async () => {
+    const model = await tinyModel();
+    const x: ServedExchange = {
+      ...exchange(model, {}),
+      api: 'anthropic.messages',
+      request: {
+        model: model.id,
+        max_tokens: 8,
+        metadata: { user_id: 'harness-1' },
+        tools: [{ name: 'get_weather', input_schema: { type: 'object', properties: { city: { type: 'string' } } } }],
+        messages: [
+          { role: 'user', content: 'Weather in Paris?' },
+          { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Paris' } }] },
+          { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'sunny' }] },
+        ],
+      },
+    };
+    const meta = exchangeRows(x, 'x-4', model, 'serve')[0].metadata as { session_id: string; tool_use: boolean; tools_offered: number; messages: Array<{ role: string; tool_calls?: Array<{ function: { name: string } }> }> };
+    expect([meta.session_id, meta.tool_use, meta.tools_offered]).toEqual(['harness-1', true, 1]);
+    expect(meta.messages.filter((m) => m.role !== 'system').map((m) => m.role)).toEqual(['user', 'assistant', 'tool']);
+    expect(meta.messages.find((m) => m.role === 'assistant')!.tool_calls![0].function.name).toBe('get_weather');
+  });
+
   it('a store that does not keep up: drops counted, logged while serving and at shutdown, and recording never waits', async () => {
     const model = await tinyModel();
     const hang: CaptureSink = { export: (_records, signal) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))) };
