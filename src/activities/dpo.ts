@@ -50,6 +50,16 @@ export interface DPOStepInput {
   preStepMetrics: Record<string, number>;
   /** The checkpoint saved at the start of this step, logged as the reference's `state_path`. */
   statePath?: string;
+  /** Its reference logprobs were computed ahead (dpoReferenceAhead, whose `get_ref_logprobs` span the row counts). */
+  referenceAhead?: boolean;
+}
+/** A step whose reference logprobs are computed ahead of it (no model: the reference is frozen). */
+export interface DPOReferenceAheadInput {
+  run: RunRef;
+  step: number;
+  epoch: number;
+  batch: number;
+  reference: ReferenceSource;
 }
 export interface DPOStepResult extends SeqUse {
   numTokens: number;
@@ -94,9 +104,14 @@ export function dpoActivities(deps: ActivityDeps) {
   async function referenceLogprobs(run: RunRef, cfg: DPOConfig, ref: ReferenceSource, lines: number[], data_D: Datum[]): Promise<number[][]> {
     const store = new RunStore(run.logPath);
     const blob = (line: number) => `dpo_reference/${sourceKey(ref)}/line_${String(line).padStart(6, '0')}.json`;
-    const cached = lines.map((line) => {
+    // Written without fsync (a cache): one that does not hold a logprob per token of each datum is computed again.
+    const holds = (pair: unknown, i: number): pair is [number[], number[]] =>
+      Array.isArray(pair) && pair.length === 2 &&
+      pair.every((lp, k) => Array.isArray(lp) && lp.length === inputLength(data_D[2 * i + k]) && lp.every((x) => typeof x === 'number'));
+    const cached = lines.map((line, i) => {
       try {
-        return JSON.parse(store.readBlob(blob(line)).toString('utf8')) as [number[], number[]];
+        const pair: unknown = JSON.parse(store.readBlob(blob(line)).toString('utf8'));
+        return holds(pair, i) ? pair : undefined;
       } catch {
         return undefined;
       }
@@ -114,7 +129,7 @@ export function dpoActivities(deps: ActivityDeps) {
             return Promise.all(
               missing.map(async (i) => {
                 const pair = (await Promise.all([score(data_D[2 * i]), score(data_D[2 * i + 1])])) as [number[], number[]];
-                store.writeBlob(blob(lines[i]), JSON.stringify(pair));
+                store.writeCacheBlob(blob(lines[i]), JSON.stringify(pair));
                 cached[i] = pair;
               }),
             );
@@ -125,16 +140,22 @@ export function dpoActivities(deps: ActivityDeps) {
     return cached.flatMap((pair) => pair!);
   }
 
+  /** A step's pairs as datums (chosen, rejected, ...) and their source lines; `warn` hears what was dropped. */
+  async function stepPairs(run: RunRef, epoch: number, batch: number, warn: (msg: string) => void, span = true) {
+    const { train } = await dpoData(run).data;
+    const b = span ? await scopeSpan('get_batch', () => train.batchAt(epoch, batch)) : await train.batchAt(epoch, batch);
+    for (const why of b.filtered) warn(`comparison skipped: ${why}`);
+    const data_D = evenDatums(b.datums, warn);
+    return { data_D, lines: b.lines.slice(0, data_D.length / 2) };
+  }
+
   /** Everything of a step up to its training requests queued: the row so far and the submissions. */
   async function submitStep(input: DPOStepInput) {
     const { run, model, step, epoch, batch, learningRate, totalSteps, reference, preStepMetrics } = input;
     const { cfg, data } = dpoData(run);
-    const { train, tokenizer } = await data;
-    const b = await scopeSpan('get_batch', () => train.batchAt(epoch, batch));
+    const { tokenizer } = await data;
     const logger = runLogger(new RunStore(run.logPath).logFile, { run: run.workflowId });
-    for (const why of b.filtered) logger.warn({ step }, `comparison skipped: ${why}`);
-    const data_D = evenDatums(b.datums, (msg) => logger.warn({ step }, msg));
-    const lines = b.lines.slice(0, data_D.length / 2);
+    const { data_D, lines } = await stepPairs(run, epoch, batch, (msg) => logger.warn({ step }, msg));
     if (step === 0) {
       for (let i = 0; i < Math.min(10, lines.length); i++) {
         const text = (d: Datum) => tokenizer.decode(d.model_input.chunks.flatMap((c) => (c.type === 'encoded_text' ? c.tokens : [])));
@@ -151,7 +172,9 @@ export function dpoActivities(deps: ActivityDeps) {
       logger.warn({ step }, 'every comparison of the batch was filtered out: no update this step');
       return { seqIdsUsed: 0, row };
     }
-    const ref_D = await scopeSpan('get_ref_logprobs', () => referenceLogprobs(run, cfg, reference, lines, data_D));
+    const ref_D = input.referenceAhead
+      ? await referenceLogprobs(run, cfg, reference, lines, data_D)
+      : await scopeSpan('get_ref_logprobs', () => referenceLogprobs(run, cfg, reference, lines, data_D));
     // The reference's `step` runs from the custom loss's forward to the optim step's result: it
     // starts here and ends where the results are collected (a pipelined step's dpoFinish).
     const stepStart = nowMs();
@@ -201,6 +224,16 @@ export function dpoActivities(deps: ActivityDeps) {
     async dpoPrepare({ run }: { run: RunRef }): Promise<DPOPlan> {
       const { train, test } = await dpoData(run).data;
       return { nBatches: train.length, testSize: test ? test.getBatch(0).datums.length : 0 };
+    },
+
+    /**
+     * A step's reference logprobs into the run store ahead of the step (the reference is frozen):
+     * computed while the step before it trains, so the step's own submission finds them there.
+     */
+    async dpoReferenceAhead({ run, epoch, batch, reference }: DPOReferenceAheadInput): Promise<void> {
+      // The step itself warns of what was dropped, and its row's get_batch is the step's own.
+      const { data_D, lines } = await stepPairs(run, epoch, batch, () => undefined, false);
+      if (data_D.length > 0) await scopeSpan('get_ref_logprobs', () => referenceLogprobs(run, dpoData(run).cfg, reference, lines, data_D));
     },
 
     /** The whole step unit in one activity (`submit_ahead` 0). */

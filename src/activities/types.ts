@@ -5,14 +5,14 @@ import type { OffPolicyDistillActivities } from './distill-off-policy.js';
 import type { DecisionsActivities } from './decisions.js';
 import type { RLPlan, RLStreamFinishInput, RLStreamSubstepInput, RLStreamSubstepResult, RLTrainInput, RLTrainResult, RolloutGroupInput, RolloutGroupResult } from './rl.js';
 import type { CustomEvalInput } from './evaluators.js';
-import type { DPOFinishInput, DPOPlan, DPOStepInput, DPOStepResult, DPOSubmitResult, DPOSubmitted, ReferenceSource } from './dpo.js';
+import type { DPOFinishInput, DPOPlan, DPOReferenceAheadInput, DPOStepInput, DPOStepResult, DPOSubmitResult, DPOSubmitted, ReferenceSource } from './dpo.js';
 
 export type { RLPlan, RLStreamFinishInput, RLStreamSubstepInput, RLStreamSubstepResult, RLTrainInput, RLTrainResult, RolloutGroupInput, RolloutGroupResult };
 import type { DistillPlan, DistillRolloutInput, DistillRolloutResult, DistillTrainInput, DistillTrainResult, TeacherMergeResult, TeacherSamplePlan, TeacherShardResult } from './distill.js';
 export type { DistillPlan, DistillRolloutInput, DistillRolloutResult, DistillTrainInput, DistillTrainResult, TeacherMergeResult, TeacherSamplePlan, TeacherShardResult };
 import type { SDFTPlan, SDFTRolloutInput, SDFTRolloutResult, SDFTTeacherInput, SDFTTeacherResult, SDFTTrainInput, SDFTTrainResult } from './sdft.js';
 export type { SDFTPlan, SDFTRolloutInput, SDFTRolloutResult, SDFTTeacherInput, SDFTTeacherResult, SDFTTrainInput, SDFTTrainResult };
-export type { DPOFinishInput, DPOPlan, DPOStepInput, DPOStepResult, DPOSubmitResult, DPOSubmitted, ReferenceSource };
+export type { DPOFinishInput, DPOPlan, DPOReferenceAheadInput, DPOStepInput, DPOStepResult, DPOSubmitResult, DPOSubmitted, ReferenceSource };
 export type { CustomEvalInput };
 
 /** A training model on the backend and the next sequence id the workflow will hand out for it. */
@@ -161,6 +161,7 @@ export interface Activities extends OffPolicyDistillActivities, DecisionsActivit
   dpoStep(input: DPOStepInput): Promise<DPOStepResult>;
   dpoSubmit(input: DPOStepInput): Promise<DPOSubmitResult>;
   dpoFinish(input: DPOFinishInput): Promise<DPOStepResult>;
+  dpoReferenceAhead(input: DPOReferenceAheadInput): Promise<void>;
   dpoEval(input: EvalInput): Promise<EvalResult>;
 }
 

@@ -12,13 +12,13 @@
 // `.cookbook/sums/`, and a truncated, bit-flipped or edited file is refused with a
 // RunStoreDamagedError naming the file (and line). A write the filesystem refuses (a full disk)
 // fails with a RunStoreWriteError naming ENOSPC and leaves the files as they were.
-import { existsSync, mkdirSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { pyJsonDumps } from './pyjson.js';
 import { isIntMetricKey } from './metric-types.js';
 import type { TimingRow } from './timing.js';
 import { runDir } from './stores/mirror.js';
-import { CheckedFile, CheckedJsonl, parseJsonLine, RunStoreDamagedError, RunStoreWriteError, writeFileAtomic } from './run-store-integrity.js';
+import { CheckedFile, CheckedJsonl, parseJsonLine, RunStoreDamagedError, RunStoreWriteError, sumsPath, writeFileAtomic } from './run-store-integrity.js';
 
 export { RunStoreDamagedError, RunStoreWriteError, writeFileAtomic };
 
@@ -305,6 +305,22 @@ export class RunStore {
   /** Claim-check storage: immutable, step-named blobs that workflows reference by relative path. */
   writeBlob(relPath: string, data: string | Uint8Array): string {
     this.checked(join(this.logPath, '.cookbook', 'store', relPath)).write(data);
+    return relPath;
+  }
+
+  /**
+   * A blob the run can compute again (a cache): renamed into place without fsync or a checksum
+   * record, so it costs a file write, not four fsyncs. The reader must check what it reads (a torn
+   * one after a machine crash) and compute it again when it does not hold.
+   */
+  writeCacheBlob(relPath: string, data: string): string {
+    const file = join(this.logPath, '.cookbook', 'store', relPath);
+    // A record from a checked write of this path (an older version) would refuse the new bytes.
+    rmSync(sumsPath(this.logPath, file, '.sha256'), { force: true });
+    mkdirSync(dirname(file), { recursive: true });
+    const tmp = `${file}.tmp-${process.pid}-${Math.random().toString(36).slice(2)}`;
+    writeFileSync(tmp, data);
+    renameSync(tmp, file);
     return relPath;
   }
 

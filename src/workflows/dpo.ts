@@ -2,9 +2,12 @@
 // reference logprobs, the DPO loss (client-side custom loss) and the optim step. The reference is
 // frozen before the first step and named by a sampler path. Pipelined like supervised training
 // (`submit_ahead`): step N+1's forward is queued behind step N's update while N's results are collected.
+// The reference is frozen, so step N+1's reference logprobs are computed (into the run store) while
+// step N trains: the reference computes them inside its step.
+import { patched, proxyActivities } from '@temporalio/workflow';
 import type { DPOConfig } from '../cookbook/config/dpo.js';
 import { lrMultiplier } from '../cookbook/lr-schedule.js';
-import type { DPOFinishInput, DPOPlan, DPOStepInput, ReferenceSource } from '../activities/types.js';
+import type { Activities, DPOFinishInput, DPOPlan, DPOStepInput, ReferenceSource } from '../activities/types.js';
 import { TrainingRun, type RunInput, type RunResult } from './shared/training-run.js';
 
 export type DPOInput = RunInput<DPOConfig, DPOPlan>;
@@ -15,6 +18,8 @@ interface DPOState {
 }
 
 const pad = (n: number) => String(n).padStart(6, '0');
+/** Reference logprobs computed one step ahead (histories recorded before it compute them in the step). */
+const REFERENCE_AHEAD_PATCH = 'dpo-reference-ahead';
 
 export async function dpoWorkflow(input: DPOInput): Promise<RunResult> {
   const run = new TrainingRun<DPOConfig, DPOPlan>('dpo', input);
@@ -42,6 +47,35 @@ export async function dpoWorkflow(input: DPOInput): Promise<RunResult> {
     // after the client is created); checkpoints carry the path, so recovery keeps the same reference.
     if (!state().referencePath) run.state.custom = { referencePath: await run.saveSamplerWeights('reference') } satisfies DPOState;
     return { modelPath: state().referencePath! };
+  }
+
+  // One attempt: what it leaves undone, the step's own submission computes (and reports failures of).
+  const ahead = proxyActivities<Activities>({
+    startToCloseTimeout: `${cfg.durability.step_timeout_s}s`,
+    heartbeatTimeout: `${cfg.durability.heartbeat_timeout_s}s`,
+    retry: { maximumAttempts: 1 },
+  });
+  let referenceAhead: { step: number; done: Promise<boolean> } | undefined;
+
+  /**
+   * Awaits the reference logprobs computed ahead for `step` (true: they are in the run store), then
+   * starts the next step's.
+   */
+  async function nextReferenceAhead(step: number, reference: ReferenceSource): Promise<boolean> {
+    const computed = await settleReferenceAhead(step);
+    if (step + 1 < totalSteps && patched(REFERENCE_AHEAD_PATCH)) {
+      const { epoch, batch } = cursor(step + 1);
+      const done = ahead.dpoReferenceAhead
+        .executeWithOptions({ summary: `reference logprobs ahead of step ${step + 1}` }, [{ run: input.run, step: step + 1, epoch, batch, reference }])
+        .then(() => true, () => false);
+      referenceAhead = { step: step + 1, done };
+    }
+    return computed;
+  }
+  async function settleReferenceAhead(step?: number): Promise<boolean> {
+    const pending = referenceAhead;
+    referenceAhead = undefined;
+    return !!pending && (await pending.done) && pending.step === step;
   }
 
   // As the reference: evals when due and also before the last step.
@@ -85,8 +119,11 @@ export async function dpoWorkflow(input: DPOInput): Promise<RunResult> {
     initialCustom: initialState,
     resumeState: () => (cfg.reference_model.kind === 'initial' && state().referencePath ? { reference_path: state().referencePath } : undefined),
 
+    beforeContinueAsNew: async () => void (await settleReferenceAhead()),
+
     async runStep(step) {
       const stepInput = await startStep(step);
+      if (await nextReferenceAhead(step, stepInput.reference)) stepInput.referenceAhead = true;
       finishStep(await run.train(acts.dpoStep, stepInput, `step ${step} · epoch ${stepInput.epoch} batch ${stepInput.batch}`));
     },
 
@@ -95,6 +132,7 @@ export async function dpoWorkflow(input: DPOInput): Promise<RunResult> {
       submitAhead: cfg.submit_ahead ?? 1,
       async submit(step) {
         const { statePath, ...stepInput } = await startStep(step);
+        if (await nextReferenceAhead(step, stepInput.reference)) stepInput.referenceAhead = true;
         const model = run.model;
         const { submitted } = await run.train(acts.dpoSubmit, stepInput, `submit step ${step} · epoch ${stepInput.epoch} batch ${stepInput.batch}`);
         return { step: { ...stepInput, model }, ...(statePath ? { statePath } : {}), submitted } satisfies DPOFinishInput;
