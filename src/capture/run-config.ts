@@ -23,3 +23,12 @@ export function runCaptureTarget(capture: RunCaptureConfig | undefined): string 
   return capture.url ?? capture.dir ?? '';
 }
 
+
+/** The run kinds whose activities record into a capture store; elsewhere the field would do nothing. */
+export const CAPTURING_KINDS: readonly string[] = ['sl', 'rl'];
+
+/** Why a `capture` field cannot stand in a run of this kind (undefined: it can). */
+export function captureRefusal(kind: string, capture: RunCaptureConfig | undefined): string | undefined {
+  if (runCaptureTarget(capture) === undefined || CAPTURING_KINDS.includes(kind)) return undefined;
+  return `capture: ${CAPTURING_KINDS.join(' and ')} runs record their samples and training calls; a ${kind} run does not yet (leave capture out)`;
+}

@@ -33,6 +33,7 @@ import { localIsoDate } from '../cookbook/renderers/gpt-oss.js';
 import { rendererNotRecommendedWarning } from '../cookbook/renderers/registry.js';
 import { apiKeyFor, DEFAULT_TASK_QUEUE } from '../workers/worker.js';
 import { KindKey, ModelKey, StatusKey, StepKey } from '../workflows/shared/search-attributes.js';
+import { captureRefusal } from '../capture/run-config.js';
 
 export interface TrainableKind {
   schema: z.ZodType;
@@ -316,10 +317,8 @@ export function resolveRun(kind: string, configPath: string, overrides: string[]
   if (!spec) throw new ConfigError(`unknown run kind "${kind}" (available: ${Object.keys(TRAINABLE_KINDS).join(', ')})`);
   const config = parseWithOverrides(spec.schema, readConfigFile(configPath), overrides, configPath) as Record<string, any>;
   (spec.resolve ?? resolvePaths)(config, dirname(resolve(configPath)), configPath);
-  // Only these kinds' activities record into a capture store (docs/capture.md): elsewhere the field would do nothing.
-  if (config.capture !== undefined && config.capture !== false && !['sl', 'rl'].includes(kind)) {
-    throw new ConfigError(`${configPath}: capture: sl and rl runs record their samples and training calls; a ${kind} run does not yet (leave capture out)`);
-  }
+  const refusal = captureRefusal(kind, config.capture);
+  if (refusal) throw new ConfigError(`${configPath}: ${refusal}`);
   const name = config.run_name ?? basename(configPath).replace(/\.json$/, '');
   const workflowId = opts.workflowId ?? runIdFor(kind, name);
   const logPathFromId = config.log_path == null;

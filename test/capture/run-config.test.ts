@@ -25,5 +25,15 @@ describe('capture in a run config', () => {
     const dpo = join(dir, 'dpo.json');
     writeFileSync(dpo, JSON.stringify({ model_name: 'tiny-qwen3', dataset: { file_path: join(fixtures, '..', '..', 'data', 'example_preferences.jsonl'), batch_size: 2 }, capture: true }));
     expect(() => resolveRun('dpo', dpo, at('f'))).toThrow(`${dpo}: capture: sl and rl runs record their samples and training calls; a dpo run does not yet (leave capture out)`);
+    // A pipeline's stage as well: an SL stage records, a DPO stage would not.
+    const pipeline = join(dir, 'pipeline.json');
+    const stages = [
+      { kind: 'sl', config: { model_name: 'tiny-qwen3', dataset: { file_path: join(fixtures, '..', '..', 'data', 'example_chat.jsonl'), batch_size: 2 }, capture: true } },
+      { kind: 'dpo', config: { model_name: 'tiny-qwen3', dataset: { file_path: join(fixtures, '..', '..', 'data', 'example_preferences.jsonl'), batch_size: 2 }, capture: true } },
+    ];
+    writeFileSync(pipeline, JSON.stringify({ run_name: 'p', stages }));
+    expect(() => resolveRun('pipeline', pipeline, at('g'))).toThrow(`${pipeline}: stages.1.config.capture: sl and rl runs record their samples and training calls; a dpo run does not yet (leave capture out)`);
+    writeFileSync(pipeline, JSON.stringify({ run_name: 'p', stages: [stages[0]] }));
+    expect(resolveRun('pipeline', pipeline, at('h')).config.stages[0].config.capture).toBe(true);
   });
 });

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { RunNameSchema } from './common.js';
 import { applyOverrides, ConfigError, formatZodError } from './overrides.js';
 import { findStageRefs, initSource, type InitFrom } from './pipeline-refs.js';
+import { captureRefusal } from '../../capture/run-config.js';
 
 export const PipelineStageSchema = z
   .strictObject({
@@ -93,6 +94,8 @@ export function resolvePipelineStages(cfg: PipelineConfig, baseDir: string, r: S
       throw new ConfigError(formatZodError(new z.ZodError(issues), file ?? source));
     }
     const config = parsed.data as Record<string, any>;
+    const refusal = captureRefusal(stage.kind, config.capture);
+    if (refusal) throw new ConfigError(`${where}${at}.config.${refusal}`);
     const fed = config.dataset?.file_path === FROM_PREVIOUS_STAGE;
     if (fed !== writesConversations(resolved[i - 1])) {
       throw new ConfigError(
