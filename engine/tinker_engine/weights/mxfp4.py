@@ -23,8 +23,8 @@ QUANT_METHODS = ("mxfp4", "mxfp8")
 # FP4 E2M1 by code: 0-7 positive, 8-15 the same magnitudes negated (code 8 is -0, read as 0).
 FP4_VALUES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0)
 FP4_MAX = 6.0
-# Rows snapped per step when requantizing: the nearest-code search holds 16 floats per value.
-_SNAP_CHUNK_VALUES = 1 << 22
+# Halfway between consecutive positive FP4 values: a magnitude's code is the number of these below it.
+_MIDPOINTS = torch.tensor([(a + b) / 2 for a, b in zip(FP4_VALUES[:7], FP4_VALUES[1:8])], dtype=torch.float32)
 
 
 def _table(device: torch.device) -> torch.Tensor:
@@ -40,14 +40,12 @@ def unpack(blocks: torch.Tensor) -> torch.Tensor:
 
 
 def _nearest_codes(values: torch.Tensor) -> torch.Tensor:
-    table = _table(values.device)
-    flat = values.reshape(-1)
-    codes = torch.empty(flat.shape, dtype=torch.uint8, device=values.device)
-    for start in range(0, flat.numel(), _SNAP_CHUNK_VALUES):
-        part = flat[start:start + _SNAP_CHUNK_VALUES]
-        # argmin keeps the first of equally near codes, so ties go to the lower index.
-        codes[start:start + part.numel()] = (part[:, None] - table[None, :]).abs().argmin(dim=-1).to(torch.uint8)
-    return codes.reshape(values.shape)
+    """The code of the nearest FP4 value, ties to the lower code, as argmin over the table picks it: the
+    magnitude's index among the positive codes (a midpoint goes down), plus 8 for a negative value whose
+    nearest magnitude is not 0 (0 and -0 both read as code 0)."""
+    magnitudes = values.abs().contiguous()
+    codes = torch.bucketize(magnitudes, _MIDPOINTS.to(values.device), out_int32=True, right=False).to(torch.uint8)
+    return torch.where((values < 0) & (codes > 0), codes + 8, codes)
 
 
 def pack(values: torch.Tensor) -> torch.Tensor:
@@ -114,15 +112,27 @@ class MxBlockCodec:
     def parts(self, logical: str) -> list[str]:
         return [logical + BLOCKS_SUFFIX, logical + SCALES_SUFFIX]
 
+    # Decoded and encoded one expert at a time (every block lies in one expert's rows), so the float32
+    # weight the merge needs is the only full-size temporary: whole, the unpacking would take ~5 times that.
     def decode(self, logical: str, parts: dict[str, torch.Tensor]) -> torch.Tensor:
-        dense = dequantize(parts[logical + BLOCKS_SUFFIX], parts[logical + SCALES_SUFFIX])
-        return dense.transpose(-1, -2).float()
+        blocks, scales = parts[logical + BLOCKS_SUFFIX], parts[logical + SCALES_SUFFIX]
+        value = torch.empty(dense_shape(tuple(blocks.shape)), dtype=torch.float32)
+        flat_value, flat_blocks, flat_scales = (t.reshape(-1, *t.shape[k:]) for t, k in
+                                                ((value, -2), (blocks, -3), (scales, -2)))
+        for i in range(flat_blocks.shape[0]):
+            flat_value[i] = dequantize(flat_blocks[i], flat_scales[i]).transpose(-1, -2)
+        return value
 
     def encode(self, logical: str, value: torch.Tensor, parts: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         if self.rewrite_all:
             return {logical: value.to(self.dtype).contiguous()}
-        # As the reference: the merged weight is rounded to bfloat16 before it is requantized.
-        blocks, scales = quantize(value.to(torch.bfloat16).transpose(-1, -2))
+        old_blocks, old_scales = parts[logical + BLOCKS_SUFFIX], parts[logical + SCALES_SUFFIX]
+        blocks, scales = torch.empty_like(old_blocks), torch.empty_like(old_scales)
+        flat_value = value.reshape(-1, *value.shape[-2:])
+        flat_blocks, flat_scales = blocks.view(-1, *blocks.shape[-3:]), scales.view(-1, *scales.shape[-2:])
+        for i in range(flat_value.shape[0]):
+            # As the reference: the merged weight is rounded to bfloat16 before it is requantized.
+            flat_blocks[i], flat_scales[i] = quantize(flat_value[i].to(torch.bfloat16).transpose(-1, -2))
         return {logical + BLOCKS_SUFFIX: blocks, logical + SCALES_SUFFIX: scales}
 
     def finish_config(self, config: dict) -> dict:
