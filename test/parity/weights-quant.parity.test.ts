@@ -2,7 +2,8 @@
 // test time by weights_quant_cases.py in the reference venv): the engine's MXFP4, INT4 pack-quantized
 // and FP8 block codecs bit for bit, and every output tensor and config.json of a merge onto tiny seeded
 // GPT-OSS (MXFP4 experts, kept MXFP4), Kimi K2 and K2.5 (INT4 experts, kept INT4) and DeepSeek V3 (native FP8 and
-// bfloat16, exported as the reference's experts-FP8 for vLLM) bases, with both of our strategies.
+// bfloat16, exported as the reference's experts-FP8 for vLLM; GPT-OSS bfloat16 too) bases, with both of our
+// strategies.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -43,7 +44,7 @@ describe('quantized weights beside the reference', () => {
 
   it('each merge writes the same tensors and config.json as the reference, with either strategy', () => {
     const ids = new Set(result.merges.map((m) => m.id));
-    expect(ids.size).toBe(5);
+    expect(ids.size).toBe(6);
     for (const m of result.merges) {
       const label = `${m.id} (${m.strategy})`;
       expect({ label, mismatched: m.mismatched, missing: m.missing, extra: m.extra, config: m.config_equal }).toEqual({

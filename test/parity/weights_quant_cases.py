@@ -105,6 +105,7 @@ def merge_cases(root: Path) -> list[dict]:
         ("Kimi K2.5 INT4 pack-quantized (VL layout), kept INT4", "kimi_k25", "adapter-deepseek", {}),
         ("DeepSeek V3 native FP8 to experts-FP8 (vLLM)", "deepseek", "adapter-deepseek", experts_fp8),
         ("DeepSeek V3 bfloat16 to experts-FP8 (vLLM)", "deepseek-save", "adapter-deepseek", experts_fp8),
+        ("GPT-OSS bfloat16 (fused 3-D experts) to experts-FP8 (vLLM)", "gpt_oss-save", "adapter-gpt_oss", experts_fp8),
     ]
     results = []
     for i, (case, base, adapter, options) in enumerate(plan):
