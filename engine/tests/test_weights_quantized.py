@@ -32,7 +32,7 @@ TOKENS = torch.randint(0, 160, (2, 12), generator=torch.Generator().manual_seed(
 
 @pytest.fixture(scope="module")
 def root(tmp_path_factory):
-    root = tmp_path_factory.mktemp("h59b-quantized")
+    root = tmp_path_factory.mktemp("quantized-bases")
     for family, (base, adapter) in FAMILIES.items():
         base(root / family, root / f"{family}-save")
         adapter(root / f"adapter-{family}")
