@@ -37,7 +37,7 @@ export async function trainPolicyStep(
   model: ModelRef,
   data_D: Datum[],
   cfg: PolicyStepConfig,
-  opts: { learningRate: number; samplerName: string; step: number },
+  opts: { learningRate: number; samplerName: string; step: number; keepSampler?: string },
 ): Promise<PolicyStepResult> {
   const substeps = splitList(data_D, Math.min(cfg.num_substeps, data_D.length)).map((chunk) => [chunk]);
   return trainPolicySubsteps(backend, model, substeps, cfg, opts);
@@ -52,9 +52,10 @@ export async function trainPolicySubsteps(
   model: ModelRef,
   substeps: Datum[][][],
   cfg: PolicyStepConfig,
-  opts: { learningRate: number; samplerName: string; step: number },
+  opts: { learningRate: number; samplerName: string; step: number; keepSampler?: string },
 ): Promise<PolicyStepResult> {
   const session = modelSession(backend, model);
+  if (opts.keepSampler !== undefined) return trainKeepingSampler(session, model, substeps, cfg, opts.learningRate, opts.keepSampler, opts.step);
   // The reference's `train_step`, then its save of the next sampler weights; here the save is queued
   // right behind the training, so the two spans overlap.
   const trainStart = nowMs();
@@ -70,6 +71,17 @@ export async function trainPolicySubsteps(
     optimMetrics: trainOuts.optimMetrics ?? {},
     samplerPath,
   };
+}
+
+/**
+ * The step without saving sampler weights (0.6.1's async SamplingClientReuse: no rollout will
+ * sample the new weights): `keepSampler` stays the sampler.
+ */
+async function trainKeepingSampler(session: TrainingSession, model: ModelRef, substeps: Datum[][][], cfg: PolicyStepConfig, learningRate: number, keepSampler: string, step: number): Promise<PolicyStepResult> {
+  const trainStart = nowMs();
+  const { submitted, seqId } = await submitSubsteps(session, model.nextSeqId, substeps, cfg, learningRate);
+  const trainOuts = await callBackend('train step', 'model-lost', () => heartbeating(spanUntilSettled(['train_step'], trainStart, collectSubsteps(submitted)), { step }));
+  return { seqIdsUsed: seqId - model.nextSeqId, trainLogprobs_D: trainOuts.trainLogprobs_D, optimMetrics: trainOuts.optimMetrics ?? {}, samplerPath: keepSampler };
 }
 
 export interface PolicySubstepResult {

@@ -96,6 +96,8 @@ export interface RLTrainInput {
   errorMetrics: Record<string, number>;
   /** The run's token totals before this step (workflow state): the row's cumulative counts go on from them. */
   tokens: TokenTotals;
+  /** Async, no rollout left to sample the new weights (0.6.1's SamplingClientReuse): save none, keep this sampler. */
+  keepSampler?: string;
 }
 export interface RLTrainResult extends SeqUse {
   metrics: Record<string, number>;
@@ -376,7 +378,7 @@ export function rlActivities(deps: ActivityDeps) {
       return { trajectoryMetrics, data_D, kl };
     });
 
-    const trained = await trainPolicyStep(backendOf(cfg), model, data_D, cfg, { learningRate, samplerName: `sampler_${pad(step + 1)}`, step });
+    const trained = await trainPolicyStep(backendOf(cfg), model, data_D, cfg, { learningRate, samplerName: `sampler_${pad(step + 1)}`, step, keepSampler: input.keepSampler });
     captureTrainOp(cfg.capture, { run, step, op: 'forward_backward', modelId: model.modelId, details: { loss_fn: cfg.loss_fn, num_substeps: cfg.num_substeps } }, data_D);
     captureTrainOp(cfg.capture, { run, step, op: 'optim_step', modelId: model.modelId, details: { learning_rate: learningRate, sampler_path: trained.samplerPath } });
     const { samplerPath } = trained;

@@ -13,6 +13,7 @@ const INT_METRIC_KEYS = new Set([
   'num_examples', // decisions
   'batch_size', // off-policy distillation
   'progress/batch', 'training_client/step', 'sampling_client/step_max', 'sampling_client/step_min', // RL, distillation
+  'async/staleness_max', 'async/staleness_min', // async RL
 ]);
 
 /** A repeated span's count (`time/<name>:count`, a `len()` in the reference's trace). */

@@ -104,6 +104,11 @@ export class AsyncRollouts {
     return { groups, dropped };
   }
 
+  /** Every builder handed out and every rollout completed (0.6.1's rollout_workers_finished). */
+  get finished(): boolean {
+    return this.state.next >= this.opts.totalBuilders && this.state.requeue.length === 0 && this.state.inflight.length === 0;
+  }
+
   /** Waits for every rollout in flight and keeps the results (before continue-as-new). */
   async drain(): Promise<void> {
     this.draining = true;

@@ -117,6 +117,19 @@ export async function rlWorkflow(input: RLInput): Promise<RunResult> {
     return { groups: [...collected.groups, ...collected.dropped], metrics };
   }
 
+  /**
+   * 0.6.1's SamplingClientReuse: once every rollout has completed, a step whose weights nothing will
+   * sample (no eval before the next step or of the final weights, no post-update KL, no periodic
+   * checkpoint due) saves no sampler weights; the current ones stand in for them.
+   */
+  function reuseSampler(step: number): boolean {
+    if (!oldestFirst || !slots?.finished || cfg.compute_post_kl) return false;
+    const last = step + 1 >= totalSteps;
+    if (cfg.eval_every > 0 && (last || run.shouldEval(step + 1))) return false;
+    const every = cfg.save_every ?? 0;
+    return every === 0 || ((step + 1) % every !== 0 && step % every !== 0);
+  }
+
   /** Every evaluator due at this step, in parallel on the pre-update sampler; merged without prefix. */
   function evaluate(step: number, samplerPath: string): Promise<Array<{ metrics: Record<string, number> }>> {
     if (!run.shouldEval(step)) return Promise.resolve([]);
@@ -218,10 +231,11 @@ export async function rlWorkflow(input: RLInput): Promise<RunResult> {
       Object.assign(preStepMetrics, samplingMetrics, ...evalResults.map((r) => r.metrics));
       // Streaming minibatches are cut by group position, so dropped groups keep their places.
       const trainable = groups.filter((g) => g.ref !== null);
+      const keepSampler = reuseSampler(step) ? { keepSampler: samplerPath } : {};
       await recordStep(step, samplerPath, preStepMetrics, groups, (errorMetrics) =>
         run.train(
           acts.rlTrain,
-          { run: input.run, step, groups: cfg.stream_minibatch_config ? groups : trainable, learningRate: lr, preStepMetrics, errorMetrics, tokens: tokens() },
+          { run: input.run, step, groups: cfg.stream_minibatch_config ? groups : trainable, learningRate: lr, preStepMetrics, errorMetrics, tokens: tokens(), ...keepSampler },
           `train step ${step} on ${trainable.length} groups`,
         ),
       );

@@ -7,6 +7,8 @@
 //   RL and distillation: sampling is seeded differently on the two sides, so what follows from
 //     sampled tokens differs; everything else is compared: the prompts of each batch, their
 //     observation lengths, the step's counts, learning rates, the advantages given the rewards.
+//   RL async (max_steps_off_policy 1): as RL, and the schedule: each step's sampler steps and
+//     staleness (async/staleness_*), which 0.6.1's oldest-first batches make the same on both sides.
 //   SDFT: greedy sampling on both sides (temperature 0), so every value and the final weights.
 //   Every loop: the same metric keys with the same JSON types (4 is not 4.0), and the same
 //     checkpoint rows, apart from the documented keys only one side has. Timings (`time/*`) are
@@ -95,8 +97,8 @@ function timeKeys(loop: Loop): Array<{ reference: string[]; ours: string[] }> {
 }
 
 /** Checkpoint rows: the reference's keys with the same values where they do not name a run's files. */
-function checkpointDifferences(loop: Loop, sameValue: (key: string) => boolean): string[] {
-  const ref = reference[loop]!.checkpoints;
+function checkpointDifferences(loop: Loop, sameValue: (key: string) => boolean, referenceOnly: (row: Row) => boolean = () => false): string[] {
+  const ref = reference[loop]!.checkpoints.filter((r) => !referenceOnly(r));
   const mine = ours[loop]!.checkpoints as Row[];
   const out: string[] = [];
   if (ref.length !== mine.length) out.push(`checkpoint rows: reference ${ref.length}, ours ${mine.length}`);
@@ -253,6 +255,20 @@ describe("the reference's own loops beside ours, on one engine", () => {
         g.advantages!.forEach((adv, t) => expect(adv).toBeCloseTo(rewards[t] - mean, 6));
       });
     }
+  });
+
+  // Async with max_steps_off_policy 1 (4 rollouts in flight, 2 groups a step, oldest first): step
+  // 0 trains groups of the first weights, every later step the groups its predecessor left, one
+  // step stale, on both sides; a group dropped as stale, or an in-flight cap or end_batch of
+  // another size, would change the counts or the sampler steps.
+  it('RL async: sample counts, sampler steps and staleness of every step, as the reference schedules them', () => {
+    const sampled = /ac_tokens|reward|format|correct|by_group|kl_sample_train|entropy|tokens\/(sampled|trained)|tokens\/cumulative\/(sampled|trained)/;
+    expect(
+      sameValues('rl_async', new RegExp(`^(?!.*(${sampled.source}))(training_client/step|sampling_client/|async/staleness|progress|optim/lr|env/all/(ob_tokens_per_turn|turns_per_episode|total_(episodes|turns|ob_tokens|cached_ob_tokens))|tokens/)`)),
+    ).toEqual([]);
+    // Not yet here: the reference's async loop also records its initial sampler checkpoint (000000, batch 0).
+    expect(checkpointDifferences('rl_async', (k) => k === 'batch', (r) => r.name === '000000')).toEqual([]);
+    expect(ours.rl_async!.metrics.slice(0, 3).map((r) => r['async/staleness_max'])).toEqual([0, 1, 1]);
   });
 
   it('on-policy distillation: observation lengths, counts and learning rates of every step', () => {

@@ -93,11 +93,15 @@ describe('async rollouts as 0.6.1', () => {
     const s0 = await step0;
     expect(builders(s0.groups)).toEqual([1, 2]);
     expect(builders(s0.dropped)).toEqual([0]);
+    expect(h.q.finished).toBe(false); // builders 3 and 4 not yet handed out
     const step1 = h.q.collect(2);
     await h.finish(3);
+    expect(h.q.finished).toBe(false); // 4 still running
     await h.finish(4);
+    expect(h.q.finished).toBe(true);
     expect(builders((await step1).groups)).toEqual([3, 4]);
     const s2 = await h.q.collect(2);
     expect(s2.groups).toEqual([]); // nothing left: the workflow's last step had what remained
+    expect(h.q.finished).toBe(true); // 0.6.1's rollout_workers_finished: no step's weights will be sampled again
   });
 });

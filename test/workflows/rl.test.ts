@@ -144,6 +144,11 @@ describe('RL workflow', { timeout: 600_000 }, () => {
       expect(row['time/sampling_time_min']).toBeLessThanOrEqual(row['time/sampling_time_max'] as number);
       expect(row).toHaveProperty('time/train_step');
     }
+    // The last step's weights are sampled by nothing (every rollout done, no eval, no periodic save due):
+    // as 0.6.1's SamplingClientReuse, it saves no sampler weights.
+    const saved = new RunStore(run.run.logPath).readMetrics().slice(0, 5).map((r) => 'time/save_checkpoint' in r);
+    expect(saved[4]).toBe(false);
+    expect(saved.slice(0, 3).some(Boolean)).toBe(true);
     // The token totals went on through the kill and continue-as-new (every 3 steps).
     expectRlTokenTotals(metricsOf(run.run.logPath), new RunStore(run.run.logPath).readCheckpoints(), 5);
     expect(existsSync(join(run.run.logPath, 'iteration_000004', 'train_rollout_summaries.jsonl'))).toBe(true);

@@ -14,10 +14,10 @@ import { cacheRoot } from '../../../src/stack/cache.mjs';
 import { ensureReferenceEnv } from '../../../scripts/lib/reference-env.mjs';
 import { testRun, withWorker, type TestStack } from '../../support/stack.js';
 
-export type Loop = 'sl' | 'dpo' | 'rl' | 'distill' | 'off_policy' | 'off_policy_multi' | 'decisions' | 'sdft';
-export const LOOPS: readonly Loop[] = ['sl', 'dpo', 'rl', 'distill', 'off_policy', 'off_policy_multi', 'decisions', 'sdft'];
+export type Loop = 'sl' | 'dpo' | 'rl' | 'rl_async' | 'distill' | 'off_policy' | 'off_policy_multi' | 'decisions' | 'sdft';
+export const LOOPS: readonly Loop[] = ['sl', 'dpo', 'rl', 'rl_async', 'distill', 'off_policy', 'off_policy_multi', 'decisions', 'sdft'];
 /** The run kind of a loop's config (`cookbook train <kind>`): the loop's name where not listed. */
-const KIND: Partial<Record<Loop, string>> = { off_policy: 'distill_off_policy', off_policy_multi: 'distill_off_policy' };
+const KIND: Partial<Record<Loop, string>> = { rl_async: 'rl', off_policy: 'distill_off_policy', off_policy_multi: 'distill_off_policy' };
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const REPO_ROOT = path.resolve(here, '..', '..', '..');
@@ -125,12 +125,13 @@ export function referenceConfig(loop: Loop, run: ResolvedRun, models: ReferenceM
     case 'dpo':
       return { ...common, data: comparisonsForReference(cfg.dataset.file_path, workDir), batch_size: cfg.dataset.batch_size, max_length: cfg.dataset.max_length, dpo_beta: cfg.dpo_beta };
     case 'rl':
+    case 'rl_async':
       return {
         ...common,
         batch_size: cfg.dataset.batch_size,
         group_size: cfg.dataset.group_size,
         max_tokens: cfg.max_tokens,
-        loss_fn: cfg.loss_fn,
+        loss_fn: cfg.async_config?.loss_fn ?? cfg.loss_fn,
         temperature: cfg.temperature,
         sampling_seed: cfg.seed ?? 0,
         async_max_steps_off_policy: cfg.async_config?.max_steps_off_policy ?? null,
@@ -259,6 +260,7 @@ const STEP_DONE_ACTIVITIES: Record<Loop, string[]> = {
   sl: ['slStep', 'slFinish'],
   dpo: ['dpoStep', 'dpoFinish'],
   rl: ['rlTrain', 'rlStreamFinish'],
+  rl_async: ['rlTrain'],
   distill: ['distillTrain'],
   off_policy: ['offPolicyDistillTrain'],
   off_policy_multi: ['offPolicyDistillTrain'],

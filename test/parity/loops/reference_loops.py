@@ -110,7 +110,7 @@ from pathlib import Path
 
 STARTED = time.time()
 REPO_ROOT = Path(__file__).resolve().parents[3]
-LOOPS = ("sl", "dpo", "rl", "distill", "off_policy", "off_policy_multi", "decisions", "sdft")
+LOOPS = ("sl", "dpo", "rl", "rl_async", "distill", "off_policy", "off_policy_multi", "decisions", "sdft")
 
 COMMON_KEYS = ("model", "renderer_name", "learning_rate", "lora_rank", "steps")
 LOOP_KEYS = {
@@ -127,6 +127,7 @@ LOOP_KEYS = {
     ),
 }
 
+LOOP_KEYS["rl_async"] = LOOP_KEYS["rl"]  # rl with async_max_steps_off_policy set
 OFF_POLICY_KEYS = (("datasets", "batch_size", "n_teacher_targets"), {"teacher_concurrency": 64})
 LOOP_KEYS["off_policy"] = LOOP_KEYS["off_policy_multi"] = OFF_POLICY_KEYS
 LOOP_KEYS["decisions"] = (
@@ -754,6 +755,7 @@ SETUP = {
     "sl": setup_sl,
     "dpo": setup_dpo,
     "rl": setup_rl,
+    "rl_async": setup_rl,
     "distill": setup_distill,
     "off_policy": setup_off_policy,
     "off_policy_multi": setup_off_policy,
