@@ -82,4 +82,12 @@ describe('RunStore', () => {
     expect(() => s.init({ workflowId: 'sl-b', kind: 'sl', config: {} }, new Set())).toThrow(RunDirInUseError);
     expect(s.read().workflowId).toBe('sl-a');
   });
+  it('a cache blob (no checksum record) replaces one written checked, and reads back as written', () => {
+    const s = fresh();
+    s.writeBlob('cache/a.json', '[1]');
+    expect(() => s.writeCacheBlob('cache/a.json', '[2]')).not.toThrow();
+    expect(s.readBlob('cache/a.json').toString('utf8')).toBe('[2]');
+    s.writeCacheBlob('cache/b.json', '[3]');
+    expect(s.readBlob('cache/b.json').toString('utf8')).toBe('[3]');
+  });
 });
