@@ -157,11 +157,10 @@ def tls_options(args) -> dict:
 def configure_determinism():
     # Must be set before CUDA initialises for deterministic cuBLAS.
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-    # Intra-op threads that spin while they wait for each other lose their core's whole time slice
-    # whenever another process runs there: beside one busy process pinned to one of two cores, an
-    # RL step (8 x 4 x 4, tiny-qwen3) took 22 s and 4x the engine's CPU with the spinning default,
-    # 3.7 s with passive waits (bench/reference --load). Same arithmetic: only how threads wait.
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    # OpenMP's wait policy is left to the user (engine/README.md): passive waits win where the
+    # engine's cores are shared with busy processes (an RL step beside one busy process pinned to
+    # one of two cores: 22 s spinning, 3.7 s passive), and lose on a quiet one (the reference's own
+    # distillation loop of bench/reference on this engine: 11.1-11.3 s passive, 9.7 s by default).
     import torch
 
     torch.use_deterministic_algorithms(True, warn_only=True)
