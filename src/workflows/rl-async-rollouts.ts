@@ -12,7 +12,7 @@
 // rollouts carry the recovery generation (results of an older one are ignored and the builders in
 // flight at the snapshot are sampled again); in-flight rollouts are drained before continue-as-new.
 import type { RolloutGroupResult } from '../activities/types.js';
-import type { OffPolicyState } from './rl-off-policy.js';
+import { requeueInflight, type OffPolicyState } from './rl-off-policy.js';
 
 export interface AsyncRolloutOptions {
   /** Builders handed out in all: end_batch dataset batches' worth (fewer if the data is shorter). */
@@ -46,10 +46,7 @@ export class AsyncRollouts {
 
   /** After a recovery (new generation), builders in flight at the snapshot are sampled again. */
   resync(generation: number): void {
-    if (this.state.generation === generation) return;
-    this.state.requeue = [...this.state.inflight, ...this.state.requeue];
-    this.state.inflight = [];
-    this.state.generation = generation;
+    if (!requeueInflight(this.state, generation)) return;
     this.running.clear();
     this.training = 0;
   }

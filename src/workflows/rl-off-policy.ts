@@ -51,11 +51,7 @@ export class OffPolicyRollouts {
 
   /** After a recovery (new generation), builders in flight at the snapshot are sampled again. */
   resync(generation: number): void {
-    if (this.state.generation === generation) return;
-    this.state.requeue = [...this.state.inflight, ...this.state.requeue];
-    this.state.inflight = [];
-    this.state.generation = generation;
-    this.running.clear();
+    if (requeueInflight(this.state, generation)) this.running.clear();
   }
 
   /** Keeps `concurrency` rollouts running on the current sampler. */
@@ -122,4 +118,16 @@ export class OffPolicyRollouts {
       this.state.ready.push(done.result);
     }
   }
+}
+
+/**
+ * After a recovery (a new generation), the builders in flight at the restored snapshot go back to
+ * the front of the queue, to be sampled again. False: same generation, nothing to do.
+ */
+export function requeueInflight(state: OffPolicyState, generation: number): boolean {
+  if (state.generation === generation) return false;
+  state.requeue = [...state.inflight, ...state.requeue];
+  state.inflight = [];
+  state.generation = generation;
+  return true;
 }

@@ -4,18 +4,13 @@
 // Nemotron's Mamba gate_proj/x_proj), and on the quantized-merge tests' MXFP4 GPT-OSS and INT4 Kimi
 // K2 / K2.5 bases: the same tensors under the same names, byte-identical
 // adapter_config.json, and DeepSeek V3 refused by both. See weights_adapter_cases.py.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureReferenceEnv } from '../../scripts/lib/reference-env.mjs';
-import { engineProcessEnv, ensureEngineEnv } from '../../src/stack/engine-env.mjs';
-import { runPythonScript } from './reference.js';
+import { runWeightsCases, type WeightsCases } from './weights-cases.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const SCRIPT = path.join(here, 'weights_adapter_cases.py');
-const OFFLINE = { HF_HUB_OFFLINE: '1', TRANSFORMERS_OFFLINE: '1', TRANSFORMERS_VERBOSITY: 'error' };
 
 interface FamilyResult {
   reference_error: string | null;
@@ -29,28 +24,16 @@ interface FamilyResult {
   files?: string[];
 }
 
-let work: string;
+let cases: WeightsCases<FamilyResult>;
 let results: Record<string, FamilyResult>;
-
-async function run(python: string, mode: string, env: NodeJS.ProcessEnv): Promise<string> {
-  const r = await runPythonScript(python, [SCRIPT, mode, work], { env });
-  if (r.status !== 0) throw new Error(`weights_adapter_cases.py ${mode} exited ${r.status}:\n${r.stderr.slice(-3000)}`);
-  return r.stdout;
-}
 
 describe('serving adapter parity with build_lora_adapter', () => {
   beforeAll(async () => {
-    work = mkdtempSync(path.join(tmpdir(), 'weights-adapter-parity-'));
-    const engine = (await ensureEngineEnv()).python;
-    const reference = (await ensureReferenceEnv({ log: () => {} })).python;
-    await run(engine, 'build', engineProcessEnv(OFFLINE));
-    await run(reference, 'reference', { ...process.env, ...OFFLINE });
-    results = JSON.parse((await run(engine, 'ours', engineProcessEnv(OFFLINE))).trim().split('\n').pop()!);
+    cases = await runWeightsCases<FamilyResult>(SCRIPT);
+    results = cases.results;
   }, 300_000);
 
-  afterAll(() => {
-    if (work) rmSync(work, { recursive: true, force: true });
-  });
+  afterAll(() => cases?.remove());
 
   const SERVED = ['qwen3', 'qwen3_tied', 'qwen3_moe', 'qwen3_moe_fused', 'qwen3_5', 'qwen3_5_moe', 'qwen3_5_moe_fused', 'gpt_oss', 'kimi_k25', 'nemotron_h'];
   // Quantized bases: the names come from the packed tensors (X_blocks, X.weight_packed), checked all the same.

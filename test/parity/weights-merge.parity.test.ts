@@ -3,18 +3,13 @@
 // (engine/tests/weights_tiny.py: Qwen3 dense and tied, Qwen3 MoE separate and fused experts, Qwen3.5 dense
 // (tied, split QKV, VL prefix), Qwen3.5 MoE separate and fused, GPT-OSS, DeepSeek V3, Kimi K2.5, Nemotron H)
 // and seeded Tinker-layout adapters: every tensor bit for bit. See weights_merge_cases.py.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureReferenceEnv } from '../../scripts/lib/reference-env.mjs';
-import { engineProcessEnv, ensureEngineEnv } from '../../src/stack/engine-env.mjs';
-import { runPythonScript } from './reference.js';
+import { runWeightsCases, type WeightsCases } from './weights-cases.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const SCRIPT = path.join(here, 'weights_merge_cases.py');
-const OFFLINE = { HF_HUB_OFFLINE: '1', TRANSFORMERS_OFFLINE: '1', TRANSFORMERS_VERBOSITY: 'error' };
 const FAMILIES = ['qwen3', 'qwen3_moe', 'qwen3_moe_fused', 'qwen3_5_moe', 'qwen3_5_moe_fused', 'gpt_oss', 'deepseek_v3', 'kimi_k25', 'nemotron_h'];
 const TIED = ['qwen3_tied', 'qwen3_5'];
 
@@ -32,28 +27,16 @@ interface FamilyResult {
   tied_head?: { reference_has_head: boolean; ours_head_is_reference_embedding: boolean; ours_embedding_is_base: boolean };
 }
 
-let work: string;
+let cases: WeightsCases<FamilyResult>;
 let results: Record<string, FamilyResult>;
-
-async function run(python: string, mode: string, env: NodeJS.ProcessEnv): Promise<string> {
-  const r = await runPythonScript(python, [SCRIPT, mode, work], { env });
-  if (r.status !== 0) throw new Error(`weights_merge_cases.py ${mode} exited ${r.status}:\n${r.stderr.slice(-3000)}`);
-  return r.stdout;
-}
 
 describe('per-family merge parity with build_hf_model', () => {
   beforeAll(async () => {
-    work = mkdtempSync(path.join(tmpdir(), 'weights-merge-parity-'));
-    const engine = (await ensureEngineEnv()).python;
-    const reference = (await ensureReferenceEnv({ log: () => {} })).python;
-    await run(engine, 'build', engineProcessEnv(OFFLINE));
-    await run(reference, 'reference', { ...process.env, ...OFFLINE });
-    results = JSON.parse((await run(engine, 'ours', engineProcessEnv(OFFLINE))).trim().split('\n').pop()!);
+    cases = await runWeightsCases<FamilyResult>(SCRIPT);
+    results = cases.results;
   }, 300_000);
 
-  afterAll(() => {
-    if (work) rmSync(work, { recursive: true, force: true });
-  });
+  afterAll(() => cases?.remove());
 
   it.each([...FAMILIES, ...TIED])('%s: every tensor of the merged folder bit for bit', (family) => {
     const r = results[family];
