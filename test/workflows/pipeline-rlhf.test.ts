@@ -24,8 +24,9 @@ describe('RLHF pipeline (SFT → reward model → RL)', () => {
 
   it('runs end to end, and a worker killed mid-RL gives the uninterrupted result', async () => {
     // The reward model trains 4 of its 12 batches: enough to grade (rewards vary within groups),
-    // and the gate's time goes to the RL stage the kill is about.
-    const short = ['stages.1.config.max_steps=4'];
+    // and the gate's time goes to the RL stage the kill is about. The killed worker's rollout is
+    // retried once its heartbeat times out: 5 s, not the default 30 s, as in the other kill tests.
+    const short = ['stages.1.config.max_steps=4', 'stages.2.config.durability.heartbeat_timeout_s=5'];
     const clean = testRun(stack, config, short, 'pipeline');
     const crashed = testRun(stack, config, short, 'pipeline');
     let worker = await workerProcess(stack, 'rlhf-worker-1');
