@@ -8,6 +8,8 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadBenchmark, type BenchmarkDataOptions } from '../../../src/cookbook/eval/benchmark-data.js';
 import { IFBENCH_CHECKERS, ifbenchFollows, NOT_PORTED } from '../../../src/cookbook/eval/ifbench/checkers.js';
+import { sentTokenize } from '../../../src/cookbook/eval/ifbench/punkt.js';
+import { wordTokenize } from '../../../src/cookbook/eval/ifbench/treebank.js';
 import { bfcl } from '../../../src/cookbook/eval/suites/bfcl.js';
 import { ifbench } from '../../../src/cookbook/eval/suites/ifbench.js';
 import { NO_EFFECTS } from '../../../src/cookbook/eval/suites/types.js';
@@ -23,6 +25,7 @@ const opts = (suite: string, more: Partial<BenchmarkDataOptions> = {}): Benchmar
 interface Goldens {
   cases: Array<{ id: string; kwargs: Record<string, unknown>; responses: string[]; followed: boolean[] }>;
   rows: Array<{ ids: string[]; kwargs: Array<Record<string, unknown>>; responses: string[]; results: Array<[number, boolean]> }>;
+  sentences: Array<{ text: string; sentences: string[]; words: string[] }>;
 }
 const goldens = JSON.parse(readFileSync(path.join(REPO, 'test/fixtures/ifbench_goldens.json'), 'utf8')) as Goldens;
 
@@ -34,7 +37,14 @@ describe("IFBench's verifiers", () => {
   it('every ported IFBench id has goldens; the ported and the refused ids are IFBench\'s 58', () => {
     const covered = new Set(goldens.cases.map((c) => c.id));
     expect(Object.keys(IFBENCH_CHECKERS).filter((id) => !covered.has(id))).toEqual([]);
-    expect(Object.keys(IFBENCH_CHECKERS).length + NOT_PORTED.length).toBe(58);
+    expect(Object.keys(IFBENCH_CHECKERS).length + Object.keys(NOT_PORTED).length).toBe(58);
+  });
+
+  it("splits sentences and words as nltk's sent_tokenize and word_tokenize (abbreviations, initials, quotes, ellipses, emoji)", () => {
+    for (const g of goldens.sentences) {
+      expect(sentTokenize(g.text), g.text).toEqual(g.sentences);
+      expect(wordTokenize(g.text), g.text).toEqual(g.words);
+    }
   });
 
   it('a prompt is correct when every instruction is followed; its fraction is the share followed', async () => {
@@ -47,7 +57,12 @@ describe("IFBench's verifiers", () => {
 
   it('a row with an instruction this port does not check, or one IFBench does not know, is refused naming the id and the row', () => {
     const row = (id: string) => ({ prompt: 'p', instruction_id_list: ['format:no_whitespace', id], kwargs: [{}, { N: 3 }] });
-    expect(() => ifbench.parseRow(row('count:pronouns'), 'IFBench_test.jsonl:7', null)).toThrow(new DataFormatError('IFBench_test.jsonl:7: instruction "count:pronouns" is an IFBench instruction this port does not check yet'));
+    expect(() => ifbench.parseRow(row('words:start_verb'), 'IFBench_test.jsonl:7', null)).toThrow(
+      new DataFormatError(
+        `IFBench_test.jsonl:7: instruction "words:start_verb" is an IFBench instruction this port cannot check: it needs nltk's averaged perceptron POS tagger weights (nltk_data taggers/averaged_perceptron_tagger_eng), which this project cannot obtain`,
+      ),
+    );
+    expect(() => ifbench.parseRow({ prompt: 'p', instruction_id_list: ['sentence:keyword'], kwargs: [{ word: '', N: 2 }] }, 'x:2', null)).toThrow(/x:2: instruction "sentence:keyword": kwarg "word" must not be empty/);
     expect(() => ifbench.parseRow(row('count:made_up'), 'IFBench_test.jsonl:8', null)).toThrow(/IFBench_test.jsonl:8: unknown instruction "count:made_up"/);
     expect(() => ifbench.parseRow({ prompt: 'p', instruction_id_list: ['count:numbers'], kwargs: [{ N: null }] }, 'x:1', null)).toThrow(/x:1: instruction "count:numbers" needs kwarg "N"/);
   });

@@ -2,20 +2,16 @@
 // instruction id with the kwargs it cannot be checked without and its check_following. The
 // classic IFEval ids IFBench also registers are IFEval's checkers (../ifeval/checkers.ts).
 //
-// Ported: the ids below. Not ported yet: those of NOT_PORTED, most of which need nltk's punkt
-// sentence splitter and Treebank tokenizer, its POS tagger or stopword list, or the emoji or
-// syllapy packages; a row that uses one is refused when the data loads, naming the id.
+// Ported: the ids below, and those built on nltk's sentence splitter, word tokenizer and stopword
+// list, emoji and syllapy (./nltk-checkers.ts). Not ported: those of NOT_PORTED, whose data
+// (nltk's POS tagger's weights) no registry this project reaches ships; a row that uses one is
+// refused when the data loads, naming the id and the missing data.
 import { CHECKERS as IFEVAL_CHECKERS, instructionProblem as ifevalProblem, type Kwargs } from '../ifeval/checkers.js';
 import { countWords } from '../ifeval/text.js';
 import { pyWordBoundaryRegex } from '../suites/py-text.js';
 import { CsvError, pyCsvRows } from './csv.js';
+import { NLTK_CHECKERS, type Checker } from './nltk-checkers.js';
 import { firstChar, isSpace, lstrip, PUNCTUATION, pyLen, removePunctuation, splitWs, strip, stripPunct } from './text.js';
-
-interface Checker {
-  /** kwargs as they must be typed for the check. */
-  requires: Record<string, 'number' | 'string'>;
-  check(value: string, kw: Kwargs): boolean;
-}
 
 const n = (kw: Kwargs, key: string) => kw[key] as number;
 /** str.isdigit(): decimal digits and the digit-valued super/subscripts and circled digits. */
@@ -431,17 +427,13 @@ export const IFBENCH_CHECKERS: Record<string, Checker> = {
       return n(kw, 'percentage') - 2 <= overlap * 100 && overlap * 100 <= n(kw, 'percentage') + 2;
     },
   },
+  ...NLTK_CHECKERS,
 };
 
-/** IFBench ids this port does not check yet (a row using one is refused, naming it). */
-export const NOT_PORTED = [
-  'ratio:stop_words', 'ratio:sentence_type', 'ratio:sentence_balance',
-  'sentence:alliteration_increment', 'format:emoji', 'ratio:sentence_words', 'words:start_verb',
-  'sentence:keyword', 'count:pronouns', 'words:odd_even_syllables', 'words:last_first',
-  'sentence:increment', 'format:no_bullets_bullets',
-  'custom:word_reverse', 'custom:sentence_alphabet',
-  'words:keywords_specific_position', 'words:words_position', 'format:title_case',
-] as const;
+/** IFBench ids this port does not check, with the data they need that no registry this project reaches ships. */
+export const NOT_PORTED: Record<string, string> = {
+  'words:start_verb': "nltk's averaged perceptron POS tagger weights (nltk_data taggers/averaged_perceptron_tagger_eng)",
+};
 
 /** The classic IFEval ids IFBench's registry also holds. */
 const CLASSIC = new Set(Object.keys(IFEVAL_CHECKERS));
@@ -449,13 +441,14 @@ const CLASSIC = new Set(Object.keys(IFEVAL_CHECKERS));
 /** Why an instruction of a row cannot be checked, or null when it can. */
 export function ifbenchProblem(id: string, kw: Kwargs): string | null {
   if (CLASSIC.has(id)) return ifevalProblem(id, kw);
-  if ((NOT_PORTED as readonly string[]).includes(id)) return `instruction "${id}" is an IFBench instruction this port does not check yet`;
-  const checker = IFBENCH_CHECKERS[id];
+  if (Object.hasOwn(NOT_PORTED, id)) return `instruction "${id}" is an IFBench instruction this port cannot check: it needs ${NOT_PORTED[id]}, which this project cannot obtain`;
+  const checker = Object.hasOwn(IFBENCH_CHECKERS, id) ? IFBENCH_CHECKERS[id] : undefined;
   if (!checker) return `unknown instruction "${id}" (not in IFBench's registry)`;
   for (const [key, type] of Object.entries(checker.requires)) {
     if (typeof kw[key] !== type) return `instruction "${id}" needs kwarg "${key}" (a ${type})`;
   }
-  return null;
+  const invalid = checker.invalid?.(kw);
+  return invalid ? `instruction "${id}": ${invalid}` : null;
 }
 
 /** check_following of the instruction (the original's, with no empty-response rule). */

@@ -25,6 +25,15 @@ export function strip(s: string, chars?: string): string {
   return cps.slice(a, b).join('');
 }
 
+/** str.rstrip(chars); chars undefined: whitespace. */
+export function rstrip(s: string, chars?: string): string {
+  const cps = [...s];
+  const drop = chars === undefined ? isSpace : (c: string) => chars.includes(c);
+  let b = cps.length;
+  while (b > 0 && drop(cps[b - 1]!)) b--;
+  return cps.slice(0, b).join('');
+}
+
 /** str.lstrip(chars). */
 export function lstrip(s: string, chars: string): string {
   const cps = [...s];
@@ -44,3 +53,18 @@ export const pyLen = (s: string) => [...s].length;
 
 /** s[0] by code point. */
 export const firstChar = (s: string) => [...s][0] ?? '';
+
+/** str.isalpha() of one character. */
+export const isAlpha = (ch: string) => /^\p{L}$/u.test(ch);
+
+/** str.islower(): a lowercase character and no uppercase or titlecase one. */
+export const pyIsLower = (s: string) => /\p{Lowercase}/u.test(s) && !/[\p{Uppercase}\p{Lt}]/u.test(s);
+
+/** str.isupper(): an uppercase character and no lowercase or titlecase one. */
+export const pyIsUpper = (s: string) => /\p{Uppercase}/u.test(s) && !/[\p{Lowercase}\p{Lt}]/u.test(s);
+
+/** seq[i] with Python's negative indices; undefined where Python raises IndexError. */
+export function pyAt<T>(seq: readonly T[], i: number): T | undefined {
+  const j = i < 0 ? seq.length + i : i;
+  return j >= 0 && j < seq.length ? seq[j] : undefined;
+}
