@@ -22,11 +22,11 @@ import { fullTier } from '../support/tier.js';
 
 const config = join(import.meta.dirname, '..', 'fixtures', 'sl_small.json');
 /**
- * How long the store is away mid-run: longer than the run's heartbeat timeout (30 s by default), so
- * the activity must keep heartbeating while it waits instead of being timed out and retried. The
- * fuller tier holds it away a minute, an outage a restarted store can take.
+ * How long the store is away mid-run: several times the run's heartbeat timeout (sl_small.json's
+ * 4 s), so the activity must keep heartbeating while it waits instead of being timed out and
+ * retried. The fuller tier holds it away a minute, an outage a restarted store can take.
  */
-const OUTAGE_MS = fullTier ? 60_000 : 40_000;
+const OUTAGE_MS = fullTier ? 60_000 : 15_000;
 
 let stack: TestStack;
 let s3: S3Server;
@@ -69,7 +69,7 @@ describe('a run on S3, workers without a shared folder', () => {
     await waitUntil('the wait for the store in a heartbeat', async () => {
       said = waitingOn((await handle.describe()).raw.pendingActivities ?? []);
       return said.some((l) => l.includes('run store unavailable, waiting'));
-    }, OUTAGE_MS / 2, 500);
+    }, 60_000, 500);
     expect(said.join('\n')).toContain(onS3.run.logPath.split('/')[2]); // names the bucket
     await new Promise((r) => setTimeout(r, OUTAGE_MS - (Date.now() - down))); // the rest of the outage: its length, not a wait for an event
     expect((await handle.query(progressQuery)).step).toBeLessThanOrEqual(stepWhenDown + 1);
