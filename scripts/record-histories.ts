@@ -127,6 +127,13 @@ recordings.eval = async (stack) => {
   return r.workflowId;
 };
 
+// `cookbook eval` with its activities' attempts bounded (max_attempts, in configs since #56): two chunks.
+recordings['eval-max-attempts'] = async (stack) => {
+  const r = resolveEval('tiny-qwen3', 'gsm8k', { set: ['limit=2', 'chunk_size=1', 'max_tokens=8', 'max_attempts=3'] }, { runsDir: join(stack.dir, 'runs'), workflowId: `eval-max-attempts-${Date.now()}` });
+  await (await startEval(stack.client, r, stack.taskQueue)).result();
+  return r.workflowId;
+};
+
 // A firing of an eval schedule (`cookbook eval <run> --every …`): an SL run's sampler checkpoints
 // on two benchmarks, each pair a child eval workflow, two at a time, the pairs fetched 3 at a time.
 recordings.eval_schedule = async (stack) => {

@@ -5,7 +5,7 @@ import { rendererForModel } from '../cookbook/renderers/for-model.js';
 import { ApplicationFailure } from '@temporalio/activity';
 import type { EvaluatorConfig } from '../cookbook/eval/custom-sampling.js';
 import { benchmarkMetricPrefix, type BenchmarkEvaluatorConfig } from '../cookbook/eval/benchmark-config.js';
-import { loadBenchmark, type BenchmarkData } from '../cookbook/eval/benchmark-data.js';
+import { loadBenchmark, suiteNamed, type BenchmarkData } from '../cookbook/eval/benchmark-data.js';
 import { aggregateResults, benchmarkSeeds, sampleAndGrade } from '../cookbook/eval/benchmark-run.js';
 import { passAtKsOf } from '../cookbook/eval/pass-at-k.js';
 import type { SamplingSession } from '../backends/types.js';
@@ -14,7 +14,10 @@ import { loadEvaluatorExamples, runCustomSamplingEvaluator } from '../cookbook/e
 import { deriveSeed } from '../cookbook/rl/seeds.js';
 import type { VlmClassifierEvaluatorConfig } from '../cookbook/supervised/vlm-classifier/config.js';
 import { loadClassifierEvalSet, runClassifierEvaluator, type ClassifierEvalSet } from '../cookbook/supervised/vlm-classifier/evaluator.js';
-import type { RunRef } from '../cookbook/run-store.js';
+import { RunStore, type RunRef } from '../cookbook/run-store.js';
+import { runStoreOnce, type Once } from '../cookbook/rl/side-effects.js';
+import type { Judge } from '../cookbook/eval/judge.js';
+import { openJudge } from './eval-judge.js';
 import { callBackend, heartbeating, samplingBackendOf, type ActivityDeps } from './context.js';
 import { asEvaluator } from './timing.js';
 import { runDataCache } from './run-data.js';
@@ -77,9 +80,9 @@ export function evaluatorActivities(deps: ActivityDeps) {
       const sampler = await callBackend('create sampling session', 'bad-path', () => backend.createSamplingSession({ modelPath: samplerPath }));
       const marker = set === 'evaluators' ? CUSTOM_EVAL_SEED_MARKER : INFREQUENT_EVAL_SEED_MARKER;
       const seedFor = (example: number) => deriveSeed(cfg.seed, marker, step, index, example);
-      const evaluate = () =>
+      const evaluate = async () =>
         evaluator.kind === 'benchmark'
-          ? runBenchmarkEvaluator(evaluator, examples[index] as BenchmarkData, sampler, renderer, cfg.seed)
+          ? runBenchmarkEvaluator(evaluator, examples[index] as BenchmarkData, sampler, renderer, cfg.seed, await benchmarkEffects(deps, { run, step, samplerPath, index, set }, cfg, evaluator))
           : evaluator.kind === 'vlm_classifier'
             ? runClassifierEvaluator(evaluator, examples[index] as ClassifierEvalSet, sampler, renderer, seedFor)
             : runCustomSamplingEvaluator(evaluator, examples[index] as Awaited<ReturnType<typeof loadEvaluatorExamples>>, sampler, renderer, seedFor);
@@ -113,9 +116,36 @@ async function loadBenchmarkEvaluator(e: BenchmarkEvaluatorConfig, index: number
  * with the same seeds and the curve moves with the weights only (and equals `cookbook eval` of the
  * same snapshot with the same seed and sampling settings).
  */
-async function runBenchmarkEvaluator(e: BenchmarkEvaluatorConfig, data: BenchmarkData, sampler: SamplingSession, renderer: Renderer, seed: number): Promise<Record<string, number>> {
+async function runBenchmarkEvaluator(e: BenchmarkEvaluatorConfig, data: BenchmarkData, sampler: SamplingSession, renderer: Renderer, seed: number, effects: BenchmarkEffects): Promise<Record<string, number>> {
   const examples = data.items.map((item, index) => ({ index, item }));
-  const results = await sampleAndGrade(data.suite, examples, sampler, renderer, e, benchmarkSeeds(seed, data.suite.name));
+  const results = await sampleAndGrade(data.suite, examples, sampler, renderer, e, benchmarkSeeds(seed, data.suite.name), effects.onceFor, effects.judgeFor);
   const prefix = benchmarkMetricPrefix(e);
   return Object.fromEntries(Object.entries(aggregateResults(data.suite, results, passAtKsOf(e))).map(([k, v]) => [`${prefix}/${k}`, v]));
+}
+
+interface BenchmarkEffects {
+  onceFor: (index: number, sample: number) => Once;
+  judgeFor?: (index: number, sample: number) => Judge;
+}
+
+/**
+ * Where a `benchmark` evaluator's grading effects (a judge's reply, a sandbox run) are recorded:
+ * the run store's `side_effects/<set>_<evaluator>_<step>_<example>_<sample>/`, so a retried
+ * evaluator activity reads them back rather than asking again. A judged suite's judge is the
+ * entry's `judge` (absent: the sampler weights being evaluated), seeded as `cookbook eval` seeds it.
+ */
+async function benchmarkEffects(deps: ActivityDeps, at: { run: RunRef; step: number; samplerPath: string; index: number; set: EvaluatorSet }, cfg: EvaluatedConfig, e: BenchmarkEvaluatorConfig): Promise<BenchmarkEffects> {
+  const store = new RunStore(at.run.logPath);
+  const onceFor = (index: number, sample: number) => runStoreOnce(store, [at.set, at.index, at.step, index, sample]);
+  if (!suiteNamed(e.suite).judged) return { onceFor };
+  const judgeFor = await heartbeating(
+    openJudge(deps, {
+      judge: e.judge,
+      base_url: cfg.base_url,
+      evaluated: { baseModel: cfg.model_name, modelPath: at.samplerPath, rendererName: cfg.renderer_name, tokenizerPath: cfg.tokenizer_path },
+      seed: cfg.seed,
+      suite: e.suite,
+    }),
+  );
+  return { onceFor, judgeFor };
 }

@@ -9,8 +9,8 @@ import { InspectEvalConfigSchema, type InspectEvalConfig } from '../cookbook/eva
 import type { RunRef } from '../cookbook/run-store.js';
 import { DEFAULT_TASK_QUEUE } from '../workers/task-queue.js';
 import type { EvalInspectResult } from '../workflows/eval-inspect.js';
-import { KindKey, ModelKey, StatusKey, StepKey } from '../workflows/shared/search-attributes.js';
 import { followRun } from './follow.js';
+import { evalFailure, startEvalWorkflow } from './eval-start.js';
 import { checkBackend } from './train.js';
 import { checkLogPathFree, checkRunStore, runLogPath } from '../cookbook/stores/run-location.js';
 
@@ -49,20 +49,7 @@ export function resolveInspectEval(model: string, task: string, args: { limit?: 
 }
 
 export function startInspectEval(client: Client, r: ResolvedInspectEval, taskQueue = DEFAULT_TASK_QUEUE) {
-  return client.workflow.start('evalInspectWorkflow', {
-    taskQueue,
-    workflowId: r.workflowId,
-    args: [{ run: r.run, config: r.config }],
-    memo: { config: r.config },
-    staticSummary: `eval --inspect ${r.config.task} · ${r.config.model}${r.config.limit ? ` · first ${r.config.limit}` : ''}`,
-    typedSearchAttributes: [
-      { key: KindKey, value: 'eval' },
-      { key: ModelKey, value: r.config.model },
-      { key: StepKey, value: 0 },
-      { key: StatusKey, value: 'starting' },
-    ],
-    workflowIdConflictPolicy: 'FAIL',
-  });
+  return startEvalWorkflow(client, 'evalInspectWorkflow', r, `--inspect ${r.config.task}`, taskQueue);
 }
 
 export async function inspectEvalCommand(model: string, task: string, o: { limit?: string; set?: string[]; detach?: boolean; workflowId?: string; engineUrl: string; taskQueue?: string; runsDir?: string; connect: () => Promise<Client> }): Promise<number> {
@@ -83,6 +70,8 @@ export async function inspectEvalCommand(model: string, task: string, o: { limit
     },
     note: (line) => console.log(line),
     pollMs: 1000,
+  }).catch((err: unknown) => {
+    throw evalFailure(r.workflowId, err, r.config.max_attempts);
   });
   console.log(`\n${result.table}\n\nresults  ${result.resultsPath}\ninspect  ${result.inspectLog}`);
   return 0;

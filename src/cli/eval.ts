@@ -12,7 +12,7 @@ import { checkBackend } from './train.js';
 import type { EvalWorkflowResult } from '../workflows/eval.js';
 import type { Progress } from '../workflows/shared/messages.js';
 import { followRun } from './follow.js';
-import { KindKey, ModelKey, StatusKey, StepKey } from '../workflows/shared/search-attributes.js';
+import { evalFailure, startEvalWorkflow } from './eval-start.js';
 import { checkRunStore } from '../cookbook/stores/run-location.js';
 
 export { resolveEval, type EvalArgs, type ResolvedEval };
@@ -21,6 +21,7 @@ export const EVAL_USAGE = `  eval <model or checkpoint> <suite>    evaluate a ba
         [--limit N] [--data PATH]           (suites: ${EVAL_SUITE_NAMES.join(', ')}); --data: the full set in its
         [--set key=value …] [--detach]      public layout (default: the shipped sample); results.json in the run folder
         [--samples N] [--pass-at-k 1,5]     N samples per example, pass@k for each k ≤ N (default 1, 5, …, N)
+        [--set max_attempts=N]              tries of each eval activity before the eval fails (default 10)
   eval <model or checkpoint> --benchmarks a,b,c   one eval per benchmark, then a summary table of them all
   eval <run id or log dir> --every 30m --benchmarks a,b   a schedule: each firing evaluates the run's sampler
         [--id <schedule id>]                checkpoints not evaluated yet (<log dir>/evals/<checkpoint>/<benchmark>)
@@ -41,20 +42,7 @@ export async function checkEvalData(r: ResolvedEval): Promise<number> {
 }
 
 export function startEval(client: Client, r: ResolvedEval, taskQueue = DEFAULT_TASK_QUEUE) {
-  return client.workflow.start('evalWorkflow', {
-    taskQueue,
-    workflowId: r.workflowId,
-    args: [{ run: r.run, config: r.config }],
-    memo: { config: r.config },
-    staticSummary: `eval ${r.config.suite} · ${r.config.model}${r.config.limit ? ` · first ${r.config.limit}` : ''}`,
-    typedSearchAttributes: [
-      { key: KindKey, value: 'eval' },
-      { key: ModelKey, value: r.config.model },
-      { key: StepKey, value: 0 },
-      { key: StatusKey, value: 'starting' },
-    ],
-    workflowIdConflictPolicy: 'FAIL',
-  });
+  return startEvalWorkflow(client, 'evalWorkflow', r, r.config.suite, taskQueue);
 }
 
 export function evalProgressLine(suite: string, p: Progress): string {
@@ -68,16 +56,18 @@ export function evalProgressLine(suite: string, p: Progress): string {
 }
 
 /** Polls the eval's progress until it ends, printing one plain line per change (and followRun's notes). */
-export async function watchEval(client: Client, workflowId: string, suite: string, print: (line: string) => void = console.log, pollMs = 1000): Promise<EvalWorkflowResult> {
+export async function watchEval(client: Client, { workflowId, config }: ResolvedEval, print: (line: string) => void = console.log, pollMs = 1000): Promise<EvalWorkflowResult> {
   let last = '';
   return followRun<EvalWorkflowResult>(client, client.workflow.getHandle(workflowId), {
     onProgress: (p) => {
-      const line = evalProgressLine(suite, p);
+      const line = evalProgressLine(config.suite, p);
       if (line !== last) print(line);
       last = line;
     },
     note: print,
     pollMs,
+  }).catch((err: unknown) => {
+    throw evalFailure(workflowId, err, config.max_attempts);
   });
 }
 
@@ -151,7 +141,7 @@ async function singleEval(model: string, suite: string, o: EvalCommandOptions): 
   console.log(`started ${resolved.workflowId}: ${resolved.config.suite} on ${resolved.config.model}, ${n} ${isAgenticSuite(resolved.config.suite) ? 'tasks' : 'examples'}`);
   console.log(`log dir  ${resolved.run.logPath}`);
   if (o.detach) return 0;
-  const result = await watchEval(client, resolved.workflowId, resolved.config.suite);
+  const result = await watchEval(client, resolved);
   console.log(`\n${result.table}\n\nresults  ${result.resultsPath}`);
   return 0;
 }
@@ -197,7 +187,7 @@ async function multiEval(model: string, benchmarks: string[], o: EvalCommandOpti
     console.log(`started ${r.workflowId}: ${r.config.suite} on ${r.config.model}, ${counts[i]} ${isAgenticSuite(r.config.suite) ? 'tasks' : 'examples'} · log dir ${r.run.logPath}`);
   }
   if (o.detach) return 0;
-  const results = await Promise.all(resolved.map((r) => watchEval(client, r.workflowId, r.config.suite)));
+  const results = await Promise.all(resolved.map((r) => watchEval(client, r)));
   console.log(`\n${benchmarkSummaryTable(resolved[0]!.config.model, results.map((res, i) => ({ suite: resolved[i]!.config.suite, metrics: res.metrics, resultsPath: res.resultsPath })))}`);
   return 0;
 }

@@ -5,7 +5,7 @@ import { proxyActivities, setCurrentDetails, setHandler, upsertSearchAttributes 
 import type { EvalInspectActivities, InspectOutcome } from '../activities/eval-inspect.js';
 import type { InspectEvalConfig } from '../cookbook/eval/inspect-config.js';
 import type { RunRef } from '../cookbook/run-store.js';
-import { chunkActivityOptions } from './shared/lanes.js';
+import { evalActivityOptions } from './eval-activity-options.js';
 import { progressQuery, type Progress, type RunStatus } from './shared/messages.js';
 import { StatusKey, StepKey } from './shared/search-attributes.js';
 import type { RunResult } from './shared/training-run.js';
@@ -20,7 +20,7 @@ export interface EvalInspectResult extends InspectOutcome, RunResult {
 }
 
 export async function evalInspectWorkflow({ run, config }: EvalInspectInput): Promise<EvalInspectResult> {
-  const acts = proxyActivities<EvalInspectActivities>(chunkActivityOptions(config.durability));
+  const acts = proxyActivities<EvalInspectActivities>(evalActivityOptions(config));
   let status: RunStatus = 'starting';
   let metrics: Record<string, number> = {};
   setHandler(progressQuery, (): Progress => ({

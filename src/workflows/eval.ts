@@ -6,7 +6,8 @@ import { proxyActivities, setCurrentDetails, setHandler, upsertSearchAttributes 
 import type { EvalActivities, EvalChunkResult, EvalOutcome, EvalPlan } from '../activities/eval.js';
 import type { EvalConfig } from '../cookbook/eval/benchmark-config.js';
 import type { RunRef } from '../cookbook/run-store.js';
-import { chunkActivityOptions, inLanes } from './shared/lanes.js';
+import { evalActivityOptions } from './eval-activity-options.js';
+import { inLanes } from './shared/lanes.js';
 import { progressQuery, type Progress, type RunStatus } from './shared/messages.js';
 import { StatusKey, StepKey } from './shared/search-attributes.js';
 import type { RunResult } from './shared/training-run.js';
@@ -23,7 +24,7 @@ export interface EvalWorkflowResult extends EvalOutcome, RunResult {
 }
 
 export async function evalWorkflow({ run, config }: EvalInput): Promise<EvalWorkflowResult> {
-  const acts = proxyActivities<EvalActivities>(chunkActivityOptions(config.durability));
+  const acts = proxyActivities<EvalActivities>(evalActivityOptions(config));
 
   let status: RunStatus = 'starting';
   let plan: EvalPlan | undefined;

@@ -1,9 +1,13 @@
 // A benchmark suite as an in-training evaluator: an SL run with a `benchmark` evaluator entry logs
 // `eval/<suite>/…` metrics at its eval steps, sampled from the pre-step snapshot; evaluating that
-// same snapshot with `cookbook eval` (same seed and sampling settings) gives the same numbers.
+// same snapshot with `cookbook eval` (same seed and sampling settings) gives the same numbers; a
+// judged suite (arena_hard) records each judge reply in the run's store, and its judge replies the
+// same to the same answers as `cookbook eval`'s.
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveEval, startEval } from '../../src/cli/eval.js';
+import { loadBenchmark } from '../../src/cookbook/eval/benchmark-data.js';
+import { RunStore } from '../../src/cookbook/run-store.js';
 import type { EvalWorkflowResult } from '../../src/workflows/eval.js';
 import type { RunResult } from '../../src/workflows/shared/training-run.js';
 import { metricsOf } from '../support/runs.js';
@@ -42,13 +46,16 @@ describe('benchmark suites as in-training evaluators', () => {
     });
   }, 480_000);
 
-  it('with num_samples 3 logs eval/gsm8k/pass@k, equal to `cookbook eval --samples 3` of the same snapshot', async () => {
+  // One run for both entries (a run costs more than its evals).
+  it('with num_samples 3 logs eval/gsm8k/pass@k; arena_hard judged by the snapshot itself, each judge reply recorded once; both equal to `cookbook eval` of the same snapshot', async () => {
     await withWorker(stack, async () => {
-      const entry = { kind: 'benchmark', suite: 'gsm8k', max_tokens: 16, temperature: 1.0, limit: 3, num_samples: 3, pass_at_k: [1, 3] };
-      const run = testRun(stack, config, [`evaluators=${JSON.stringify([entry])}`]);
+      const gsm8k = { kind: 'benchmark', suite: 'gsm8k', max_tokens: 16, temperature: 1.0, limit: 3, num_samples: 3, pass_at_k: [1, 3] };
+      const arena = { kind: 'benchmark', suite: 'arena_hard', max_tokens: 8, temperature: 1.0, limit: 2, judge: { max_tokens: 8 } };
+      const run = testRun(stack, config, [`evaluators=${JSON.stringify([gsm8k, arena])}`]);
       const result = (await runToEnd(stack, run)) as RunResult;
       expect(result.status).toBe('completed');
-      const evalRows = metricsOf(run.run.logPath).filter((r) => 'eval/gsm8k/score' in r);
+      const rows = metricsOf(run.run.logPath);
+      const evalRows = rows.filter((r) => 'eval/gsm8k/score' in r);
       expect(evalRows.map((r) => r.step)).toEqual([0, 2]);
       const last = evalRows[1]!;
       expect(last['eval/gsm8k/num_examples']).toBe(3);
@@ -62,6 +69,24 @@ describe('benchmark suites as in-training evaluators', () => {
       const standalone = (await (await startEval(stack.client, r, stack.taskQueue)).result()) as EvalWorkflowResult;
       expect(Object.keys(standalone.metrics)).toEqual(expect.arrayContaining(['pass@1', 'pass@3']));
       for (const [k, v] of Object.entries(standalone.metrics)) expect([k, last[`eval/gsm8k/${k}`]]).toEqual([k, v]);
+
+      // arena_hard (entry 1): logged at the eval steps; each sample's judge reply recorded at
+      // (set, evaluator, step, example, sample), asked of the snapshot being evaluated.
+      const arenaRows = rows.filter((r) => 'eval/arena_hard/score' in r);
+      expect(arenaRows.map((r) => r.step)).toEqual([0, 2]);
+      const arenaLast = arenaRows[1]!;
+      expect(arenaLast['eval/arena_hard/num_examples']).toBe(2);
+      expect(arenaLast['eval/arena_hard/win_rate']).toBe(arenaLast['eval/arena_hard/score']);
+      const store = new RunStore(run.run.logPath);
+      const { items } = await loadBenchmark({ suite: 'arena_hard', data_path: null, data_name: null, data_split: null, limit: 2, system_prompt: null });
+      const replies = items.map((_, i) => JSON.parse(store.readBlob(`side_effects/evaluators_1_2_${i}_0/judge.json`).toString('utf8')) as { request: string; value: string });
+      for (const record of replies) expect(record.request.startsWith(`tinker ${snapshot} sha256:`)).toBe(true);
+      // The same snapshot through `cookbook eval` (the run's seed, the entry's sampling, self-judged): the same replies and metrics.
+      const ra = resolveEval(snapshot, 'arena_hard', { limit: '2', set: ['max_tokens=8', 'temperature=1.0', 'seed=7', 'judge.max_tokens=8'] }, { runsDir: join(stack.dir, 'runs'), workflowId: 'eval-of-snapshot-arena' });
+      const arenaAlone = (await (await startEval(stack.client, ra, stack.taskQueue)).result()) as EvalWorkflowResult;
+      const alone = new RunStore(arenaAlone.logPath);
+      expect(items.map((_, i) => (JSON.parse(alone.readBlob(`side_effects/eval_${i}_0/judge.json`).toString('utf8')) as { value: string }).value)).toEqual(replies.map((x) => x.value));
+      for (const [k, v] of Object.entries(arenaAlone.metrics)) expect([k, arenaLast[`eval/arena_hard/${k}`]]).toEqual([k, v]);
     });
   }, 480_000);
 });

@@ -3,6 +3,7 @@
 // temperature 0.6): set max_tokens lower for small models.
 import { z } from 'zod';
 import { DurabilitySchema, RunNameSchema } from '../config/common.js';
+import { EvalMaxAttemptsSchema } from './max-attempts.js';
 import { JudgeConfigSchema } from './judge.js';
 import { EVAL_SUITE_NAMES, SUITE_NAMES, SUITES } from './suites/index.js';
 import { isAgenticSuite, TerminalEvalSchema } from './suites/terminal.js';
@@ -68,6 +69,7 @@ export const EvalConfigSchema = z.strictObject({
   log_path: z.string().min(1).optional(),
   run_name: RunNameSchema,
   durability: DurabilitySchema,
+  max_attempts: EvalMaxAttemptsSchema,
 })
   .superRefine(checkPassAtK)
   .superRefine(checkAgentic)
@@ -86,11 +88,11 @@ export const BenchmarkEvaluatorSchema = z.strictObject({
     .default(null),
   /** The reference's BenchmarkEvaluator default. */
   limit: z.int().positive().nullable().default(100),
+  /** A judged suite's judge, as `cookbook eval`'s; absent: the weights being evaluated judge themselves. */
+  judge: JudgeConfigSchema.optional(),
 })
   .superRefine(checkPassAtK)
-  .superRefine((cfg, ctx) => {
-    if (isJudged(cfg.suite)) ctx.addIssue({ code: 'custom', path: ['suite'], message: `${cfg.suite} grades with a judge model, which the in-training benchmark evaluator does not set up: evaluate its checkpoints with \`cookbook eval\`` });
-  });
+  .superRefine(checkJudge);
 export type BenchmarkEvaluatorConfig = z.output<typeof BenchmarkEvaluatorSchema>;
 
 export const benchmarkMetricPrefix = (e: { name: string | null; suite: string }) => `eval/${e.name ?? e.suite}`;

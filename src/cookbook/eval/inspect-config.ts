@@ -3,6 +3,7 @@
 // and seed go into every request), so a sample Inspect runs again after a crash asks the same.
 import { z } from 'zod';
 import { DurabilitySchema, RunNameSchema } from '../config/common.js';
+import { EvalMaxAttemptsSchema } from './max-attempts.js';
 
 export const InspectEvalConfigSchema = z.strictObject({
   /** A base model name or a tinker:// sampler checkpoint. */
@@ -23,6 +24,7 @@ export const InspectEvalConfigSchema = z.strictObject({
   log_path: z.string().min(1).optional(),
   run_name: RunNameSchema,
   durability: DurabilitySchema,
+  max_attempts: EvalMaxAttemptsSchema,
 });
 export type InspectEvalConfig = z.output<typeof InspectEvalConfigSchema>;
 

@@ -115,8 +115,14 @@ describe('judge config', () => {
     expect(() => openAIJudge(judge, {})).toThrow(new ConfigurationError("judge.api_key_env: the environment variable H56G_UNSET_KEY is not set (the worker's environment)"));
   });
 
-  it('the in-training benchmark evaluator refuses a judged suite', () => {
-    const r = BenchmarkEvaluatorSchema.safeParse({ kind: 'benchmark', suite: 'arena_hard' });
-    expect(r.success ? null : r.error.issues[0].message).toMatch(/^arena_hard grades with a judge model, which the in-training benchmark evaluator does not set up/);
+  it('the in-training benchmark evaluator takes arena_hard with a judge (or none: the snapshot judges itself), and refuses a judge elsewhere', () => {
+    const self = BenchmarkEvaluatorSchema.safeParse({ kind: 'benchmark', suite: 'arena_hard' });
+    expect(self.success && self.data.judge).toBe(undefined);
+    const judged = BenchmarkEvaluatorSchema.safeParse({ kind: 'benchmark', suite: 'arena_hard', judge: { api: 'openai', base_url: 'http://x/v1', model: 'm' } });
+    expect(judged.success && judged.data.judge).toEqual({ api: 'openai', base_url: 'http://x/v1', model: 'm', api_key_env: null, renderer_name: null, max_tokens: 4096, temperature: 0 });
+    const half = BenchmarkEvaluatorSchema.safeParse({ kind: 'benchmark', suite: 'arena_hard', judge: { api: 'openai', model: 'm' } });
+    expect(half.success ? null : half.error.issues[0].path.join('.')).toBe('judge.base_url');
+    const misplaced = BenchmarkEvaluatorSchema.safeParse({ kind: 'benchmark', suite: 'gsm8k', judge: { model: 'tiny-qwen3' } });
+    expect(misplaced.success ? null : { path: misplaced.error.issues[0].path.join('.'), message: misplaced.error.issues[0].message }).toEqual({ path: 'judge', message: 'judge settings are for judged suites (arena_hard, tau2_bench), not gsm8k' });
   });
 });
