@@ -28,6 +28,10 @@ interface Goldens {
   sentences: Array<{ text: string; sentences: string[]; words: string[] }>;
 }
 const goldens = JSON.parse(readFileSync(path.join(REPO, 'test/fixtures/ifbench_goldens.json'), 'utf8')) as Goldens;
+/** IFBench's own sample responses, graded by the reference (test/fixtures/ifbench_gen_sample_goldens.py). */
+const samples = JSON.parse(readFileSync(path.join(REPO, 'test/fixtures/ifbench_sample_goldens.json'), 'utf8')) as {
+  rows: Array<{ key: number; ids: string[]; kwargs: unknown[]; response: string; result: [number, boolean] }>;
+};
 
 describe("IFBench's verifiers", () => {
   it.each(goldens.cases.map((c) => [c.id, c] as const))('%s follows as IFBench checks it', (_id, c) => {
@@ -53,6 +57,18 @@ describe("IFBench's verifiers", () => {
       const grades = await Promise.all(row.responses.map(async (r) => await ifbench.grade(r, item)));
       expect(grades.map((g) => [g.metrics!.fraction, g.correct])).toEqual(row.results);
     }
+  });
+
+  it("grades IFBench's own sample responses as the reference does, on every test row asking for an instruction built on nltk, emoji or syllapy", async () => {
+    const grades = await Promise.all(
+      samples.rows.map(async (r) => {
+        const item = ifbench.parseRow({ prompt: `key ${r.key}`, instruction_id_list: r.ids, kwargs: r.kwargs }, `key ${r.key}`, null);
+        const grade = await ifbench.grade(r.response, item);
+        return [grade.metrics!.fraction, grade.correct];
+      }),
+    );
+    expect(samples.rows.length).toBe(103);
+    expect(grades).toEqual(samples.rows.map((r) => r.result));
   });
 
   it('a row with an instruction this port does not check, or one IFBench does not know, is refused naming the id and the row', () => {
