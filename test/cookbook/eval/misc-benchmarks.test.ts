@@ -75,7 +75,7 @@ describe("IFBench's verifiers", () => {
     const row = (id: string) => ({ prompt: 'p', instruction_id_list: ['format:no_whitespace', id], kwargs: [{}, { N: 3 }] });
     expect(() => ifbench.parseRow(row('words:start_verb'), 'IFBench_test.jsonl:7', null)).toThrow(
       new DataFormatError(
-        `IFBench_test.jsonl:7: instruction "words:start_verb" is an IFBench instruction this port cannot check: it needs nltk's averaged perceptron POS tagger weights (nltk_data taggers/averaged_perceptron_tagger_eng), which this project cannot obtain`,
+        `IFBench_test.jsonl:7: instruction "words:start_verb" is an IFBench instruction this port cannot check: it needs nltk's averaged perceptron POS tagger weights (nltk_data taggers/averaged_perceptron_tagger_eng), which this project cannot obtain; to score the other rows, pass --data a copy of the set without the rows that use it (the score is then not comparable with a published one)`,
       ),
     );
     expect(() => ifbench.parseRow({ prompt: 'p', instruction_id_list: ['sentence:keyword'], kwargs: [{ word: '', N: 2 }] }, 'x:2', null)).toThrow(/x:2: instruction "sentence:keyword": kwarg "word" must not be empty/);

@@ -441,7 +441,9 @@ const CLASSIC = new Set(Object.keys(IFEVAL_CHECKERS));
 /** Why an instruction of a row cannot be checked, or null when it can. */
 export function ifbenchProblem(id: string, kw: Kwargs): string | null {
   if (CLASSIC.has(id)) return ifevalProblem(id, kw);
-  if (Object.hasOwn(NOT_PORTED, id)) return `instruction "${id}" is an IFBench instruction this port cannot check: it needs ${NOT_PORTED[id]}, which this project cannot obtain`;
+  if (Object.hasOwn(NOT_PORTED, id)) {
+    return `instruction "${id}" is an IFBench instruction this port cannot check: it needs ${NOT_PORTED[id]}, which this project cannot obtain; to score the other rows, pass --data a copy of the set without the rows that use it (the score is then not comparable with a published one)`;
+  }
   const checker = Object.hasOwn(IFBENCH_CHECKERS, id) ? IFBENCH_CHECKERS[id] : undefined;
   if (!checker) return `unknown instruction "${id}" (not in IFBench's registry)`;
   for (const [key, type] of Object.entries(checker.requires)) {
