@@ -9,6 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { loadBenchmark, type BenchmarkDataOptions } from '../../../src/cookbook/eval/benchmark-data.js';
 import { IFBENCH_CHECKERS, ifbenchFollows, NOT_PORTED } from '../../../src/cookbook/eval/ifbench/checkers.js';
 import { sentTokenize } from '../../../src/cookbook/eval/ifbench/punkt.js';
+import { countSyllables } from '../../../src/cookbook/eval/ifbench/syllables.js';
 import { wordTokenize } from '../../../src/cookbook/eval/ifbench/treebank.js';
 import { bfcl } from '../../../src/cookbook/eval/suites/bfcl.js';
 import { ifbench } from '../../../src/cookbook/eval/suites/ifbench.js';
@@ -26,6 +27,7 @@ interface Goldens {
   cases: Array<{ id: string; kwargs: Record<string, unknown>; responses: string[]; followed: boolean[] }>;
   rows: Array<{ ids: string[]; kwargs: Array<Record<string, unknown>>; responses: string[]; results: Array<[number, boolean]> }>;
   sentences: Array<{ text: string; sentences: string[]; words: string[] }>;
+  syllables: Array<[string, number]>;
 }
 const goldens = JSON.parse(readFileSync(path.join(REPO, 'test/fixtures/ifbench_goldens.json'), 'utf8')) as Goldens;
 /** IFBench's own sample responses, graded by the reference (test/fixtures/ifbench_gen_sample_goldens.py). */
@@ -49,6 +51,10 @@ describe("IFBench's verifiers", () => {
       expect(sentTokenize(g.text), g.text).toEqual(g.sentences);
       expect(wordTokenize(g.text), g.text).toEqual(g.words);
     }
+  });
+
+  it("counts syllables as syllapy.count (its dictionary, compounds, words with digits)", () => {
+    expect(goldens.syllables.map(([w]) => [w, countSyllables(w)])).toEqual(goldens.syllables);
   });
 
   it('a prompt is correct when every instruction is followed; its fraction is the share followed', async () => {

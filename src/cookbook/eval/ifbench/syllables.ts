@@ -31,7 +31,7 @@ export function countSyllables(raw: string): number {
   if (!word || /\p{Nd}/u.test(word)) return 0;
   const known = words().get(word);
   if (known !== undefined) return known;
-  const compound = /^([^-]+)-([\s\S]+)/u.exec(word);
+  const compound = /^([^-]+)-([^\n]+)/u.exec(word);
   if (compound) {
     const [a, b] = [countSyllables(compound[1]!), countSyllables(compound[2]!)];
     return a === 0 || b === 0 ? 0 : a + b;
