@@ -12,6 +12,7 @@ import { openServedModel, type ServedModel } from '../../src/serve/served-model.
 import { startServer, type RunningServer } from '../../src/serve/server.js';
 import { type EngineHandle, startEngine } from '../support/engine.js';
 import { ensureInspectEnv } from '../support/python-tools.js';
+import { workerEngine } from '../support/shared-stack.js';
 
 const MODEL = 'tiny-qwen3';
 const KEY = 'sk-inspect';
@@ -23,7 +24,7 @@ let work: string;
 
 beforeAll(async () => {
   const shared = inject('sharedStack');
-  const engineUrl = shared ? shared.engineUrl : (engine = await startEngine()).baseUrl;
+  const engineUrl = shared ? workerEngine(shared).engineUrl : (engine = await startEngine()).baseUrl;
   model = await openServedModel({ source: MODEL, baseUrl: engineUrl });
   server = await startServer({ model, apiKey: KEY, defaultMaxTokens: 64 });
   work = mkdtempSync(join(tmpdir(), 'inspect-'));

@@ -3,6 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { inject } from 'vitest';
 import { startEngine } from './engine.js';
+import { workerEngine } from './shared-stack.js';
 
 const BIN = join(import.meta.dirname, '..', '..', 'bin', 'cookbook.mjs');
 
@@ -30,10 +31,10 @@ export async function stopServe(child: ChildProcess | undefined): Promise<void> 
   await exited;
 }
 
-/** The shared stack's engine when the run has one, else an engine of this file's own (stop it after). */
+/** This worker process's engine of the shared stack when the run has one, else an engine of this file's own (stop it after). */
 export async function serveBackend(): Promise<{ engineUrl: string; stop: () => Promise<void> }> {
   const shared = inject('sharedStack');
-  if (shared) return { engineUrl: shared.engineUrl, stop: async () => {} };
+  if (shared) return { engineUrl: workerEngine(shared).engineUrl, stop: async () => {} };
   const engine = await startEngine();
   return { engineUrl: engine.baseUrl, stop: () => engine.stop() };
 }

@@ -1,7 +1,8 @@
 // A real local stack for workflow tests: the Temporal dev server (CLI binary), the engine over
 // HTTP, and a worker in this process or in its own (for kill tests). Everything binds 127.0.0.1
 // on free ports and is torn down by stop(). Files that never kill a server share the run's one
-// stack (support/shared-stack.ts) and keep to their own task queue, run folders and model ids.
+// stack (support/shared-stack.ts: its engine of the worker process they run in) and keep to their
+// own task queue, run folders and model ids.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,7 +12,7 @@ import { resolveRun, startRun, type ResolvedRun } from '../../src/cli/train.js';
 import { createCookbookWorker } from '../../src/workers/worker.js';
 import type { RunResult } from '../../src/workflows/shared/training-run.js';
 import { onFreePort } from './free-port.js';
-import type { SharedStackInfo } from './shared-stack.js';
+import { workerEngine, type SharedStackInfo } from './shared-stack.js';
 import { once } from './once.js';
 import { timed } from './timing.js';
 import type { S3Server } from './s3-server.js';
@@ -91,7 +92,9 @@ async function ownStack(opts: TestStackOptions): Promise<TestStack> {
   return stack;
 }
 
-async function sharedStack({ temporalAddress, engineUrl, engineLog }: SharedStackInfo): Promise<TestStack> {
+async function sharedStack(info: SharedStackInfo): Promise<TestStack> {
+  const { temporalAddress } = info;
+  const { engineUrl, engineLog } = workerEngine(info);
   const dir = mkdtempSync(join(tmpdir(), 'cookbook-test-'));
   const connection = await connect(temporalAddress);
   const refuse = (what: string) => async () => {
