@@ -3,7 +3,7 @@
 // frozen before the first step and named by a sampler path. Pipelined like supervised training
 // (`submit_ahead`): step N+1's forward is queued behind step N's update while N's results are collected.
 // The reference is frozen, so step N+1's reference logprobs are computed (into the run store) while
-// step N trains: the reference computes them inside its step.
+// step N trains, queued behind N's training calls: the reference computes them inside its step.
 import { patched, proxyActivities } from '@temporalio/workflow';
 import type { DPOConfig } from '../cookbook/config/dpo.js';
 import { lrMultiplier } from '../cookbook/lr-schedule.js';
@@ -20,6 +20,12 @@ interface DPOState {
 const pad = (n: number) => String(n).padStart(6, '0');
 /** Reference logprobs computed one step ahead (histories recorded before it compute them in the step). */
 const REFERENCE_AHEAD_PATCH = 'dpo-reference-ahead';
+/**
+ * Pipelined steps start the next step's reference logprobs once the step's own training calls are
+ * submitted, so the engine runs them after that step's work rather than beside it (step 0 computes
+ * its own reference logprobs: histories recorded before it start the next step's ahead of that).
+ */
+const AHEAD_AFTER_SUBMIT_PATCH = 'dpo-reference-ahead-after-submit';
 
 export async function dpoWorkflow(input: DPOInput): Promise<RunResult> {
   const run = new TrainingRun<DPOConfig, DPOPlan>('dpo', input);
@@ -63,14 +69,16 @@ export async function dpoWorkflow(input: DPOInput): Promise<RunResult> {
    */
   async function nextReferenceAhead(step: number, reference: ReferenceSource): Promise<boolean> {
     const computed = await settleReferenceAhead(step);
-    if (step + 1 < totalSteps && patched(REFERENCE_AHEAD_PATCH)) {
-      const { epoch, batch } = cursor(step + 1);
-      const done = ahead.dpoReferenceAhead
-        .executeWithOptions({ summary: `reference logprobs ahead of step ${step + 1}` }, [{ run: input.run, step: step + 1, epoch, batch, reference }])
-        .then(() => true, () => false);
-      referenceAhead = { step: step + 1, done };
-    }
+    startReferenceAhead(step + 1, reference);
     return computed;
+  }
+  function startReferenceAhead(step: number, reference: ReferenceSource): void {
+    if (step >= totalSteps || !patched(REFERENCE_AHEAD_PATCH)) return;
+    const { epoch, batch } = cursor(step);
+    const done = ahead.dpoReferenceAhead
+      .executeWithOptions({ summary: `reference logprobs ahead of step ${step}` }, [{ run: input.run, step, epoch, batch, reference }])
+      .then(() => true, () => false);
+    referenceAhead = { step, done };
   }
   async function settleReferenceAhead(step?: number): Promise<boolean> {
     const pending = referenceAhead;
@@ -132,9 +140,11 @@ export async function dpoWorkflow(input: DPOInput): Promise<RunResult> {
       submitAhead: cfg.submit_ahead ?? 1,
       async submit(step) {
         const { statePath, ...stepInput } = await startStep(step);
-        if (await nextReferenceAhead(step, stepInput.reference)) stepInput.referenceAhead = true;
+        const afterSubmit = patched(AHEAD_AFTER_SUBMIT_PATCH);
+        if (await (afterSubmit ? settleReferenceAhead(step) : nextReferenceAhead(step, stepInput.reference))) stepInput.referenceAhead = true;
         const model = run.model;
         const { submitted } = await run.train(acts.dpoSubmit, stepInput, `submit step ${step} · epoch ${stepInput.epoch} batch ${stepInput.batch}`);
+        if (afterSubmit) startReferenceAhead(step + 1, stepInput.reference);
         return { step: { ...stepInput, model }, ...(statePath ? { statePath } : {}), submitted } satisfies DPOFinishInput;
       },
       async finish(step, submitted) {
