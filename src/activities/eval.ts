@@ -11,7 +11,7 @@ import { evalJudge } from './eval-judge.js';
 import { passAtKsOf } from '../cookbook/eval/pass-at-k.js';
 import { loadBenchmark, suiteNamed, type BenchmarkData } from '../cookbook/eval/benchmark-data.js';
 import type { EvalConfig } from '../cookbook/eval/benchmark-config.js';
-import { chunkBlobPath, resultsTable, type ChunkBlob, type EvalResultsFile } from '../cookbook/eval/results.js';
+import { chunkBlobPath, resultsTable, skippedMetrics, type ChunkBlob, type EvalResultsFile } from '../cookbook/eval/results.js';
 import type { ExampleResult } from '../cookbook/eval/suites/index.js';
 import { rendererForModel } from '../cookbook/renderers/for-model.js';
 import { RunDirInUseError, RunStore, writeFileAtomic, type RunRef } from '../cookbook/run-store.js';
@@ -140,7 +140,7 @@ export function evalActivities(deps: ActivityDeps): EvalActivities {
       const store = new RunStore(run.logPath);
       const suite = suiteNamed(cfg.suite);
       const examples = Array.from({ length: numChunks }, (_, i) => readChunk(store, i).results).flat();
-      const { source } = await benchmarkData(run, cfg);
+      const { source, skipped } = await benchmarkData(run, cfg);
       const file: EvalResultsFile = {
         format: 'eval_results/v1',
         suite: suite.name,
@@ -148,11 +148,12 @@ export function evalActivities(deps: ActivityDeps): EvalActivities {
         base_model: baseModel,
         data: source,
         sampling: { max_tokens: cfg.max_tokens, temperature: cfg.temperature, seed: cfg.seed, num_samples: cfg.num_samples },
-        metrics: aggregateResults(suite, examples, passAtKsOf(cfg)),
+        metrics: { ...aggregateResults(suite, examples, passAtKsOf(cfg)), ...skippedMetrics(skipped) },
+        ...(skipped.length ? { skipped } : {}),
         examples,
       };
       const resultsPath = join(run.logPath, 'results.json');
-      const table = resultsTable(file);
+      const table = resultsTable(file, skipped);
       writeFileAtomic(resultsPath, `${JSON.stringify(file, null, 2)}\n`);
       writeFileAtomic(join(run.logPath, 'results.md'), `${table}\n`);
       return { metrics: file.metrics, resultsPath, table };

@@ -8,6 +8,7 @@ import { benchmarkMetricPrefix, type BenchmarkEvaluatorConfig } from '../cookboo
 import { loadBenchmark, suiteNamed, type BenchmarkData } from '../cookbook/eval/benchmark-data.js';
 import { aggregateResults, benchmarkSeeds, sampleAndGrade } from '../cookbook/eval/benchmark-run.js';
 import { passAtKsOf } from '../cookbook/eval/pass-at-k.js';
+import { skippedMetrics } from '../cookbook/eval/results.js';
 import type { SamplingSession } from '../backends/types.js';
 import type { Renderer } from '../cookbook/renderers/types.js';
 import { loadEvaluatorExamples, runCustomSamplingEvaluator } from '../cookbook/eval/custom-sampling.js';
@@ -120,7 +121,9 @@ async function runBenchmarkEvaluator(e: BenchmarkEvaluatorConfig, data: Benchmar
   const examples = data.items.map((item, index) => ({ index, item }));
   const results = await sampleAndGrade(data.suite, examples, sampler, renderer, e, benchmarkSeeds(seed, data.suite.name), effects.onceFor, effects.judgeFor);
   const prefix = benchmarkMetricPrefix(e);
-  return Object.fromEntries(Object.entries(aggregateResults(data.suite, results, passAtKsOf(e))).map(([k, v]) => [`${prefix}/${k}`, v]));
+  // Rows the port cannot check are out of the score; their count is logged beside it (eval/<name>/num_skipped).
+  const metrics = { ...aggregateResults(data.suite, results, passAtKsOf(e)), ...skippedMetrics(data.skipped) };
+  return Object.fromEntries(Object.entries(metrics).map(([k, v]) => [`${prefix}/${k}`, v]));
 }
 
 interface BenchmarkEffects {

@@ -47,6 +47,7 @@ function flagOverrides(args: EvalArgs): string[] {
     ...(args.data !== undefined ? [`data_path=${isBenchmarkHubId(args.data) ? args.data : resolve(args.data)}`] : []),
     ...(args.samples !== undefined ? [`num_samples=${args.samples}`] : []),
     ...(args.passAtK !== undefined ? [`pass_at_k=[${args.passAtK}]`] : []),
+    ...(args.noSkip ? ['skip_unsupported=false'] : []),
     ...(args.set ?? []),
   ];
 }

@@ -3,6 +3,7 @@
 // and the results table; results.json and results.md land in the eval run's folder.
 import type { Client } from '@temporalio/client';
 import { loadBenchmark } from '../cookbook/eval/benchmark-data.js';
+import { partialScoreNote } from '../cookbook/eval/results.js';
 import { AGENTIC_SUITES, EVAL_SUITE_NAMES, SUITES } from '../cookbook/eval/suites/index.js';
 import { isAgenticSuite, loadTerminalEval } from '../cookbook/eval/suites/terminal.js';
 import { ConfigError } from '../cookbook/config/overrides.js';
@@ -22,6 +23,7 @@ export const EVAL_USAGE = `  eval <model or checkpoint> <suite>    evaluate a ba
         [--set key=value …] [--detach]      public layout (default: the shipped sample); results.json in the run folder
         [--samples N] [--pass-at-k 1,5]     N samples per example, pass@k for each k ≤ N (default 1, 5, …, N)
         [--set max_attempts=N]              tries of each eval activity before the eval fails (default 10)
+        [--no-skip]                         refuse rows this port cannot check (default: skip them, listed in results)
   eval <model or checkpoint> --benchmarks a,b,c   one eval per benchmark, then a summary table of them all
   eval <run id or log dir> --every 30m --benchmarks a,b   a schedule: each firing evaluates the run's sampler
         [--id <schedule id>]                checkpoints not evaluated yet (<log dir>/evals/<checkpoint>/<benchmark>)
@@ -32,14 +34,24 @@ export const EVAL_USAGE = `  eval <model or checkpoint> <suite>    evaluate a ba
 
 /** Loads the data as the workflow will, so a bad row fails here (naming file and line) before any run exists. */
 export async function checkEvalData(r: ResolvedEval): Promise<number> {
+  return (await evalDataCounts(r)).count;
+}
+
+/** What checkEvalData checks, with how many rows will be skipped as ones this port cannot check. */
+async function evalDataCounts(r: ResolvedEval): Promise<{ count: number; skipped: number }> {
   await checkRunStore(r.run.logPath);
   try {
-    if (isAgenticSuite(r.config.suite)) return (await loadTerminalEval(r.config)).tasks.length;
-    return (await loadBenchmark(r.config)).items.length;
+    if (isAgenticSuite(r.config.suite)) return { count: (await loadTerminalEval(r.config)).tasks.length, skipped: 0 };
+    const { items, skipped } = await loadBenchmark(r.config);
+    return { count: items.length, skipped: skipped.length };
   } catch (err) {
     throw new ConfigError(`${r.config.suite} data: ${(err as Error).message}`);
   }
 }
+
+/** "12 examples", and the rows that will be skipped, for the `started …` line. */
+const countText = (suite: string, c: { count: number; skipped: number }) =>
+  `${c.count} ${isAgenticSuite(suite) ? 'tasks' : 'examples'}${c.skipped ? ` (${c.skipped} more rows skipped: this port cannot check them; the score will not be comparable with a published full-set score)` : ''}`;
 
 export function startEval(client: Client, r: ResolvedEval, taskQueue = DEFAULT_TASK_QUEUE) {
   return startEvalWorkflow(client, 'evalWorkflow', r, r.config.suite, taskQueue);
@@ -134,11 +146,11 @@ export async function evalCommand(rest: string[], o: EvalCommandOptions): Promis
 
 async function singleEval(model: string, suite: string, o: EvalCommandOptions): Promise<number> {
   const resolved = resolveEval(model, suite, o, { workflowId: o.workflowId, runsDir: o.runsDir });
-  const n = await checkEvalData(resolved);
+  const n = await evalDataCounts(resolved);
   if (!resolved.config.model.startsWith('tinker://')) await checkBackend(resolved.config.base_url ?? o.engineUrl, resolved.config.model);
   const client = await o.connect();
   await startEval(client, resolved, o.taskQueue);
-  console.log(`started ${resolved.workflowId}: ${resolved.config.suite} on ${resolved.config.model}, ${n} ${isAgenticSuite(resolved.config.suite) ? 'tasks' : 'examples'}`);
+  console.log(`started ${resolved.workflowId}: ${resolved.config.suite} on ${resolved.config.model}, ${countText(resolved.config.suite, n)}`);
   console.log(`log dir  ${resolved.run.logPath}`);
   if (o.detach) return 0;
   const result = await watchEval(client, resolved);
@@ -152,24 +164,34 @@ export interface BenchmarkSummary {
   resultsPath: string;
 }
 
-/** One line per benchmark: its score, how many of how many, and where its results.json is. */
+/**
+ * One line per benchmark: its score, how many of how many, and where its results.json is. With rows
+ * skipped anywhere, a `skipped` column, and each partial score starred with a note under the table.
+ */
 export function benchmarkSummaryTable(model: string, rows: readonly BenchmarkSummary[]): string {
+  const anySkipped = rows.some((r) => (r.metrics.num_skipped ?? 0) > 0);
+  const skippedCell = (r: BenchmarkSummary) => (anySkipped ? [String(r.metrics.num_skipped ?? 0)] : []);
   const cells = [
-    ['benchmark', 'score', '± stderr', 'correct', 'examples', 'results'],
+    ['benchmark', 'score', '± stderr', 'correct', 'examples', ...(anySkipped ? ['skipped'] : []), 'results'],
     ...rows.map((r) => [
       r.suite,
-      (r.metrics.score ?? NaN).toFixed(4),
+      `${(r.metrics.score ?? NaN).toFixed(4)}${anySkipped ? ((r.metrics.num_skipped ?? 0) > 0 ? '*' : ' ') : ''}`,
       r.metrics.score_stderr === undefined ? '–' : r.metrics.score_stderr.toFixed(4),
       String(r.metrics.num_correct ?? '?'),
       String(r.metrics.num_examples ?? '?'),
+      ...skippedCell(r),
       r.resultsPath,
     ]),
   ];
-  const numeric = (c: number) => c >= 1 && c <= 4;
+  const numeric = (c: number) => c >= 1 && c <= (anySkipped ? 5 : 4);
   const widths = cells[0]!.map((_, c) => Math.max(...cells.map((row) => row[c]!.length)));
   const line = (row: string[]) => `| ${row.map((cell, c) => (numeric(c) ? cell.padStart(widths[c]!) : cell.padEnd(widths[c]!))).join(' | ')} |`;
   const rule = `| ${widths.map((w, c) => (numeric(c) ? `${'-'.repeat(w - 1)}:` : '-'.repeat(w))).join(' | ')} |`;
-  return [`model ${model}`, '', line(cells[0]!), rule, ...cells.slice(1).map(line)].join('\n');
+  const notes = rows.flatMap((r) => {
+    const note = partialScoreNote(r.metrics);
+    return note ? [`* ${r.suite}: ${note}`] : [];
+  });
+  return [`model ${model}`, '', line(cells[0]!), rule, ...cells.slice(1).map(line), ...(notes.length ? ['', ...notes] : [])].join('\n');
 }
 
 /**
@@ -179,12 +201,12 @@ export function benchmarkSummaryTable(model: string, rows: readonly BenchmarkSum
 async function multiEval(model: string, benchmarks: string[], o: EvalCommandOptions): Promise<number> {
   const resolved = benchmarks.map((b) => resolveEval(model, b, o, { workflowId: o.workflowId ? `${o.workflowId}-${b}` : undefined, runsDir: o.runsDir }));
   const counts = [];
-  for (const r of resolved) counts.push(await checkEvalData(r));
+  for (const r of resolved) counts.push(await evalDataCounts(r));
   if (!resolved[0]!.config.model.startsWith('tinker://')) await checkBackend(resolved[0]!.config.base_url ?? o.engineUrl, resolved[0]!.config.model);
   const client = await o.connect();
   for (const [i, r] of resolved.entries()) {
     await startEval(client, r, o.taskQueue);
-    console.log(`started ${r.workflowId}: ${r.config.suite} on ${r.config.model}, ${counts[i]} ${isAgenticSuite(r.config.suite) ? 'tasks' : 'examples'} · log dir ${r.run.logPath}`);
+    console.log(`started ${r.workflowId}: ${r.config.suite} on ${r.config.model}, ${countText(r.config.suite, counts[i]!)} · log dir ${r.run.logPath}`);
   }
   if (o.detach) return 0;
   const results = await Promise.all(resolved.map((r) => watchEval(client, r)));

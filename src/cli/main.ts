@@ -100,6 +100,7 @@ async function main(argv: string[]): Promise<number> {
       data: { type: 'string' },
       samples: { type: 'string' },
       'pass-at-k': { type: 'string' },
+      'no-skip': { type: 'boolean', default: false },
       set: { type: 'string', multiple: true },
       list: { type: 'boolean', default: false },
       benchmarks: { type: 'string' },
@@ -224,7 +225,7 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case 'eval':
-      return (await import('./eval.js')).evalCommand(rest, { limit: values.limit, data: values.data, samples: values.samples, passAtK: values['pass-at-k'], set: values.set, list: values.list, detach: values.detach, workflowId: values.id, benchmarks: values.benchmarks, inspect: values.inspect, every: values.every, unschedule: values.unschedule, engineUrl: engineUrl(flags), taskQueue: flags.taskQueue, connect: () => connectClient(flags), logDirOf });
+      return (await import('./eval.js')).evalCommand(rest, { limit: values.limit, data: values.data, samples: values.samples, passAtK: values['pass-at-k'], noSkip: values['no-skip'], set: values.set, list: values.list, detach: values.detach, workflowId: values.id, benchmarks: values.benchmarks, inspect: values.inspect, every: values.every, unschedule: values.unschedule, engineUrl: engineUrl(flags), taskQueue: flags.taskQueue, connect: () => connectClient(flags), logDirOf });
     case 'tts':
       return (await import('./tts.js')).ttsCommand(rest, { limit: values.limit, data: values.data, set: values.set, detach: values.detach, workflowId: values.id, engineUrl: engineUrl(flags), taskQueue: flags.taskQueue, connect: () => connectClient(flags) });
     case 'track': {

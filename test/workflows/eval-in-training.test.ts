@@ -46,12 +46,14 @@ describe('benchmark suites as in-training evaluators', () => {
     });
   }, 480_000);
 
-  // One run for both entries (a run costs more than its evals).
-  it('with num_samples 3 logs eval/gsm8k/pass@k; arena_hard judged by the snapshot itself, each judge reply recorded once; both equal to `cookbook eval` of the same snapshot', async () => {
+  // One run for all three entries (a run costs more than its evals).
+  it('with num_samples 3 logs eval/gsm8k/pass@k; arena_hard judged by the snapshot itself, each judge reply recorded once; both equal to `cookbook eval` of the same snapshot; a row the port cannot check is logged as eval/ifbench/num_skipped, out of the score', async () => {
     await withWorker(stack, async () => {
       const gsm8k = { kind: 'benchmark', suite: 'gsm8k', max_tokens: 16, temperature: 1.0, limit: 3, num_samples: 3, pass_at_k: [1, 3] };
       const arena = { kind: 'benchmark', suite: 'arena_hard', max_tokens: 8, temperature: 1.0, limit: 2, judge: { max_tokens: 8 } };
-      const run = testRun(stack, config, [`evaluators=${JSON.stringify([gsm8k, arena])}`]);
+      // test/fixtures/ifbench_skip: its first 3 rows hold one asking for words:start_verb (no POS tagger weights here).
+      const ifbench = { kind: 'benchmark', suite: 'ifbench', data_path: join(import.meta.dirname, '..', 'fixtures', 'ifbench_skip'), max_tokens: 8, temperature: 1.0, limit: 3 };
+      const run = testRun(stack, config, [`evaluators=${JSON.stringify([gsm8k, arena, ifbench])}`]);
       const result = (await runToEnd(stack, run)) as RunResult;
       expect(result.status).toBe('completed');
       const rows = metricsOf(run.run.logPath);
@@ -87,6 +89,14 @@ describe('benchmark suites as in-training evaluators', () => {
       const alone = new RunStore(arenaAlone.logPath);
       expect(items.map((_, i) => (JSON.parse(alone.readBlob(`side_effects/eval_${i}_0/judge.json`).toString('utf8')) as { value: string }).value)).toEqual(replies.map((x) => x.value));
       for (const [k, v] of Object.entries(arenaAlone.metrics)) expect([k, arenaLast[`eval/arena_hard/${k}`]]).toEqual([k, v]);
+
+      // ifbench (entry 2): 2 rows scored, the start_verb row counted apart; gsm8k's keys hold no num_skipped.
+      const ifbenchRows = rows.filter((r) => 'eval/ifbench/score' in r);
+      expect(ifbenchRows.map((r) => [r.step, r['eval/ifbench/num_examples'], r['eval/ifbench/num_skipped']])).toEqual([
+        [0, 2, 1],
+        [2, 2, 1],
+      ]);
+      expect(last).not.toHaveProperty('eval/gsm8k/num_skipped');
     });
   }, 480_000);
 });

@@ -98,4 +98,22 @@ describe('eval workflow', () => {
       await backend.close();
     }
   });
+
+  // test/fixtures/ifbench_skip: the shipped IFBench rows with one asking for words:start_verb (no POS tagger weights here) at line 3.
+  it('a row the port cannot check is skipped, not sampled: out of the score, num_skipped and the row with why in results.json and results.md', async () => {
+    const data = join(import.meta.dirname, '..', 'fixtures', 'ifbench_skip');
+    await withWorker(stack, async () => {
+      const { result, file } = await evaluate(MODEL, 'ifbench', [`data_path=${data}`]);
+      const { items, skipped } = await loadBenchmark({ suite: 'ifbench', data_path: data, data_name: null, data_split: null, limit: null, system_prompt: null });
+      expect(skipped.map((s) => s.at)).toEqual([`${join(data, 'train.jsonl')}:3`]);
+      expect(file.skipped).toEqual(skipped);
+      expect(file.examples.map((e) => e.id)).toEqual(items.map((i) => i.id));
+      expect(result.numExamples).toBe(4);
+      expect(result.metrics).toEqual({ ...aggregateResults(SUITES.ifbench!, file.examples), num_skipped: 1 });
+      const md = readFileSync(join(result.logPath, 'results.md'), 'utf8');
+      expect(md).toContain('PARTIAL: 1 of 5 rows skipped');
+      expect(md).toContain(`- SKIPPED ${skipped[0]!.id} (${skipped[0]!.at}): instruction "words:start_verb"`);
+      expect(result.table).toBe(md.trimEnd());
+    });
+  });
 });

@@ -25,6 +25,11 @@ const dataFields = {
   num_samples: z.int().positive().default(1),
   /** The ks of pass@k (each ≤ num_samples); null: 1, 5, 10, 25, 50, 100 up to num_samples, and num_samples (the reference's). */
   pass_at_k: z.array(z.int().positive()).min(1).nullable().default(null),
+  /**
+   * Rows this port cannot check (IFBench's words:start_verb) are skipped, left out of the score's
+   * denominator and listed with why (num_skipped, skipped); false: such a row refuses the data.
+   */
+  skip_unsupported: z.boolean().default(true),
 };
 
 /** Every k of pass_at_k needs at least k samples per example. */

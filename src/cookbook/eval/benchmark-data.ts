@@ -4,7 +4,10 @@
 // from the Hugging Face cache when it is there, else downloaded: hf/hub.ts), as the reference's
 // load_dataset(path) takes either. A multi-config suite (MMLU-Redux, C-Eval) reads each subject's
 // config in turn. `limit` picks examples as the suite's reference does (suite.limitPick): the
-// first rows in file order by default, as limit_dataset without a shuffle seed.
+// first rows in file order by default, as limit_dataset without a shuffle seed. A row this port
+// cannot check (the suite's UnsupportedRowError) counts toward `limit` as the reference's row
+// would, then is left out of the examples and listed in `skipped` with why; with
+// skip_unsupported false it is refused instead.
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,7 +17,7 @@ import { readRows } from '../hf/readers.js';
 import { isLocalPath, shuffled, splitFiles } from '../hf/source.js';
 import { pyShuffled } from '../python-random.js';
 import { SUITES, type EvalItem, type Suite } from './suites/index.js';
-import type { LimitPick } from './suites/types.js';
+import { UnsupportedRowError, type LimitPick, type SkippedRow } from './suites/types.js';
 
 export interface BenchmarkDataOptions {
   suite: string;
@@ -26,11 +29,16 @@ export interface BenchmarkDataOptions {
   data_split: string | null;
   limit: number | null;
   system_prompt: string | null;
+  /** Skip (and report) rows this port cannot check; false: refuse them. Absent (configs from before the field): true. */
+  skip_unsupported?: boolean;
 }
 
 export interface BenchmarkData {
   suite: Suite;
+  /** The examples to sample and score, skipped rows left out (an example's index is its place here). */
   items: EvalItem[];
+  /** The rows picked but left out as unsupported, in the order they were read. */
+  skipped: SkippedRow[];
   /** Where the rows came from, for results and errors. */
   source: string;
 }
@@ -95,7 +103,8 @@ export async function loadBenchmark(opts: BenchmarkDataOptions): Promise<Benchma
   const stopAt = suite.limitPick ? null : opts.limit;
   // As the reference's runner: no system prompt set (null) takes the suite's recommended one.
   const systemPrompt = opts.system_prompt ?? suite.recommendedSystemPrompt ?? null;
-  const items: EvalItem[] = [];
+  const skip = opts.skip_unsupported !== false;
+  const rows: Array<EvalItem | SkippedRow> = [];
   const missing: string[] = [];
   outer: for (const config of configs) {
     const source = HfSourceSchema.parse({ path: dataPath, name: config, split });
@@ -112,15 +121,34 @@ export async function loadBenchmark(opts: BenchmarkDataOptions): Promise<Benchma
     }
     for (const file of files) {
       for await (const row of readRows(file)) {
-        if (stopAt !== null && items.length >= stopAt) break outer;
+        if (stopAt !== null && rows.length >= stopAt) break outer;
         if (suite.include && !suite.include(row.data)) continue;
-        items.push(suite.parseRow(row.data, row.at, systemPrompt, config));
+        rows.push(parseOrSkip(suite, row.data, row.at, systemPrompt, config, skip));
       }
     }
   }
-  if (items.length === 0) {
+  if (rows.length === 0) {
     const why = missing.length === configs.length ? `; none of its ${configs.length} configs is there (${missing[0]})` : '';
     throw new DataFormatError(`${dataPath}: no ${suite.name} examples in split "${split}"${why}`);
   }
-  return { suite, items: pickLimit(items, opts.limit, suite.limitPick), source: dataPath };
+  const picked = pickLimit(rows, opts.limit, suite.limitPick);
+  const items = picked.filter((r): r is EvalItem => !isSkipped(r));
+  const skipped = picked.filter(isSkipped);
+  if (items.length === 0) {
+    throw new DataFormatError(`${dataPath}: every one of the ${skipped.length} ${suite.name} rows picked is one this port cannot check, nothing to score (${skipped[0]!.at}: ${skipped[0]!.reason})`);
+  }
+  return { suite, items, skipped, source: dataPath };
+}
+
+const isSkipped = (r: EvalItem | SkippedRow): r is SkippedRow => 'reason' in r;
+
+/** The row's example, or its skip record when the suite cannot check it here (refused when `skip` is false). */
+function parseOrSkip(suite: Suite, data: Record<string, unknown>, at: string, systemPrompt: string | null, config: string | null, skip: boolean): EvalItem | SkippedRow {
+  try {
+    return suite.parseRow(data, at, systemPrompt, config);
+  } catch (err) {
+    if (!(err instanceof UnsupportedRowError)) throw err;
+    if (!skip) throw new DataFormatError(`${at}: ${err.reason} (skip_unsupported is false; leave it at its default, true, to score the other rows and list this one as skipped)`);
+    return { id: err.id, at, reason: err.reason };
+  }
 }

@@ -22,6 +22,8 @@ export interface EvalArgs {
   set?: string[];
   samples?: string;
   passAtK?: string;
+  /** `--no-skip`: refuse rows this port cannot check rather than skip and report them (skip_unsupported false). */
+  noSkip?: boolean;
 }
 
 function timestamp(d = new Date()): string {
@@ -40,6 +42,7 @@ export function resolveEval(model: string, suite: string, args: EvalArgs, opts: 
     raw.limit = Number(args.limit);
   }
   if (args.data !== undefined) raw.data_path = args.data;
+  if (args.noSkip) raw.skip_unsupported = false;
   if (args.samples !== undefined) {
     if (!/^\d+$/.test(args.samples) || Number(args.samples) < 1) throw new ConfigError(`--samples: "${args.samples}" is not a positive integer`);
     raw.num_samples = Number(args.samples);

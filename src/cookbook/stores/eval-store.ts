@@ -114,7 +114,7 @@ export class EvalStore {
    */
   async writeResults(file: ResultsFile, run = '', table?: string): Promise<void> {
     await this.storage.put(this.path(run, RESULTS), Buffer.from(`${JSON.stringify(file, null, 2)}\n`));
-    const md = table ?? (file.format === 'eval_results/v1' && !('terminal' in file) ? resultsTable(file) : undefined);
+    const md = table ?? (file.format === 'eval_results/v1' && !('terminal' in file) ? resultsTable(file, file.skipped) : undefined);
     if (md !== undefined) await this.storage.put(this.path(run, 'results.md'), Buffer.from(`${md}\n`));
   }
 

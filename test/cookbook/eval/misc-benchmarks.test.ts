@@ -1,6 +1,6 @@
 // IFBench, LongBench v2 and BFCL: IFBench's ported verifiers against goldens from IFBench's own
 // checker library (test/fixtures/ifbench_gen_goldens.py), rows with instructions this port does not
-// check refused by id and row, the shipped samples loaded in their public layouts (BFCL's ground
+// check skipped with the reason (test/cookbook/eval/skipped-rows.test.ts), unknown ids refused by id and row, the shipped samples loaded in their public layouts (BFCL's ground
 // truth joined from possible_answer/), and BFCL graded from the parsed message's tool calls.
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,8 +13,7 @@ import { countSyllables } from '../../../src/cookbook/eval/ifbench/syllables.js'
 import { wordTokenize } from '../../../src/cookbook/eval/ifbench/treebank.js';
 import { bfcl } from '../../../src/cookbook/eval/suites/bfcl.js';
 import { ifbench } from '../../../src/cookbook/eval/suites/ifbench.js';
-import { NO_EFFECTS } from '../../../src/cookbook/eval/suites/types.js';
-import { DataFormatError } from '../../../src/cookbook/errors.js';
+import { NO_EFFECTS, UnsupportedRowError } from '../../../src/cookbook/eval/suites/types.js';
 import type { Message } from '../../../src/cookbook/renderers/types.js';
 
 const REPO = path.join(import.meta.dirname, '..', '..', '..');
@@ -77,13 +76,11 @@ describe("IFBench's verifiers", () => {
     expect(grades).toEqual(samples.rows.map((r) => r.result));
   });
 
-  it('a row with an instruction this port does not check, or one IFBench does not know, is refused naming the id and the row', () => {
+  it('a row with an instruction this port does not check is unsupported (skipped when loaded); one IFBench does not know, or a bad kwarg, is refused naming the id and the row', () => {
     const row = (id: string) => ({ prompt: 'p', instruction_id_list: ['format:no_whitespace', id], kwargs: [{}, { N: 3 }] });
-    expect(() => ifbench.parseRow(row('words:start_verb'), 'IFBench_test.jsonl:7', null)).toThrow(
-      new DataFormatError(
-        `IFBench_test.jsonl:7: instruction "words:start_verb" is an IFBench instruction this port cannot check: it needs nltk's averaged perceptron POS tagger weights (nltk_data taggers/averaged_perceptron_tagger_eng), which this project cannot obtain; to score the other rows, pass --data a copy of the set without the rows that use it (the score is then not comparable with a published one)`,
-      ),
-    );
+    const startVerb = () => ifbench.parseRow(row('words:start_verb'), 'IFBench_test.jsonl:7', null);
+    expect(startVerb).toThrow(UnsupportedRowError);
+    expect(startVerb).toThrow(`instruction "words:start_verb" is an IFBench instruction this port cannot check: it needs nltk's averaged perceptron POS tagger weights (nltk_data taggers/averaged_perceptron_tagger_eng), which this project cannot obtain`);
     expect(() => ifbench.parseRow({ prompt: 'p', instruction_id_list: ['sentence:keyword'], kwargs: [{ word: '', N: 2 }] }, 'x:2', null)).toThrow(/x:2: instruction "sentence:keyword": kwarg "word" must not be empty/);
     expect(() => ifbench.parseRow(row('count:made_up'), 'IFBench_test.jsonl:8', null)).toThrow(/IFBench_test.jsonl:8: unknown instruction "count:made_up"/);
     expect(() => ifbench.parseRow({ prompt: 'p', instruction_id_list: ['count:numbers'], kwargs: [{ N: null }] }, 'x:1', null)).toThrow(/x:1: instruction "count:numbers" needs kwarg "N"/);

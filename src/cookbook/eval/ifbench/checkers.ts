@@ -5,7 +5,8 @@
 // Ported: the ids below, and those built on nltk's sentence splitter, word tokenizer and stopword
 // list, emoji and syllapy (./nltk-checkers.ts). Not ported: those of NOT_PORTED, whose data
 // (nltk's POS tagger's weights) no registry this project reaches ships; a row that uses one is
-// refused when the data loads, naming the id and the missing data.
+// skipped when the data loads and reported with the id and the missing data (refused instead
+// when the eval's skip_unsupported is false).
 import { CHECKERS as IFEVAL_CHECKERS, instructionProblem as ifevalProblem, type Kwargs } from '../ifeval/checkers.js';
 import { countWords } from '../ifeval/text.js';
 import { pyWordBoundaryRegex } from '../suites/py-text.js';
@@ -438,12 +439,18 @@ export const NOT_PORTED: Record<string, string> = {
 /** The classic IFEval ids IFBench's registry also holds. */
 const CLASSIC = new Set(Object.keys(IFEVAL_CHECKERS));
 
-/** Why an instruction of a row cannot be checked, or null when it can. */
+/**
+ * Why a well-formed instruction cannot be checked here (one of NOT_PORTED), or null: the row is
+ * skipped and reported, not refused.
+ */
+export function ifbenchUnsupported(id: string): string | null {
+  return Object.hasOwn(NOT_PORTED, id) ? `instruction "${id}" is an IFBench instruction this port cannot check: it needs ${NOT_PORTED[id]}, which this project cannot obtain` : null;
+}
+
+/** What is wrong with an instruction of a row (an unknown id, a missing or bad kwarg), or null; NOT_PORTED ids are ifbenchUnsupported's. */
 export function ifbenchProblem(id: string, kw: Kwargs): string | null {
   if (CLASSIC.has(id)) return ifevalProblem(id, kw);
-  if (Object.hasOwn(NOT_PORTED, id)) {
-    return `instruction "${id}" is an IFBench instruction this port cannot check: it needs ${NOT_PORTED[id]}, which this project cannot obtain; to score the other rows, pass --data a copy of the set without the rows that use it (the score is then not comparable with a published one)`;
-  }
+  if (Object.hasOwn(NOT_PORTED, id)) return null;
   const checker = Object.hasOwn(IFBENCH_CHECKERS, id) ? IFBENCH_CHECKERS[id] : undefined;
   if (!checker) return `unknown instruction "${id}" (not in IFBench's registry)`;
   for (const [key, type] of Object.entries(checker.requires)) {

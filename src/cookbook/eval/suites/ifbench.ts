@@ -1,13 +1,14 @@
 // IFBench (allenai/IFBench_test layout: key, prompt, instruction_id_list, kwargs; the single split
 // "train"), as the reference's ifbench.py: the prompt alone, each instruction checked by IFBench's
 // verifier (ifbench/checkers.ts); a prompt is correct when every instruction is followed. The
-// score is that strict accuracy; loose_accuracy is the mean share of instructions followed.
+// score is that strict accuracy; loose_accuracy is the mean share of instructions followed. A row
+// asking for an instruction this port cannot check (words:start_verb) is skipped and reported.
 import { ConfigurationError, DataFormatError } from '../../errors.js';
-import { ifbenchFollows, ifbenchProblem } from '../ifbench/checkers.js';
+import { ifbenchFollows, ifbenchProblem, ifbenchUnsupported } from '../ifbench/checkers.js';
 import type { Kwargs } from '../ifeval/checkers.js';
 import { arrayField, stringField } from './fields.js';
 import { exampleId } from './gsm8k.js';
-import { buildMessages, type ExampleResult, type Suite } from './types.js';
+import { buildMessages, UnsupportedRowError, type ExampleResult, type Suite } from './types.js';
 
 interface IfbenchTarget {
   instructions: Array<{ id: string; kwargs: Kwargs }>;
@@ -44,6 +45,9 @@ export const ifbench: Suite = {
       if (problem) throw new DataFormatError(`${at}: ${problem}`);
       return { id, kwargs };
     });
+    // Only a row that is otherwise well formed is skipped: a malformed one is refused above.
+    const unsupported = [...new Set(instructions.map((ins) => ifbenchUnsupported(ins.id)).filter((why) => why !== null))];
+    if (unsupported.length) throw new UnsupportedRowError(exampleId('ifbench', prompt), unsupported.join('; '));
     return { id: exampleId('ifbench', prompt), messages: buildMessages(prompt, systemPrompt), target: { instructions } satisfies IfbenchTarget };
   },
   grade(response, item) {

@@ -47,7 +47,7 @@ export interface TerminalChunkBlob {
 }
 
 /** results.json of a terminal eval: the single-turn file's fields, its examples the tasks. */
-export interface TerminalResultsFile extends Omit<EvalResultsFile, 'examples'> {
+export interface TerminalResultsFile extends Omit<EvalResultsFile, 'examples' | 'skipped'> {
   terminal: TerminalEvalOptions;
   /** swe_bench: the tasks that did not run (SKIPPED), with why. */
   skipped?: Array<{ id: string; reason: string }>;

@@ -23,6 +23,28 @@ export interface Grade {
   metrics?: Record<string, number>;
 }
 
+/**
+ * Thrown by a suite's parseRow for a well-formed row that this port or machine cannot check (an
+ * IFBench instruction whose data cannot be obtained here). The loader leaves the row out of
+ * sampling and scoring and reports it with `reason`; a malformed row stays a DataFormatError.
+ */
+export class UnsupportedRowError extends Error {
+  override name = 'UnsupportedRowError';
+  constructor(
+    readonly id: string,
+    readonly reason: string,
+  ) {
+    super(reason);
+  }
+}
+
+/** A row left out as unsupported: its example id, where it was read (file:line) and why. */
+export interface SkippedRow {
+  id: string;
+  at: string;
+  reason: string;
+}
+
 /** One sampled response to an example and its grade. */
 export interface SampleResult {
   response: string;
@@ -94,7 +116,8 @@ export interface Suite {
   /** Rows the reference evaluates (MMLU-Redux: only error_type "ok"); the others are dropped before `limit`. */
   include?(row: Record<string, unknown>): boolean;
   /**
-   * A row of the dataset → an example; a row that cannot be used is a DataFormatError naming `at`.
+   * A row of the dataset → an example; a row that cannot be used is a DataFormatError naming `at`,
+   * a well-formed row this port cannot check an UnsupportedRowError (skipped and reported).
    * `config` is the config the row was read from (a multi-config suite's subject).
    */
   parseRow(row: Record<string, unknown>, at: string, systemPrompt: string | null, config?: string | null): EvalItem;
