@@ -1,6 +1,7 @@
 // `cookbook eval` end to end, as a user runs it (no TTY), against the real stack: progress lines,
 // the results table, results.json and results.md in the run folder, `--list`, `runs` and `status`
-// of an eval, and bad input refused before any run exists, naming the file and line.
+// of an eval, and bad input refused before any run exists, naming the file and line (with
+// --no-skip, a row this port cannot check too).
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -62,6 +63,11 @@ describe('cookbook eval', () => {
     expect(r.code).toBe(2);
     expect(r.err).toContain('main/test-00000-of-00001.jsonl:2: "answer" has no final answer line');
     expect(existsSync(join(stack.dir, 'runs', 'eval-bad'))).toBe(false);
+    // A row the port cannot check is skipped by default (test/workflows/eval.test.ts); --no-skip refuses it, naming file and line.
+    const strict = await cookbook(stack, ['eval', 'tiny-qwen3', 'ifbench', '--data', join(root, 'test', 'fixtures', 'ifbench_skip'), '--no-skip', '--id', 'eval-no-skip']);
+    expect(strict.code).toBe(2);
+    expect(strict.err).toContain('ifbench_skip/train.jsonl:3: instruction "words:start_verb" is an IFBench instruction this port cannot check');
+    expect(existsSync(join(stack.dir, 'runs', 'eval-no-skip'))).toBe(false);
   });
 
   it('bad arguments are config errors that name the option', async () => {
