@@ -8,10 +8,10 @@ import { modelInputFromInts } from '../../src/cookbook/model-input.js';
 import { tinkerTokenCompleter } from '../../src/cookbook/rl/completers.js';
 import { datumForLoss, trajectoryToData } from '../../src/cookbook/rl/data.js';
 import type { Trajectory, Transition } from '../../src/cookbook/rl/types.js';
-import { type EngineHandle, startEngine } from '../support/engine.js';
+import { engineForFile, type FileEngine } from '../support/engine.js';
 
 const MODEL = 'tiny-qwen3';
-let engine: EngineHandle;
+let engine: FileEngine;
 let backend: TinkerBackend;
 let trainer: TrainingSession;
 let sampler: SamplingSession;
@@ -56,7 +56,7 @@ const withTargetSpan = (d: Datum, i: number, change: (s: ProvenanceSpan) => Prov
 
 describe('provenance spans against the real engine', () => {
   beforeAll(async () => {
-    engine = await startEngine();
+    engine = await engineForFile();
     backend = createTinkerBackend({ baseUrl: engine.baseUrl, apiKey: 'tml-provenance', env: {} });
     trainer = await backend.createTrainingSession({ baseModel: MODEL, lora: { rank: 4, seed: 3 } });
     sampler = await backend.createSamplingSession({ baseModel: MODEL });

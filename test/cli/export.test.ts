@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTinkerBackend, type TinkerBackend } from '../../src/backends/tinker-backend.js';
 import { exportCheckpoint, type ExportOptions } from '../../src/cli/export.js';
-import { type EngineHandle, startEngine } from '../support/engine.js';
+import { engineForFile, type FileEngine } from '../support/engine.js';
 import { sftDatum } from '../backends/helpers.js';
 import { ENGINE_DIR, engineProcessEnv, ensureEngineEnv } from '../../src/stack/engine-env.mjs';
 
@@ -93,7 +93,7 @@ function fakeRun(dir: string, path: string): void {
   writeFileSync(join(dir, 'checkpoints.jsonl'), `${JSON.stringify({ name: 'for-export', batch: 2, sampler_path: path })}\n`);
 }
 
-let engine: EngineHandle;
+let engine: FileEngine;
 let backend: TinkerBackend;
 let work: string;
 let checkpoint: string;
@@ -103,7 +103,7 @@ describe('cookbook export', () => {
   beforeAll(async () => {
     python = (await ensureEngineEnv()).python;
     work = mkdtempSync(join(tmpdir(), 'export-test-'));
-    engine = await startEngine();
+    engine = await engineForFile();
     backend = createTinkerBackend({ baseUrl: engine.baseUrl, apiKey: 'tml-export', env: {} });
     const s = await backend.createTrainingSession({ baseModel: MODEL, lora: { rank: 4, seed: 3 } });
     const data = [sftDatum([101, 102, 103, 104, 105, 106]), sftDatum([201, 202, 203, 204, 205])];

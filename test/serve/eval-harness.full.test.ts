@@ -12,7 +12,7 @@ import { openServedModel, type ServedModel } from '../../src/serve/served-model.
 import { startServer, type RunningServer } from '../../src/serve/server.js';
 import { type EngineHandle, startEngine } from '../support/engine.js';
 import { ensureInspectEnv } from '../support/python-tools.js';
-import { workerEngine } from '../support/shared-stack.js';
+import { workerEngine } from '../support/shared-engine.js';
 
 const MODEL = 'tiny-qwen3';
 const KEY = 'sk-inspect';

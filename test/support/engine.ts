@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startEngine as startEngineService, type Service } from '../../src/cli/services.js';
 import { onFreePort } from './free-port.js';
+import { workerEngine } from './shared-engine.js';
 import { timed } from './timing.js';
 
 export interface StartEngineOptions {
@@ -53,4 +54,25 @@ export async function startEngine(opts: StartEngineOptions = {}): Promise<Engine
       service = await timed('engine start', () => launch(port));
     },
   };
+}
+
+/**
+ * An engine for a file that kills or restarts none: its worker process's engine of the run's shared
+ * stack when there is one (no start-up to pay), else one of its own. stop() stops only its own.
+ */
+export async function engineForFile(): Promise<FileEngine> {
+  const shared = await sharedStackInfo();
+  if (shared) return { baseUrl: workerEngine(shared).engineUrl, stop: async () => {} };
+  return startEngine();
+}
+
+export type FileEngine = Pick<EngineHandle, 'baseUrl' | 'stop'>;
+
+/** None outside vitest: bench/ drives engines too, and importing vitest outside a test run throws. */
+async function sharedStackInfo() {
+  try {
+    return (await import('vitest')).inject('sharedStack');
+  } catch {
+    return null;
+  }
 }

@@ -1,9 +1,7 @@
 // `cookbook serve` as a user runs it: the CLI in its own process, against a given backend.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { inject } from 'vitest';
-import { startEngine } from './engine.js';
-import { workerEngine } from './shared-stack.js';
+import { engineForFile } from './engine.js';
 
 const BIN = join(import.meta.dirname, '..', '..', 'bin', 'cookbook.mjs');
 
@@ -33,8 +31,6 @@ export async function stopServe(child: ChildProcess | undefined): Promise<void> 
 
 /** This worker process's engine of the shared stack when the run has one, else an engine of this file's own (stop it after). */
 export async function serveBackend(): Promise<{ engineUrl: string; stop: () => Promise<void> }> {
-  const shared = inject('sharedStack');
-  if (shared) return { engineUrl: workerEngine(shared).engineUrl, stop: async () => {} };
-  const engine = await startEngine();
+  const engine = await engineForFile();
   return { engineUrl: engine.baseUrl, stop: () => engine.stop() };
 }

@@ -13,23 +13,7 @@ import type { TestProject } from 'vitest/node';
 import { startEngine, startTemporalServer } from '../../src/cli/services.js';
 import { onFreePort } from './free-port.js';
 import { startS3Server, type S3ServerEnv } from './s3-server.js';
-
-export interface SharedEngine {
-  engineUrl: string;
-  engineLog: string;
-}
-
-export interface SharedStackInfo {
-  temporalAddress: string;
-  /** One per test worker process. */
-  engines: SharedEngine[];
-}
-
-/** The engine of the test worker process this runs in (vitest numbers them from 1 in VITEST_POOL_ID). */
-export function workerEngine(info: SharedStackInfo): SharedEngine {
-  const worker = Math.max(1, Number(process.env.VITEST_POOL_ID) || 1);
-  return info.engines[(worker - 1) % info.engines.length];
-}
+import type { SharedStackInfo } from './shared-engine.js';
 
 /** The run's S3 server (SeaweedFS), for files that never stop it (s3ServerForFile in s3-server.ts). */
 export interface SharedS3Info {

@@ -12,7 +12,7 @@ import { resolveRun, startRun, type ResolvedRun } from '../../src/cli/train.js';
 import { createCookbookWorker } from '../../src/workers/worker.js';
 import type { RunResult } from '../../src/workflows/shared/training-run.js';
 import { onFreePort } from './free-port.js';
-import { workerEngine, type SharedStackInfo } from './shared-stack.js';
+import { workerEngine, type SharedStackInfo } from './shared-engine.js';
 import { once } from './once.js';
 import { timed } from './timing.js';
 import type { S3Server } from './s3-server.js';
