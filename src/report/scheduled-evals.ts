@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type { EvalResultsFile } from '../cookbook/eval/results.js';
 import { checkpointStep, SCHEDULED_EVALS_DIR } from '../cookbook/eval/scheduled.js';
 import { chartSpec, renderSvg } from './charts.js';
-import { esc, table } from './html.js';
+import { esc, fmt, table } from './html.js';
 import type { RunData } from './load.js';
 
 export interface ScheduledEvalPoint {
@@ -17,6 +17,8 @@ export interface ScheduledEvalPoint {
   benchmark: string;
   score: number;
   numExamples: number;
+  /** Rows left out as ones the port cannot check (results.json's num_skipped): the score is then partial. */
+  numSkipped: number;
   resultsPath: string;
 }
 
@@ -45,7 +47,7 @@ export function loadScheduledEvals(run: RunData): ScheduledEvalPoint[] {
       }
       const step = stepOf.get(file.model) ?? stepOf.get(checkpoint);
       if (step === undefined || typeof file.metrics?.score !== 'number') continue;
-      points.push({ checkpoint, step, benchmark: file.suite, score: file.metrics.score, numExamples: file.metrics.num_examples ?? 0, resultsPath });
+      points.push({ checkpoint, step, benchmark: file.suite, score: file.metrics.score, numExamples: file.metrics.num_examples ?? 0, numSkipped: file.metrics.num_skipped ?? 0, resultsPath });
     }
   }
   return points.sort((a, b) => a.step - b.step || a.benchmark.localeCompare(b.benchmark));
@@ -69,8 +71,11 @@ export async function renderScheduledEvalsSection(runs: readonly RunData[]): Pro
       const points = perRun[i]!;
       if (points.length === 0) return '';
       const checkpoints = [...new Map(points.map((p) => [p.checkpoint, p.step])).entries()];
-      const rows = checkpoints.map(([name, step]) => [name, step, ...benchmarks.map((b) => points.find((p) => p.checkpoint === name && p.benchmark === b)?.score ?? '–')]);
-      return `<h3>${esc(run.label)}</h3>${table(['checkpoint', 'step', ...benchmarks], rows)}`;
+      // A score over part of the set (rows skipped) is starred: it is not comparable with a published one.
+      const cell = (p: ScheduledEvalPoint | undefined) => (p === undefined ? '–' : p.numSkipped > 0 ? `${fmt(p.score)}*` : p.score);
+      const rows = checkpoints.map(([name, step]) => [name, step, ...benchmarks.map((b) => cell(points.find((p) => p.checkpoint === name && p.benchmark === b)))]);
+      const partial = points.some((p) => p.numSkipped > 0) ? '<p class="muted">* rows this port cannot check were skipped (listed in that eval\'s results.json): the score is over the rest and not comparable with a published full-set score.</p>' : '';
+      return `<h3>${esc(run.label)}</h3>${table(['checkpoint', 'step', ...benchmarks], rows)}${partial}`;
     })
     .join('');
   const intro = `<p class="muted">Each benchmark's score on the run's sampler checkpoints, evaluated by an eval schedule (<code>cookbook eval &lt;run&gt; --every …</code>); results in &lt;log dir&gt;/${SCHEDULED_EVALS_DIR}/&lt;checkpoint&gt;/&lt;benchmark&gt;/results.json.</p>`;

@@ -1,7 +1,7 @@
 // The report's scheduled-evals section from files alone: scores placed at the step each checkpoint
 // trained to (next_step − 1; batch only for rows that predate next_step), evals without a
 // results.json (running, failed) and checkpoints the run no longer lists left out, several runs
-// overlaid on one curve per benchmark.
+// overlaid on one curve per benchmark; a score with rows skipped starred, with its note.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,11 +23,11 @@ function trainingRun(name: string, rows: Array<Record<string, unknown> & { name:
   return dir;
 }
 
-function evaluated(dir: string, checkpoint: string, suite: string, model: string, score: number | null): void {
+function evaluated(dir: string, checkpoint: string, suite: string, model: string, score: number | null, skipped = 0): void {
   const evalDir = scheduledEvalDir(dir, checkpoint, suite);
   mkdirSync(evalDir, { recursive: true });
   if (score === null) return; // claimed, not finished
-  writeFileSync(join(evalDir, 'results.json'), JSON.stringify({ format: 'eval_results/v1', suite, model, metrics: { score, num_correct: 0, num_examples: 4 }, examples: [] }));
+  writeFileSync(join(evalDir, 'results.json'), JSON.stringify({ format: 'eval_results/v1', suite, model, metrics: { score, num_correct: 0, num_examples: 4, ...(skipped ? { num_skipped: skipped } : {}) }, examples: [] }));
 }
 
 describe('scheduled evals in the report', () => {
@@ -60,6 +60,21 @@ describe('scheduled evals in the report', () => {
     expect(html).toContain('run-b');
     expect(html).toContain('<td>final</td><td class="num">6</td><td class="num">0.75</td><td>–</td>');
 
+    expect(html).not.toContain('not comparable');
+
     expect(await renderScheduledEvalsSection([loadRun(trainingRun('run-c', []))])).toBe('');
+  });
+
+  it('stars a score with rows skipped (IFBench rows this port cannot check) and says it is not comparable', async () => {
+    const d = trainingRun('run-d', [{ name: '000002', batch: 2, epoch: 0, next_step: 3, sampler_path: 'tinker://d/sampler_weights/000002' }]);
+    evaluated(d, '000002', 'ifbench', 'tinker://d/sampler_weights/000002', 0.25, 1);
+    evaluated(d, '000002', 'gsm8k', 'tinker://d/sampler_weights/000002', 0.5);
+    expect(loadScheduledEvals(loadRun(d)).map((p) => [p.benchmark, p.numSkipped])).toEqual([
+      ['gsm8k', 0],
+      ['ifbench', 1],
+    ]);
+    const html = await renderScheduledEvalsSection([loadRun(d)]);
+    expect(html).toContain('<td>000002</td><td class="num">2</td><td class="num">0.5</td><td>0.25*</td>');
+    expect(html).toContain('not comparable with a published full-set score');
   });
 });
