@@ -7,7 +7,7 @@ import type { Datum, ForwardBackwardOutput, LossFn, OptimStepResponse, Submitted
 import { ApplicationFailure } from '@temporalio/activity';
 import { checkProvenance, datumForLoss, splitList } from '../cookbook/rl/data.js';
 import { CookbookError } from '../cookbook/errors.js';
-import { nowMs, spanUntilSettled } from '../cookbook/timing.js';
+import { nowMs, recordSpan, spanUntilSettled } from '../cookbook/timing.js';
 import { callBackend, heartbeating } from './context.js';
 import { ErrorTypes, type ModelRef } from './types.js';
 import { modelSession } from './unsequenced.js';
@@ -95,7 +95,8 @@ export interface PolicySubstepResult {
 /**
  * One optimizer substep on its own (streaming minibatches trained while the step still samples):
  * a forward_backward per non-empty minibatch, then one optim_step; its sequence ids run from the
- * model's cursor, so a retried activity resends exactly the same ids.
+ * model's cursor, so a retried activity resends exactly the same ids. Timed as the reference's
+ * do_train_step_streaming_and_get_sampling_client: each request's enqueue and consume.
  */
 export async function trainPolicySubstep(
   backend: TrainingBackend,
@@ -105,10 +106,28 @@ export async function trainPolicySubstep(
   opts: { learningRate: number; step: number; substep: number },
 ): Promise<PolicySubstepResult> {
   const session = modelSession(backend, model);
-  const start = nowMs();
-  const { submitted, seqId } = await submitSubsteps(session, model.nextSeqId, [minibatches], cfg, opts.learningRate);
-  const outs = await callBackend('train substep', 'model-lost', () => heartbeating(spanUntilSettled(['train_step'], start, collectSubsteps(submitted)), { step: opts.step, substep: opts.substep }));
+  const name = (what: string) => `train/${what}_substep_${opts.substep}`;
+  const { submitted, seqId } = await submitSubsteps(session, model.nextSeqId, [minibatches], cfg, opts.learningRate, (kind, index, startMs) =>
+    recordSpan(kind === 'optim' ? `${name('optim')}_enqueue` : `${name('fwd_bwd')}_mb_${index}_enqueue`, startMs, nowMs()),
+  );
+  const outs = await callBackend('train substep', 'model-lost', () => heartbeating(collectTimed(submitted[0], name), { step: opts.step, substep: opts.substep }));
   return { seqIdsUsed: seqId - model.nextSeqId, trainLogprobs_D: outs.trainLogprobs_D, optimMetrics: outs.optimMetrics };
+}
+
+/** A streaming substep's results, each request's wait timed as the reference's `_consume` spans. */
+async function collectTimed(substep: SubmittedSubstep | undefined, name: (what: string) => string): Promise<{ trainLogprobs_D: number[][]; optimMetrics: Record<string, number> | null }> {
+  if (!substep) return { trainLogprobs_D: [], optimMetrics: null };
+  const trainLogprobs_D: number[][] = [];
+  for (const [i, fb] of substep.fbs.entries()) {
+    const start = nowMs();
+    const out = await fb.result();
+    recordSpan(`${name('fwd_bwd')}_mb_${i}_consume`, start, nowMs());
+    trainLogprobs_D.push(...out.loss_fn_outputs.map((o) => o.logprobs.data));
+  }
+  const start = nowMs();
+  const optim = await substep.optim.result();
+  recordSpan(`${name('optim')}_consume`, start, nowMs());
+  return { trainLogprobs_D, optimMetrics: optim.metrics ?? {} };
 }
 
 /** Sampler weights of the model as it stands (after a step's substeps): what the next step samples from. */
@@ -131,7 +150,14 @@ type TrainingSession = ReturnType<TrainingBackend['openTrainingSession']>;
 type SubmittedSubstep = { fbs: Array<Submitted<ForwardBackwardOutput>>; optim: Submitted<OptimStepResponse> };
 
 /** Submits the substeps back to back (the server pipelines them); returns the cursor after them. */
-async function submitSubsteps(session: TrainingSession, firstSeqId: number, substeps: Datum[][][], cfg: PolicyStepConfig, learningRate: number) {
+async function submitSubsteps(
+  session: TrainingSession,
+  firstSeqId: number,
+  substeps: Datum[][][],
+  cfg: PolicyStepConfig,
+  learningRate: number,
+  enqueued?: (kind: 'fwd_bwd' | 'optim', index: number, startMs: number) => void,
+) {
   const adam = { learning_rate: learningRate, beta1: cfg.adam_beta1, beta2: cfg.adam_beta2, eps: cfg.adam_eps };
   try {
     checkProvenance(substeps.flat(2), cfg.loss_fn); // before anything is sent, as the reference
@@ -144,14 +170,18 @@ async function submitSubsteps(session: TrainingSession, firstSeqId: number, subs
   for (const minibatches of substeps) {
     const fbs: Array<Submitted<ForwardBackwardOutput>> = [];
     for (const minibatch of minibatches.filter((m) => m.length > 0)) {
+      const start = nowMs();
       const fb = await callBackend('forward_backward', 'model-lost', () =>
         session.forwardBackward(minibatch.map((d) => datumForLoss(d, cfg.loss_fn)), cfg.loss_fn, { seqId, lossFnConfig: cfg.loss_fn_config ?? undefined }),
       );
+      enqueued?.('fwd_bwd', fbs.length, start);
       seqId += fb.seqIds;
       fbs.push(fb);
     }
     if (fbs.length === 0) continue;
+    const start = nowMs();
     const optim = await callBackend('optim_step', 'model-lost', () => session.optimStep(adam, { seqId }));
+    enqueued?.('optim', 0, start);
     seqId += optim.seqIds;
     submitted.push({ fbs, optim });
   }

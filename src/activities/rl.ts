@@ -61,6 +61,12 @@ export interface RolloutGroupInput {
   samplingStep: number;
   /** How often this group was sampled before (async mode requeues stale groups). */
   attempt?: number;
+  /**
+   * Async (0.6.1's trajectory worker): with remove_constant_reward_groups, a group whose rewards are
+   * all equal is dropped as it completes (ref null, its sampling in `discarded`), so it never takes
+   * a place in a step.
+   */
+  dropConstantReward?: boolean;
 }
 export interface RolloutGroupResult {
   /** Run-store reference of the trajectory group; null when the strategy dropped the group. */
@@ -76,6 +82,8 @@ export interface RolloutGroupResult {
    * dataset dropped, as math_rl's Polaris and DeepMath do): nothing sampled, not a dropped group.
    */
   absent?: true;
+  /** Dropped for a constant reward as it completed (`dropConstantReward`): the sampling it cost. */
+  discarded?: TokenUsage;
 }
 
 export interface RLPlan {
@@ -183,6 +191,36 @@ function samplingTimes(run: RunRef, kept: RolloutGroupResult[]): Record<string, 
   };
 }
 
+/** A sync streaming substep's groups are one substep of the batch, by position: its minibatches' ranges. */
+function syncMinibatches(cfg: RLConfig, groups: RolloutGroupResult[], substep: number, step: number) {
+  const stream = cfg.stream_minibatch_config!;
+  const ranges = streamMinibatchRanges(stream.groups_per_batch, cfg.num_substeps, stream.num_minibatches)[substep];
+  const base = ranges?.[0][0] ?? 0;
+  if (!ranges || ranges[ranges.length - 1][1] - base !== groups.length) {
+    throw ApplicationFailure.nonRetryable(`rlStreamSubstep: step ${step} substep ${substep} got ${groups.length} groups, which is not one substep of stream_minibatch_config`, ErrorTypes.config);
+  }
+  return { ordered: groups, local: ranges.map(([start, end]): [number, number] => [start - base, end - base]) };
+}
+
+/**
+ * An async streaming substep's groups, in the order they completed (0.6.1 fills minibatches so):
+ * consecutive minibatches of groups_per_minibatch, the last one shorter when the data ran out.
+ * Within a minibatch the groups go to forward_backward oldest sampler first, then by dataset
+ * position, so a replayed or rerun step sends the same batch whatever order its rollouts finished in.
+ */
+function asyncMinibatches(cfg: RLConfig, groups: RolloutGroupResult[], substep: number, step: number) {
+  const stream = cfg.stream_minibatch_config!;
+  const perSubstep = stream.groups_per_batch / cfg.num_substeps;
+  const perMinibatch = perSubstep / stream.num_minibatches;
+  if (groups.length === 0 || groups.length > perSubstep || groups.some((g) => g.ref === null)) {
+    throw ApplicationFailure.nonRetryable(`rlStreamSubstep: step ${step} substep ${substep} got ${groups.length} groups; an async substep trains 1 to ${perSubstep} sampled groups`, ErrorTypes.config);
+  }
+  const local: Array<[number, number]> = [];
+  for (let start = 0; start < groups.length; start += perMinibatch) local.push([start, Math.min(start + perMinibatch, groups.length)]);
+  const byPosition = (a: RolloutGroupResult, b: RolloutGroupResult) => a.samplingStep - b.samplingStep || a.batch - b.batch || a.group - b.group;
+  return { ordered: local.flatMap(([start, end]) => groups.slice(start, end).sort(byPosition)), local };
+}
+
 /** Backend trouble is infrastructure (retry the activity); anything else is the env's own failure. */
 export function rlActivities(deps: ActivityDeps) {
   const backendOf = (cfg: RLConfig): TrainingBackend => deps.backendFor(cfg.base_url, cfg.wire);
@@ -217,8 +255,9 @@ export function rlActivities(deps: ActivityDeps) {
       const { train, test } = await heartbeating(data);
       if (train.length === 0) throw ApplicationFailure.nonRetryable('the RL dataset has no batches', ErrorTypes.data);
       const groupsPerBatch = train.getBatch(0).length;
-      const stream = rlData(run).cfg.stream_minibatch_config;
-      if (stream && stream.groups_per_batch !== groupsPerBatch) {
+      const { stream_minibatch_config: stream, async_config } = rlData(run).cfg;
+      // Async steps take groups as they complete, whatever dataset batch they came from.
+      if (stream && !async_config && stream.groups_per_batch !== groupsPerBatch) {
         throw ApplicationFailure.nonRetryable(
           `stream_minibatch_config.groups_per_batch is ${stream.groups_per_batch} but each dataset batch has ${groupsPerBatch} groups; they must be equal`,
           ErrorTypes.config,
@@ -227,7 +266,7 @@ export function rlActivities(deps: ActivityDeps) {
       return { nBatches: train.length, groupsPerBatch, hasTest: Boolean(test && test.length > 0) };
     },
 
-    async rlRolloutGroup({ run, step, group, samplerPath, samplingStep, attempt = 0 }: RolloutGroupInput): Promise<RolloutGroupResult> {
+    async rlRolloutGroup({ run, step, group, samplerPath, samplingStep, attempt = 0, dropConstantReward }: RolloutGroupInput): Promise<RolloutGroupResult> {
       const { cfg, data } = rlData(run);
       const { train } = await heartbeating(data);
       // Epoch e replays the dataset in order: global step i samples batch i mod len(dataset).
@@ -245,10 +284,15 @@ export function rlActivities(deps: ActivityDeps) {
         rolloutSpan(cfg, started);
       }
       const name = `rollouts/batch_${pad(step)}/group_${String(group).padStart(4, '0')}${attempt ? `_attempt_${attempt}` : ''}.json`;
+      const dropped = result !== null && dropConstantReward === true && cfg.remove_constant_reward_groups && allSame(result.getTotalRewards());
       // Async rollouts belong to whichever step trains them: their spans are kept by trajectory
       // group (beside no step's), where that step's rlTrain reads its groups' sampling times.
-      if (cfg.async_config) currentTiming()?.storeAt(result ? name : undefined);
+      if (cfg.async_config) currentTiming()?.storeAt(result && !dropped ? name : undefined);
       if (!result) return { ref: null, batch, group, samplingStep, errorTypes: [], meanReward: null };
+      if (dropped) {
+        captureRollouts(cfg.capture, result, { run, iteration: step, group, attempt, purpose: 'rollout', policyVersion: samplerPath });
+        return { ref: null, batch, group, samplingStep, errorTypes: [], meanReward: result.getTotalRewards()[0] ?? null, discarded: rolloutUsage([result]) };
+      }
       const ref = new RunStore(run.logPath).writeBlob(name, serializeTrajectoryGroup(result));
       captureRollouts(cfg.capture, result, { run, iteration: step, group, attempt, purpose: 'rollout', policyVersion: samplerPath });
       const totals = result.getTotalRewards();
@@ -278,15 +322,10 @@ export function rlActivities(deps: ActivityDeps) {
       const { cfg, data } = rlData(run);
       const stream = cfg.stream_minibatch_config;
       if (!stream) throw ApplicationFailure.nonRetryable(`rlStreamSubstep: run ${run.logPath} has no stream_minibatch_config`, ErrorTypes.config);
-      const ranges = streamMinibatchRanges(stream.groups_per_batch, cfg.num_substeps, stream.num_minibatches)[substep];
-      const base = ranges?.[0][0] ?? 0;
-      if (!ranges || ranges[ranges.length - 1][1] - base !== groups.length) {
-        throw ApplicationFailure.nonRetryable(`rlStreamSubstep: step ${step} substep ${substep} got ${groups.length} groups, which is not one substep of stream_minibatch_config`, ErrorTypes.config);
-      }
+      const { ordered, local } = cfg.async_config ? asyncMinibatches(cfg, groups, substep, step) : syncMinibatches(cfg, groups, substep, step);
       const store = new RunStore(run.logPath);
-      const local = ranges.map(([start, end]): [number, number] => [start - base, end - base]);
       const started = nowMs();
-      const prepared = await prepareStreamSubstep(cfg, store, await heartbeating(data), groups, local);
+      const prepared = await prepareStreamSubstep(cfg, store, await heartbeating(data), ordered, local);
       const trained = await trainPolicySubstep(backendOf(cfg), model, prepared.minibatches, cfg, { learningRate, step, substep });
       captureTrainOp(cfg.capture, { run, step, substep, op: 'forward_backward', modelId: model.modelId, details: { loss_fn: cfg.loss_fn } }, prepared.minibatches.flat());
       captureTrainOp(cfg.capture, { run, step, substep, op: 'optim_step', modelId: model.modelId, details: { learning_rate: learningRate } });
@@ -312,7 +351,7 @@ export function rlActivities(deps: ActivityDeps) {
       const trained = mergeStreamedSubsteps(substeps.map((ref) => deserializeStreamedSubstep(store.readBlob(ref).toString('utf8'), ref)));
       const { saved, finished } = await scopeSpan('compute_full_batch_metrics_and_get_sampling_client', async () => {
         const saved = await savePolicySampler(backendOf(cfg), model, { samplerName: `sampler_${pad(step + 1)}`, ttlSeconds: cfg.ttl_seconds, step });
-        return { saved, finished: await finishStreamingStep(cfg, store, { step, trained, samplerPath: saved.samplerPath, preStepMetrics, tokens }) };
+        return { saved, finished: await finishStreamingStep(cfg, store, { run, step, trained, samplerPath: saved.samplerPath, preStepMetrics, tokens }) };
       });
       recordSpan(STREAMING_STEP_SPAN, started, nowMs(), { part: true });
       return { seqIdsUsed: saved.seqIdsUsed, tokens: finished.tokens, metrics: writeStepRow(run, step, finished.metrics, errorMetrics), samplerPath: saved.samplerPath };
@@ -422,7 +461,7 @@ export function rlActivities(deps: ActivityDeps) {
       trainLogprobs_D: result.trainLogprobs_D,
       optimMetrics: result.optimMetrics,
     };
-    const finished = await scopeSpan('compute_full_batch_metrics_and_get_sampling_client', () => finishStreamingStep(cfg, store, { step, trained, samplerPath: result.samplerPath, preStepMetrics, tokens }));
+    const finished = await scopeSpan('compute_full_batch_metrics_and_get_sampling_client', () => finishStreamingStep(cfg, store, { run, step, trained, samplerPath: result.samplerPath, preStepMetrics, tokens }));
     return { seqIdsUsed: result.seqIdsUsed, tokens: finished.tokens, metrics: writeStepRow(run, step, finished.metrics, errorMetrics), samplerPath: result.samplerPath };
   }
 
@@ -471,7 +510,7 @@ export function rlActivities(deps: ActivityDeps) {
   async function finishStreamingStep(
     cfg: RLConfig,
     store: RunStore,
-    opts: { step: number; trained: StreamedSubstep; samplerPath: string; preStepMetrics: Record<string, number>; tokens: TokenTotals },
+    opts: { run: RunRef; step: number; trained: StreamedSubstep; samplerPath: string; preStepMetrics: Record<string, number>; tokens: TokenTotals },
   ): Promise<{ metrics: Record<string, number>; tokens: TokenTotals }> {
     const { step, trained, samplerPath } = opts;
     const loaded = trained.groups.map((t) => deserializeTrajectoryGroup(store.readBlob(t.meta.ref!).toString('utf8')));
@@ -496,6 +535,7 @@ export function rlActivities(deps: ActivityDeps) {
     const samplingSteps = trained.groups.map((t) => t.meta.samplingStep);
     const metrics: Record<string, number> = {
       ...opts.preStepMetrics,
+      ...(cfg.async_config ? samplingTimes(opts.run, trained.groups.map((t) => t.meta)) : {}),
       ...(loaded.length ? computeTrajectoryMetrics(loaded, tags) : {}),
       ...(trained.klMetrics ?? {}),
       ...(trained.optimMetrics ?? {}),
@@ -506,7 +546,7 @@ export function rlActivities(deps: ActivityDeps) {
             'sampling_client/step_mean': samplingSteps.reduce((a, b) => a + b, 0) / samplingSteps.length,
           }
         : {}),
-      ...(all_D.length ? computeKlSampleTrain(all_D, trained.trainLogprobs_D) : {}),
+      ...(all_D.length ? await scopeSpan('compute_kl_sample_train', () => computeKlSampleTrain(all_D, trained.trainLogprobs_D)) : {}),
       ...tokenMetrics,
       ...postKl,
     };

@@ -74,7 +74,8 @@ setSpanWindowLookup(currentTiming);
 const isRunRef = (run: unknown): run is RunRef => typeof (run as RunRef | undefined)?.logPath === 'string';
 
 /** The step a checkpoint save works for: the one its row resumes at, or the one named by a sampler save (`sampler_000003`). */
-function checkpointStep(input: { name?: unknown; row?: { next_step?: unknown } }): number | undefined {
+function checkpointStep(input: { name?: unknown; row?: { next_step?: unknown }; beforeFirstStep?: unknown }): number | undefined {
+  if (input.beforeFirstStep === true) return undefined;
   if (typeof input.row?.next_step === 'number') return input.row.next_step;
   const m = typeof input.name === 'string' ? /_(\d{6})$/.exec(input.name) : null;
   return m ? Number(m[1]) : undefined;

@@ -52,6 +52,8 @@ export interface SaveCheckpointInput {
   row: Omit<CheckpointRow, 'name' | 'state_path' | 'sampler_path'>;
   /** false: weights for samplers only, not a checkpoint row (default true). */
   record?: boolean;
+  /** Saved before the run's first step (async RL's initial checkpoint): timed in no step's row, as the reference's. */
+  beforeFirstStep?: boolean;
 }
 export interface SaveCheckpointResult extends SeqUse {
   statePath?: string;

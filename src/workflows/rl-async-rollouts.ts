@@ -6,7 +6,8 @@
 //   also takes every group already completed, and trains the oldest (lowest sampler step, ties in
 //   completion order) first; the rest carry over to later steps;
 // - the dataloader hands out the builders of dataset batches [start, end_batch) only, so no
-//   rollout is launched for data past the last step.
+//   rollout is launched for data past the last step;
+// - with streaming minibatches, a step takes groups in the order they complete (`take`).
 //
 // Durability, as OffPolicyRollouts: the queue is plain state snapshotted with each checkpoint;
 // rollouts carry the recovery generation (results of an older one are ignored and the builders in
@@ -87,18 +88,47 @@ export class AsyncRollouts {
    * free their slots here, after it has trained.
    */
   async collect(want: number): Promise<AsyncBatch> {
-    this.training = 0;
-    this.fill();
-    while (this.state.ready.filter(trainable).length < want && this.running.size > 0) {
-      await new Promise<void>((resolve) => (this.wake = resolve));
-      this.wake = undefined;
-    }
+    this.beginStep();
+    await this.waitFor(want);
     const dropped = this.state.ready.filter((g) => !trainable(g));
     const completed = this.state.ready.filter(trainable).sort((a, b) => a.samplingStep - b.samplingStep);
     const groups = completed.slice(0, want);
     this.state.ready = completed.slice(want);
     this.training = groups.length;
     return { groups, dropped };
+  }
+
+  /** A step starts: the groups the previous one trained free their slots (its weights are out). */
+  beginStep(): void {
+    this.training = 0;
+    this.fill();
+  }
+
+  /**
+   * With streaming minibatches (0.6.1's do_train_step_streaming_and_get_sampling_client): the
+   * next `want` trainable groups in the order they completed (fewer only once every builder has
+   * completed), and the groups filtered out before them. They hold their slots until the next
+   * step begins.
+   */
+  async take(want: number): Promise<AsyncBatch> {
+    await this.waitFor(want);
+    const groups: RolloutGroupResult[] = [];
+    const dropped: RolloutGroupResult[] = [];
+    const rest: RolloutGroupResult[] = [];
+    for (const g of this.state.ready) {
+      if (groups.length === want) rest.push(g);
+      else (trainable(g) ? groups : dropped).push(g);
+    }
+    this.state.ready = rest;
+    this.training += groups.length;
+    return { groups, dropped };
+  }
+
+  private async waitFor(want: number): Promise<void> {
+    while (this.state.ready.filter(trainable).length < want && this.running.size > 0) {
+      await new Promise<void>((resolve) => (this.wake = resolve));
+      this.wake = undefined;
+    }
   }
 
   /** Every builder handed out and every rollout completed (0.6.1's rollout_workers_finished). */

@@ -5,7 +5,7 @@
 import type { RLConfig } from '../cookbook/config/rl.js';
 import { RolloutErrorCounter, type RolloutErrorCounterState } from '../cookbook/rl/rollouts.js';
 import { cumulativeTokenMetrics, NO_TOKEN_TOTALS, NO_TOKENS, TokenTracker, tokenLoopState, tokenTotalsFromLoopState, type TokenTotals } from '../cookbook/token-usage.js';
-import { CancellationScope, patched } from '@temporalio/workflow';
+import { CancellationScope, log, patched } from '@temporalio/workflow';
 import type { RLPlan, RLTrainResult, RolloutGroupResult } from '../activities/types.js';
 import { emptyOffPolicyState, OffPolicyRollouts, type OffPolicyState } from './rl-off-policy.js';
 import { AsyncRollouts } from './rl-async-rollouts.js';
@@ -20,6 +20,10 @@ interface RLState {
   offPolicy?: OffPolicyState;
   /** Running token totals (absent from states recorded before they existed: none counted). */
   tokens?: TokenTotals;
+  /** Async: the initial checkpoint (0.6.1's `{start_batch:06d}`) is saved. */
+  initialSaved?: true;
+  /** Async: the step at which no group was left to train (the data ran out before end_batch). */
+  dataEndedAt?: number;
 }
 
 const pad = (n: number) => String(n).padStart(6, '0');
@@ -31,6 +35,12 @@ const STREAM_SUBSTEPS_PATCH = 'rl-stream-substeps';
  * Histories before it ran OffPolicyRollouts (stale groups requeued, `groups_per_batch` in flight).
  */
 const ASYNC_061_PATCH = 'rl-async-0.6.1';
+/**
+ * The rest of 0.6.1's do_async_training: the initial checkpoint before the first step; constant-
+ * reward groups dropped as they complete (they take no place in a step); training ends when the
+ * data runs out before end_batch; streaming minibatches. Histories before it ran rl-async-0.6.1 alone.
+ */
+const ASYNC_061_FULL_PATCH = 'rl-async-0.6.1-full';
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 export async function rlWorkflow(input: RLInput): Promise<RunResult> {
@@ -44,15 +54,22 @@ export async function rlWorkflow(input: RLInput): Promise<RunResult> {
   input.plan = plan;
   // num_epochs passes over the dataset (configs recorded before the field existed ran one).
   const totalBuilders = plan.nBatches * plan.groupsPerBatch * (cfg.num_epochs ?? 1);
-  const groupsPerStep = async ? async.groups_per_batch : plan.groupsPerBatch;
+  const stream = cfg.stream_minibatch_config;
+  // As 0.6.1: with streaming minibatches an async step trains the stream config's groups_per_batch.
+  const groupsPerStep = async ? (stream?.groups_per_batch ?? async.groups_per_batch) : plan.groupsPerBatch;
   const oldestFirst = async ? patched(ASYNC_061_PATCH) : false;
+  const fullAsync = oldestFirst ? patched(ASYNC_061_FULL_PATCH) : false;
   // 0.6.1's end_batch (_resolve_end_batch): the dataloader hands out that many dataset batches and
   // training stops after that many steps, a last smaller one taking what is left.
   const endBatch = Math.min(plan.nBatches * (cfg.num_epochs ?? 1), cfg.max_steps ?? Infinity);
+  const startStep = cfg.continue_from?.next_step ?? 0;
   const asyncBuilders = oldestFirst ? endBatch * plan.groupsPerBatch : totalBuilders;
-  const totalSteps = oldestFirst
-    ? Math.min(endBatch, Math.ceil(asyncBuilders / groupsPerStep))
-    : Math.min(Math.floor(totalBuilders / groupsPerStep), cfg.max_steps ?? Infinity);
+  // Full 0.6.1: up to end_batch steps, fewer when the data runs out first (dataEndedAt).
+  const totalSteps = fullAsync
+    ? endBatch
+    : oldestFirst
+      ? Math.min(endBatch, Math.ceil(asyncBuilders / groupsPerStep))
+      : Math.min(Math.floor(totalBuilders / groupsPerStep), cfg.max_steps ?? Infinity);
   const initialState = startState(cfg, asyncBuilders, plan.groupsPerBatch);
   run.state.custom ??= JSON.parse(JSON.stringify(initialState));
   const state = () => run.state.custom as RLState;
@@ -60,7 +77,7 @@ export async function rlWorkflow(input: RLInput): Promise<RunResult> {
 
   const rollout = (batch: number, group: number, samplerPath: string, samplingStep: number, attempt = 0) =>
     acts.rlRolloutGroup.executeWithOptions({ summary: `rollout batch ${batch} group ${group}${attempt ? ` (attempt ${attempt + 1})` : ''} on weights of step ${samplingStep}` }, [
-      { run: input.run, step: batch, group, samplerPath, samplingStep, attempt },
+      { run: input.run, step: batch, group, samplerPath, samplingStep, attempt, ...(fullAsync && cfg.remove_constant_reward_groups ? { dropConstantReward: true } : {}) },
     ]);
 
   // Async mode: the sampler in use when a rollout starts is whatever is current then.
@@ -74,7 +91,7 @@ export async function rlWorkflow(input: RLInput): Promise<RunResult> {
       slots = new AsyncRollouts(st, {
         totalBuilders: asyncBuilders,
         groupsPerDatasetBatch: plan.groupsPerBatch,
-        slots: async!.groups_per_batch * (async!.max_steps_off_policy + 1),
+        slots: groupsPerStep * (async!.max_steps_off_policy + 1),
         launch: (batch, group, attempt) => rollout(batch, group, current.path, current.step, attempt),
       });
     }
@@ -172,6 +189,67 @@ export async function rlWorkflow(input: RLInput): Promise<RunResult> {
     );
   }
 
+  /**
+   * An async step with streaming minibatches (0.6.1's do_train_step_streaming_and_get_sampling_client
+   * in do_async_training): substep i trains, after substep i−1, the next groups_per_substep groups
+   * to complete, whatever their sampler; groups filtered out are skipped, so every substep is full
+   * until the data runs out (the last step is shorter; a step left with none ends training).
+   */
+  async function asyncStreamingStep(step: number, samplerPath: string, lr: number, preStepMetrics: Record<string, number>): Promise<void> {
+    const evals = evaluate(step, samplerPath);
+    current = { path: samplerPath, step };
+    const slots = asyncRollouts();
+    slots.beginStep();
+    const perSubstep = groupsPerStep / cfg.num_substeps;
+    const [trained, dropped, substeps]: [RolloutGroupResult[], RolloutGroupResult[], string[]] = [[], [], []];
+    try {
+      for (let substep = 0; substep < cfg.num_substeps; substep++) {
+        const taken = await slots.take(perSubstep);
+        dropped.push(...taken.dropped);
+        if (taken.groups.length === 0) break;
+        trained.push(...taken.groups);
+        const summary = `train step ${step} substep ${substep} on ${taken.groups.length} groups`;
+        const { ref } = await run.train(acts.rlStreamSubstep, { run: input.run, step, substep, groups: taken.groups, learningRate: lr }, summary);
+        substeps.push(ref);
+        if (taken.groups.length < perSubstep) break; // the data ran out: a shorter last step
+      }
+    } catch (err) {
+      await Promise.allSettled([evals]);
+      throw err;
+    }
+    Object.assign(preStepMetrics, ...(await evals).map((r) => r.metrics));
+    if (trained.length === 0) return dataEnded(step, dropped);
+    Object.assign(preStepMetrics, stalenessMetrics(step, trained));
+    const tokensBefore = withDiscarded(tokens(), dropped);
+    await recordStep(step, samplerPath, preStepMetrics, [...trained, ...dropped], (errorMetrics) =>
+      run.train(acts.rlStreamFinish, { run: input.run, step, substeps, preStepMetrics, errorMetrics, tokens: tokensBefore }, `finish step ${step}: sampler weights and metrics`),
+    );
+  }
+
+  /**
+   * As 0.6.1 when a step finds no group left to train: training ends (a warning says how far it
+   * got); the filtered groups' errors and sampling are counted, and the run closes at end_batch.
+   */
+  function dataEnded(step: number, dropped: RolloutGroupResult[]): void {
+    const errors = countErrors(state().errors, dropped);
+    run.state.custom = { ...state(), errors: errors.toJSON(), tokens: withDiscarded(tokens(), dropped), dataEndedAt: step } satisfies RLState;
+    log.warn(
+      `Async training ran out of data after ${step - startStep} of ${endBatch - startStep} steps. Each step trains ${groupsPerStep} groups that survive filtering and rollout errors, ` +
+        'so steps run out before dataset batches do when groups are filtered or fail, or when dataset batches hold fewer groups than that. To train more steps, raise max_steps (and num_epochs, if it caps the run).',
+    );
+  }
+
+  /** The initial checkpoint of 0.6.1's async training (state and sampler, `{start_batch:06d}`): the first rollouts sample from it. */
+  async function initialCheckpoint(step: number): Promise<string> {
+    const saved = await run.train(
+      acts.saveCheckpoint,
+      { run: input.run, name: pad(step), kind: 'both', ttlSeconds: cfg.ttl_seconds, row: { ...loopState(step - 1), next_step: step }, beforeFirstStep: true },
+      `save ${pad(step)} (initial checkpoint)`,
+    );
+    run.state.custom = { ...state(), initialSaved: true } satisfies RLState;
+    return saved.samplerPath!;
+  }
+
   /** A step's groups are in: count their errors, then train (or, when none survived, just log the row). */
   async function recordStep(
     step: number,
@@ -200,7 +278,11 @@ export async function rlWorkflow(input: RLInput): Promise<RunResult> {
   }
 
   return run.run({
-    totalSteps,
+    // The step after the one that found the data gone is the end.
+    get totalSteps() {
+      const ended = state().dataEndedAt;
+      return ended === undefined ? totalSteps : ended + 1;
+    },
     lossKey: 'env/all/reward/total',
     createInitialModel: () => acts.createModel({ run: input.run }),
     initialCustom: initialState,
@@ -217,25 +299,28 @@ export async function rlWorkflow(input: RLInput): Promise<RunResult> {
 
     async runStep(step) {
       const sampler = state().sampler;
-      const samplerPath = sampler?.step === step ? sampler.path : await run.saveSamplerWeights(`sampler_${pad(step)}`);
+      const initialDue = fullAsync && !state().initialSaved && step === startStep;
+      const samplerPath = sampler?.step === step ? sampler.path : initialDue ? await initialCheckpoint(step) : await run.saveSamplerWeights(`sampler_${pad(step)}`);
       const lr = run.learningRate(cfg.learning_rate, 1);
       const preStepMetrics: Record<string, number> = async
         ? { 'training_client/step': step, 'optim/lr': lr, 'progress/done_frac': (step + 1) / (oldestFirst ? endBatch : totalSteps) }
         : { 'progress/batch': step, 'optim/lr': lr, 'progress/done_frac': (step + 1) / totalSteps };
-      if (cfg.stream_minibatch_config && !async && patched(STREAM_SUBSTEPS_PATCH)) {
-        // Once its first substep may train, a step runs to its end: a cancel takes effect after it,
-        // so the final checkpoint holds whole steps.
+      // Once its first substep may train, a step runs to its end: a cancel takes effect after it,
+      // so the final checkpoint holds whole steps.
+      if (stream && fullAsync) return CancellationScope.nonCancellable(() => asyncStreamingStep(step, samplerPath, lr, preStepMetrics));
+      if (stream && !async && patched(STREAM_SUBSTEPS_PATCH)) {
         return CancellationScope.nonCancellable(() => streamingStep(step, samplerPath, lr, preStepMetrics));
       }
       const [evalResults, { groups, metrics: samplingMetrics }] = await Promise.all([evaluate(step, samplerPath), groupsFor(step, samplerPath)]);
       Object.assign(preStepMetrics, samplingMetrics, ...evalResults.map((r) => r.metrics));
+      if (fullAsync && groups.every((g) => g.ref === null)) return dataEnded(step, groups);
       // Streaming minibatches are cut by group position, so dropped groups keep their places.
       const trainable = groups.filter((g) => g.ref !== null);
       const keepSampler = reuseSampler(step) ? { keepSampler: samplerPath } : {};
       await recordStep(step, samplerPath, preStepMetrics, groups, (errorMetrics) =>
         run.train(
           acts.rlTrain,
-          { run: input.run, step, groups: cfg.stream_minibatch_config ? groups : trainable, learningRate: lr, preStepMetrics, errorMetrics, tokens: tokens(), ...keepSampler },
+          { run: input.run, step, groups: cfg.stream_minibatch_config ? groups : trainable, learningRate: lr, preStepMetrics, errorMetrics, tokens: withDiscarded(tokens(), groups), ...keepSampler },
           `train step ${step} on ${trainable.length} groups`,
         ),
       );
@@ -243,11 +328,15 @@ export async function rlWorkflow(input: RLInput): Promise<RunResult> {
 
     // As the reference: the checkpoint after step i is named i+1 and resumes at batch i+1; its
     // loop state carries the token totals, which a recovery or a continued run goes on from.
-    periodicCheckpoint: (step, every) => ((step + 1) % every === 0 ? { name: pad(step + 1), row: loopState(step) } : undefined),
+    periodicCheckpoint: (step, every) => ((step + 1) % every === 0 && state().dataEndedAt !== step ? { name: pad(step + 1), row: loopState(step) } : undefined),
     loopState,
     finalRow: () => ({ batch: run.state.step, ...tokenLoopState(tokens()) }),
     // As the reference: the totals (dropped groups' sampling included) at step end_batch, even if no step ran.
-    closingMetrics: () => cumulativeTokenMetrics(tokens()),
+    closingMetrics: () => {
+      // A run whose data ran out closes at end_batch all the same, as 0.6.1's main().
+      if (state().dataEndedAt !== undefined) run.state.step = totalSteps;
+      return cumulativeTokenMetrics(tokens());
+    },
   });
 }
 
@@ -270,15 +359,27 @@ function startState(cfg: RLConfig, totalBuilders: number, groupsPerDatasetBatch:
 function samplingClientMetrics(step: number, groups: RolloutGroupResult[]): Record<string, number> {
   if (groups.length === 0) return {};
   const steps = groups.map((g) => g.samplingStep);
-  const staleness = steps.map((s) => step - s);
   return {
     'sampling_client/step_max': Math.max(...steps),
     'sampling_client/step_min': Math.min(...steps),
     'sampling_client/step_mean': mean(steps),
-    'async/staleness_max': Math.max(...staleness),
-    'async/staleness_min': Math.min(...staleness),
-    'async/staleness_mean': mean(staleness),
+    ...stalenessMetrics(step, groups),
   };
+}
+
+/** 0.6.1's async/staleness_*: how many updates behind the step's weights its groups were sampled. */
+function stalenessMetrics(step: number, groups: RolloutGroupResult[]): Record<string, number> {
+  const staleness = groups.map((g) => step - g.samplingStep);
+  return { 'async/staleness_max': Math.max(...staleness), 'async/staleness_min': Math.min(...staleness), 'async/staleness_mean': mean(staleness) };
+}
+
+/** The totals with the sampling of groups dropped for a constant reward as they completed (async). */
+function withDiscarded(totals: TokenTotals, groups: RolloutGroupResult[]): TokenTotals {
+  const discarded = groups.flatMap((g) => (g.discarded ? [g.discarded] : []));
+  if (discarded.length === 0) return totals;
+  const tracker = new TokenTracker(totals);
+  for (const usage of discarded) tracker.recordDiscardedSampling(usage);
+  return tracker.totals;
 }
 
 function countErrors(before: RolloutErrorCounterState, groups: RolloutGroupResult[]): RolloutErrorCounter {

@@ -8,7 +8,8 @@
 //     sampled tokens differs; everything else is compared: the prompts of each batch, their
 //     observation lengths, the step's counts, learning rates, the advantages given the rewards.
 //   RL async (max_steps_off_policy 1): as RL, and the schedule: each step's sampler steps and
-//     staleness (async/staleness_*), which 0.6.1's oldest-first batches make the same on both sides.
+//     staleness (async/staleness_*), which 0.6.1's oldest-first batches make the same on both sides;
+//     also with streaming minibatches (groups taken as they complete, two minibatches a step).
 //   SDFT: greedy sampling on both sides (temperature 0), so every value and the final weights.
 //   Every loop: the same metric keys with the same JSON types (4 is not 4.0), and the same
 //     checkpoint rows, apart from the documented keys only one side has. Timings (`time/*`) are
@@ -43,8 +44,11 @@ const ONLY_REFERENCE: Array<[RegExp, string]> = [];
 const ONLY_OURS_SPANS = new Set(['queue_wait', 'activity_retry', 'backend_wait', 'backend_retry', 'save_weights_for_sampler']);
 const spanOf = (key: string) => /^time\/(.+?)(:total|:count|:mean|:max)?$/.exec(key)?.[1];
 const onlyOurs = (key: string) => ONLY_OURS_SPANS.has(spanOf(key) ?? '');
-/** Checkpoint-row keys only this project writes: what `cookbook continue` and `cookbook export` read. */
-const ONLY_OURS_CHECKPOINT = new Set(['next_step', 'resume_state', 'renderer_name', 'base_model', 'tokenizer', 'lora_rank']);
+/**
+ * Checkpoint-row keys only this project writes: what `cookbook continue` and `cookbook export` read,
+ * and when a checkpoint saved with a TTL (async RL's initial one) expires on the server.
+ */
+const ONLY_OURS_CHECKPOINT = new Set(['next_step', 'resume_state', 'renderer_name', 'base_model', 'tokenizer', 'lora_rank', 'expires_at']);
 /** Keys whose values are wall-clock readings. */
 const TIMING = /^time\/|^batch_time$|^time_total$/;
 
@@ -183,6 +187,7 @@ describe("the reference's own loops beside ours, on one engine", () => {
     expect(reference.dpo!.metrics).toHaveLength(3);
     expect(reference.rl!.metrics).toHaveLength(4);
     expect(ours.rl!.metrics).toHaveLength(4);
+    expect([ours.rl_async_stream!.metrics.length, reference.rl_async_stream!.metrics.length]).toEqual([4, 4]);
     expect(reference.distill!.metrics).toHaveLength(2);
     // Decisions: 3 steps, then the end's scores at step 3.
     expect(reference.decisions!.metrics.map((r) => r.step)).toEqual([0, 1, 2, 3]);
@@ -266,9 +271,23 @@ describe("the reference's own loops beside ours, on one engine", () => {
     expect(
       sameValues('rl_async', new RegExp(`^(?!.*(${sampled.source}))(training_client/step|sampling_client/|async/staleness|progress|optim/lr|env/all/(ob_tokens_per_turn|turns_per_episode|total_(episodes|turns|ob_tokens|cached_ob_tokens))|tokens/)`)),
     ).toEqual([]);
-    // Not yet here: the reference's async loop also records its initial sampler checkpoint (000000, batch 0).
-    expect(checkpointDifferences('rl_async', (k) => k === 'batch', (r) => r.name === '000000')).toEqual([]);
+    // The initial checkpoint (000000, batch 0) before the first step too.
+    expect(checkpointDifferences('rl_async', (k) => k === 'batch')).toEqual([]);
+    expect(ours.rl_async!.checkpoints.map((c) => c.name)).toEqual(['000000', 'final']);
     expect(ours.rl_async!.metrics.slice(0, 3).map((r) => r['async/staleness_max'])).toEqual([0, 1, 1]);
+  });
+
+  // The same schedule with streaming minibatches (2 groups a step in 2 minibatches of 1): a step
+  // trains the next groups to complete, so step 0 trains two of the first weights' four rollouts
+  // and step 1 the other two, one step stale, on both sides. Which two finish first is timing, so
+  // the observation lengths (prompts differ in length) are not compared here.
+  it('RL async with streaming minibatches: sample counts, sampler steps and staleness of every step, the checkpoints', () => {
+    const sampled = /ac_tokens|ob_tokens|prefill|reward|format|correct|by_group|kl_sample_train|entropy|tokens\/(sampled|trained)|tokens\/cumulative\/(sampled|trained)/;
+    expect(
+      sameValues('rl_async_stream', new RegExp(`^(?!.*(${sampled.source}))(training_client/step|sampling_client/|async/staleness|progress|optim/lr|env/all/(ob_tokens_per_turn|turns_per_episode|total_(episodes|turns|ob_tokens|cached_ob_tokens))|tokens/)`)),
+    ).toEqual([]);
+    expect(checkpointDifferences('rl_async_stream', (k) => k === 'batch')).toEqual([]);
+    expect(ours.rl_async_stream!.metrics.slice(0, 3).map((r) => [r['env/all/total_episodes'], r['async/staleness_max']])).toEqual([[8, 0], [8, 1], [8, 1]]);
   });
 
   it('on-policy distillation: observation lengths, counts and learning rates of every step', () => {

@@ -104,4 +104,35 @@ describe('async rollouts as 0.6.1', () => {
     expect(s2.groups).toEqual([]); // nothing left: the workflow's last step had what remained
     expect(h.q.finished).toBe(true); // 0.6.1's rollout_workers_finished: no step's weights will be sampled again
   });
+
+  it('streaming minibatches: a step takes groups in completion order, skips filtered ones, holds their slots until the next step, and ends short when the data runs out', async () => {
+    // 2 groups a step in substeps of 1, max_steps_off_policy 1: 4 slots; 6 builders.
+    const h = harness(6, 4);
+    h.q.beginStep();
+    expect(h.launched).toEqual([0, 1, 2, 3]);
+    const sub0 = h.q.take(1);
+    await h.finish(2, false); // filtered: skipped, its slot goes to builder 4 at once
+    expect(h.launched).toEqual([0, 1, 2, 3, 4]);
+    await h.finish(3);
+    const s0 = await sub0;
+    expect([builders(s0.groups), builders(s0.dropped)]).toEqual([[3], [2]]);
+    const sub1 = h.q.take(1);
+    await h.finish(1);
+    await h.finish(0);
+    expect(builders((await sub1).groups)).toEqual([1]); // completion order, not sampler or dataset order
+    // The step trains 3 and 1: their slots stay taken (0 is ready and holds its own, 4 runs).
+    expect(h.launched).toEqual([0, 1, 2, 3, 4]);
+    h.setSampler(1);
+    h.q.beginStep(); // the step's weights are out: its two slots take the last builder on them
+    expect(h.launched).toEqual([0, 1, 2, 3, 4, 5]);
+    expect(builders((await h.q.take(1)).groups)).toEqual([0]); // ready before anything else completed
+    await h.finish(5);
+    expect(builders((await h.q.take(1)).groups)).toEqual([5]);
+    h.q.beginStep();
+    const last = h.q.take(1);
+    await h.finish(4, false);
+    const s2 = await last;
+    expect([s2.groups, builders(s2.dropped)]).toEqual([[], [4]]); // no group left: training ends
+    expect(h.q.finished).toBe(true);
+  });
 });

@@ -46,8 +46,10 @@ describe('RL config: 0.6.1 names and defaults', () => {
     expect(issues({ num_substeps: 2, stream_minibatch_config: { groups_per_batch: 4, num_minibatches: 4 } })).toEqual([
       'stream_minibatch_config.num_minibatches: must divide groups_per_batch / num_substeps (2)',
     ]);
-    expect(issues({ async_config: { max_steps_off_policy: 1, groups_per_batch: 4 }, stream_minibatch_config: { groups_per_batch: 4, num_minibatches: 2 } })).toEqual([
-      'stream_minibatch_config: streaming minibatches are not supported together with async_config yet',
+    // Async with streaming minibatches, as 0.6.1: the same divisibility rules.
+    expect(issues({ async_config: { max_steps_off_policy: 1, groups_per_batch: 4 }, stream_minibatch_config: { groups_per_batch: 4, num_minibatches: 2 } })).toEqual([]);
+    expect(issues({ num_substeps: 3, async_config: { max_steps_off_policy: 1, groups_per_batch: 4 }, stream_minibatch_config: { groups_per_batch: 4, num_minibatches: 1 } })).toEqual([
+      'stream_minibatch_config.groups_per_batch: must be divisible by num_substeps (3)',
     ]);
     expect(issues({ stream_minibatch_config: { groups_per_batch: 4 } })[0]).toMatch(/^stream_minibatch_config\.num_minibatches: /);
   });

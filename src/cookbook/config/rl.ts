@@ -125,11 +125,11 @@ export const RLConfigSchema = z
       // Its stability records stay on the engine that sampled; the trainer must be that engine.
       ctx.addIssue({ code: 'custom', path: ['sampler_pool'], message: 'stable_reinforce trains on what the sampling engine recorded; it cannot sample on a pool' });
     }
+    // With async_config too (0.6.1): each step then trains stream_minibatch_config.groups_per_batch
+    // groups, in the order their rollouts complete.
     const stream = cfg.stream_minibatch_config;
     if (stream) {
-      if (cfg.async_config) {
-        ctx.addIssue({ code: 'custom', path: ['stream_minibatch_config'], message: 'streaming minibatches are not supported together with async_config yet' });
-      } else if (stream.groups_per_batch % cfg.num_substeps !== 0) {
+      if (stream.groups_per_batch % cfg.num_substeps !== 0) {
         ctx.addIssue({ code: 'custom', path: ['stream_minibatch_config', 'groups_per_batch'], message: `must be divisible by num_substeps (${cfg.num_substeps})` });
       } else if ((stream.groups_per_batch / cfg.num_substeps) % stream.num_minibatches !== 0) {
         ctx.addIssue({

@@ -14,10 +14,10 @@ import { cacheRoot } from '../../../src/stack/cache.mjs';
 import { ensureReferenceEnv } from '../../../scripts/lib/reference-env.mjs';
 import { testRun, withWorker, type TestStack } from '../../support/stack.js';
 
-export type Loop = 'sl' | 'dpo' | 'rl' | 'rl_async' | 'distill' | 'off_policy' | 'off_policy_multi' | 'decisions' | 'sdft';
-export const LOOPS: readonly Loop[] = ['sl', 'dpo', 'rl', 'rl_async', 'distill', 'off_policy', 'off_policy_multi', 'decisions', 'sdft'];
+export type Loop = 'sl' | 'dpo' | 'rl' | 'rl_async' | 'rl_async_stream' | 'distill' | 'off_policy' | 'off_policy_multi' | 'decisions' | 'sdft';
+export const LOOPS: readonly Loop[] = ['sl', 'dpo', 'rl', 'rl_async', 'rl_async_stream', 'distill', 'off_policy', 'off_policy_multi', 'decisions', 'sdft'];
 /** The run kind of a loop's config (`cookbook train <kind>`): the loop's name where not listed. */
-const KIND: Partial<Record<Loop, string>> = { rl_async: 'rl', off_policy: 'distill_off_policy', off_policy_multi: 'distill_off_policy' };
+const KIND: Partial<Record<Loop, string>> = { rl_async: 'rl', rl_async_stream: 'rl', off_policy: 'distill_off_policy', off_policy_multi: 'distill_off_policy' };
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const REPO_ROOT = path.resolve(here, '..', '..', '..');
@@ -126,6 +126,7 @@ export function referenceConfig(loop: Loop, run: ResolvedRun, models: ReferenceM
       return { ...common, data: comparisonsForReference(cfg.dataset.file_path, workDir), batch_size: cfg.dataset.batch_size, max_length: cfg.dataset.max_length, dpo_beta: cfg.dpo_beta };
     case 'rl':
     case 'rl_async':
+    case 'rl_async_stream':
       return {
         ...common,
         batch_size: cfg.dataset.batch_size,
@@ -135,6 +136,7 @@ export function referenceConfig(loop: Loop, run: ResolvedRun, models: ReferenceM
         temperature: cfg.temperature,
         sampling_seed: cfg.seed ?? 0,
         async_max_steps_off_policy: cfg.async_config?.max_steps_off_policy ?? null,
+        ...(cfg.stream_minibatch_config ? { stream_num_minibatches: cfg.stream_minibatch_config.num_minibatches } : {}),
       };
     case 'decisions':
       return {
@@ -261,6 +263,7 @@ const STEP_DONE_ACTIVITIES: Record<Loop, string[]> = {
   dpo: ['dpoStep', 'dpoFinish'],
   rl: ['rlTrain', 'rlStreamFinish'],
   rl_async: ['rlTrain'],
+  rl_async_stream: ['rlStreamFinish'],
   distill: ['distillTrain'],
   off_policy: ['offPolicyDistillTrain'],
   off_policy_multi: ['offPolicyDistillTrain'],

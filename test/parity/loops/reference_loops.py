@@ -110,7 +110,7 @@ from pathlib import Path
 
 STARTED = time.time()
 REPO_ROOT = Path(__file__).resolve().parents[3]
-LOOPS = ("sl", "dpo", "rl", "rl_async", "distill", "off_policy", "off_policy_multi", "decisions", "sdft")
+LOOPS = ("sl", "dpo", "rl", "rl_async", "rl_async_stream", "distill", "off_policy", "off_policy_multi", "decisions", "sdft")
 
 COMMON_KEYS = ("model", "renderer_name", "learning_rate", "lora_rank", "steps")
 LOOP_KEYS = {
@@ -119,7 +119,7 @@ LOOP_KEYS = {
     "dpo": (("data", "batch_size", "max_length", "dpo_beta"), {}),
     "rl": (
         ("batch_size", "group_size", "max_tokens", "loss_fn"),
-        {"temperature": 1.0, "sampling_seed": None, "async_max_steps_off_policy": None},
+        {"temperature": 1.0, "sampling_seed": None, "async_max_steps_off_policy": None, "stream_num_minibatches": None},
     ),
     "distill": (
         ("data", "teacher_model", "batch_size", "group_size", "max_tokens"),
@@ -128,6 +128,7 @@ LOOP_KEYS = {
 }
 
 LOOP_KEYS["rl_async"] = LOOP_KEYS["rl"]  # rl with async_max_steps_off_policy set
+LOOP_KEYS["rl_async_stream"] = LOOP_KEYS["rl"]  # and stream_num_minibatches (stream groups_per_batch = batch_size)
 OFF_POLICY_KEYS = (("datasets", "batch_size", "n_teacher_targets"), {"teacher_concurrency": 64})
 LOOP_KEYS["off_policy"] = LOOP_KEYS["off_policy_multi"] = OFF_POLICY_KEYS
 LOOP_KEYS["decisions"] = (
@@ -451,7 +452,9 @@ def setup_rl(cfg: dict, base_url: str, log_path: str, stack, obs):
         async_config=None
         if off_policy is None
         else rl_train.AsyncConfig(max_steps_off_policy=off_policy, groups_per_batch=cfg["batch_size"], loss_fn=cfg["loss_fn"]),
-        stream_minibatch_config=None,
+        stream_minibatch_config=None
+        if cfg["stream_num_minibatches"] is None
+        else rl_train.StreamMinibatchConfig(groups_per_batch=cfg["batch_size"], num_minibatches=cfg["stream_num_minibatches"]),
         loss_fn=cfg["loss_fn"],
         loss_fn_config=None,
         max_steps=cfg["steps"],
@@ -756,6 +759,7 @@ SETUP = {
     "dpo": setup_dpo,
     "rl": setup_rl,
     "rl_async": setup_rl,
+    "rl_async_stream": setup_rl,
     "distill": setup_distill,
     "off_policy": setup_off_policy,
     "off_policy_multi": setup_off_policy,
