@@ -50,7 +50,7 @@ async function evalDataCounts(r: ResolvedEval): Promise<{ count: number; skipped
 }
 
 /** "12 examples", and the rows that will be skipped, for the `started …` line. */
-const countText = (suite: string, c: { count: number; skipped: number }) =>
+export const startedCountText = (suite: string, c: { count: number; skipped: number }) =>
   `${c.count} ${isAgenticSuite(suite) ? 'tasks' : 'examples'}${c.skipped ? ` (${c.skipped} more rows skipped: this port cannot check them; the score will not be comparable with a published full-set score)` : ''}`;
 
 export function startEval(client: Client, r: ResolvedEval, taskQueue = DEFAULT_TASK_QUEUE) {
@@ -150,7 +150,7 @@ async function singleEval(model: string, suite: string, o: EvalCommandOptions): 
   if (!resolved.config.model.startsWith('tinker://')) await checkBackend(resolved.config.base_url ?? o.engineUrl, resolved.config.model);
   const client = await o.connect();
   await startEval(client, resolved, o.taskQueue);
-  console.log(`started ${resolved.workflowId}: ${resolved.config.suite} on ${resolved.config.model}, ${countText(resolved.config.suite, n)}`);
+  console.log(`started ${resolved.workflowId}: ${resolved.config.suite} on ${resolved.config.model}, ${startedCountText(resolved.config.suite, n)}`);
   console.log(`log dir  ${resolved.run.logPath}`);
   if (o.detach) return 0;
   const result = await watchEval(client, resolved);
@@ -206,7 +206,7 @@ async function multiEval(model: string, benchmarks: string[], o: EvalCommandOpti
   const client = await o.connect();
   for (const [i, r] of resolved.entries()) {
     await startEval(client, r, o.taskQueue);
-    console.log(`started ${r.workflowId}: ${r.config.suite} on ${r.config.model}, ${countText(r.config.suite, counts[i]!)} · log dir ${r.run.logPath}`);
+    console.log(`started ${r.workflowId}: ${r.config.suite} on ${r.config.model}, ${startedCountText(r.config.suite, counts[i]!)} · log dir ${r.run.logPath}`);
   }
   if (o.detach) return 0;
   const results = await Promise.all(resolved.map((r) => watchEval(client, r)));

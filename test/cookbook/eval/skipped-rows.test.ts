@@ -9,7 +9,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { benchmarkSummaryTable } from '../../../src/cli/eval.js';
+import { benchmarkSummaryTable, startedCountText } from '../../../src/cli/eval.js';
 import { EvalConfigSchema } from '../../../src/cookbook/eval/benchmark-config.js';
 import { resolveEval, type EvalArgs } from '../../../src/cookbook/eval/resolve-eval.js';
 import { loadBenchmark, type BenchmarkDataOptions } from '../../../src/cookbook/eval/benchmark-data.js';
@@ -103,6 +103,11 @@ describe('a score with rows skipped is marked', () => {
     expect(md.filter((l) => /^\| num_skipped +\| +1 \|$/.test(l))).toHaveLength(1);
     // Nothing skipped: the table as before.
     expect(resultsTable({ suite: 'gsm8k', model: 'm', data: 'd', metrics: { score: 1, num_correct: 1, num_examples: 1 } })).not.toMatch(/PARTIAL|SKIPPED|num_skipped/);
+  });
+
+  it('the `started …` line says how many rows will be skipped', () => {
+    expect(startedCountText('ifbench', { count: 294, skipped: 6 })).toBe('294 examples (6 more rows skipped: this port cannot check them; the score will not be comparable with a published full-set score)');
+    expect(startedCountText('gsm8k', { count: 4, skipped: 0 })).toBe('4 examples');
   });
 
   it('the --benchmarks summary: a skipped column, the partial score starred, its note under the table', () => {
