@@ -52,9 +52,11 @@ const recordings: Record<string, (stack: TestStack) => Promise<string>> = {
   // A registered env whose rollouts fail once (retried), and a custom sampling evaluator each step.
   // The rest of 0.6.1's async loop (patch rl-async-0.6.1-full): the initial checkpoint, then every
   // group dropped for a constant reward as it completes (the untrained model's), so training ends at
-  // step 0 when the data runs out.
+  // step 0 when the data runs out; and the same schedule training 3 steps, continuing as new after 2.
   'rl-async-full': async (stack) =>
     finish(stack, testRun(stack, fixture('rl_small.json'), ['dataset.n_batches=3', 'async_config={"max_steps_off_policy":1,"groups_per_batch":2,"loss_fn":"importance_sampling"}', 'remove_constant_reward_groups=true', 'durability.steps_per_workflow_run=2'], 'rl')),
+  'rl-async-full-trained': async (stack) =>
+    finish(stack, testRun(stack, fixture('rl_small.json'), ['dataset.n_batches=3', 'async_config={"max_steps_off_policy":1,"groups_per_batch":2,"loss_fn":"importance_sampling"}', 'durability.steps_per_workflow_run=2'], 'rl')),
   // Async with streaming minibatches: 2 groups a step in 2 substeps, taken as they complete.
   'rl-async-stream': async (stack) =>
     finish(stack, testRun(stack, fixture('rl_small.json'), ['dataset.n_batches=3', 'async_config={"max_steps_off_policy":1,"groups_per_batch":2,"loss_fn":"importance_sampling"}', 'stream_minibatch_config={"groups_per_batch":2,"num_minibatches":1}', 'num_substeps=2', 'durability.steps_per_workflow_run=2'], 'rl')),
