@@ -21,12 +21,15 @@
 // ready→end (with the final save), and ours ÷ reference for each (< 1: ours is faster). For RL and
 // distillation also where our step's time goes (off-policy: the teacher passes, then training): the sampling phase (first rollout scheduled → last
 // rollout completed) and the training activity, beside the reference's own time/sampling (or
-// time/sample) and time/train_step metrics.
+// time/sample) and time/do_train_step_and_get_sampling_client (else time/train_step) metrics. Then
+// every time/<span> both sides' rows hold (step 0, median of the later steps), and the CPU seconds
+// the engine and each loop's own processes spent over the arm (bench/support/cpu-time.ts).
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startTestStack } from '../../test/support/stack.js';
 import { describeCpuLoad, startCpuLoad } from '../support/cpu-load.js';
+import { startCpuMeter } from '../support/cpu-time.js';
 import {
   ourRun,
   referenceConfig,
@@ -92,7 +95,14 @@ interface Measured {
   wholeS: number;
   /** Per step: [sampling, training] seconds, where the arm can tell. */
   phases: Array<[number, number] | undefined>;
+  /** Per step: the row's `time/<span>` metrics (both sides time the reference's span names). */
+  spans: Array<Record<string, number>>;
+  /** CPU seconds over the arm: engine, temporal, self (this process: our worker, the meter), rest (the reference's driver). */
+  cpu: Record<string, number>;
 }
+
+const spansOf = (rows: Array<Record<string, unknown>>): Array<Record<string, number>> =>
+  rows.map((m) => Object.fromEntries(Object.entries(m).filter(([k, v]) => k.startsWith('time/') && typeof v === 'number')) as Record<string, number>);
 
 /** What samples before a step trains: rollouts, or off-policy distillation's teacher passes. */
 const ROLLOUT = /RolloutGroup$|^offPolicyTeacherTargets$|^sdftTeacherGroup$/;
@@ -113,7 +123,9 @@ function ourPhases(r: LoopResult): Array<[number, number] | undefined> {
 function referencePhases(rows: Array<Record<string, unknown>>): Array<[number, number] | undefined> {
   return rows.map((m) => {
     const sampling = Number(m['time/sampling'] ?? m['time/sample'] ?? NaN);
-    const train = Number(m['time/train_step'] ?? m['time/step'] ?? NaN);
+    // Our training activity holds what the reference's do_train_step_and_get_sampling_client does
+    // (the teacher's pass or KL penalty, the update, the sampler save), not only its train_step.
+    const train = Number(m['time/do_train_step_and_get_sampling_client'] ?? m['time/train_step'] ?? m['time/step'] ?? NaN);
     return Number.isNaN(sampling) && Number.isNaN(train) ? undefined : [sampling, train];
   });
 }
@@ -134,20 +146,24 @@ try {
       const run = ourRun(stack, loop, models, overrides(steps));
       console.error(`[bench:reference] ${loop} repeat ${rep + 1}/${repeat}: ${arm}${values.load ? ' (under load)' : ''}`);
       const load = values.load ? startCpuLoad() : undefined;
+      const meter = startCpuMeter(() => ({ engine: [stack.engine.proc?.pid], temporal: [stack.temporal.proc?.pid], load: [load?.pid] }));
+      let cpu: Record<string, number> = {};
       try {
         if (arm === 'ours') {
           const r = await runOurLoop(stack, loop, run);
-          results.push({ arm, stepS: stepSeconds(r.times), wholeS: (r.times.end - r.times.ready) / 1000, phases: ourPhases(r) });
+          results.push({ arm, stepS: stepSeconds(r.times), wholeS: (r.times.end - r.times.ready) / 1000, phases: ourPhases(r), spans: spansOf(r.metrics), cpu: {} });
         } else {
           const work = join(stack.dir, `reference-${rep}`);
           mkdirSync(work, { recursive: true });
           const r = (await runReferenceLoops(models, stack.engine.baseUrl, { [loop]: referenceConfig(loop, run, models, work) }, work))[loop]!;
-          results.push({ arm, stepS: stepSeconds(r.times), wholeS: (r.times.end - r.times.ready) / 1000, phases: referencePhases(r.metrics) });
+          results.push({ arm, stepS: stepSeconds(r.times), wholeS: (r.times.end - r.times.ready) / 1000, phases: referencePhases(r.metrics), spans: spansOf(r.metrics), cpu: {} });
         }
       } finally {
+        cpu = meter.stop();
         await load?.stop();
       }
       const last = results[results.length - 1];
+      last.cpu = cpu;
       if (last.stepS.length !== steps) throw new Error(`${arm} ran ${last.stepS.length} steps, not ${steps}`);
     }
   }
@@ -175,3 +191,25 @@ if (arms.includes('ref') && arms.includes('ours')) {
       `ready→end ${f(whole.ours / whole.ref, 3)}`,
   );
 }
+
+// Where the time goes: each span both rows time, step 0 and the median of steps 1..N−1 (medians
+// over repeats), so a gap in a step's wall-clock can be traced to the span that holds it.
+const spanKeys = [...new Set(results.flatMap((r) => r.spans.flatMap((row) => Object.keys(row))))].filter((k) =>
+  arms.every((a) => of(a).some((r) => r.spans.some((row) => k in row))),
+);
+if (spanKeys.length) {
+  const at = (a: 'ref' | 'ours', k: string, steps_: number[]) => median(of(a).map((r) => median(steps_.map((s) => r.spans[s]?.[k] ?? NaN))));
+  const later = Array.from({ length: steps - 1 }, (_, i) => i + 1);
+  console.log('\nspans both sides time (s): step 0, then the median of steps 1..N−1');
+  console.log(['span'.padEnd(64), ...arms.map((a) => (a === 'ref' ? 'reference' : 'ours').padStart(16))].join(' '));
+  for (const k of spanKeys.sort()) {
+    console.log([k.padEnd(64), ...arms.map((a) => `${f(at(a, k, [0]))} / ${f(later.length ? at(a, k, later) : NaN)}`.padStart(16))].join(' '));
+  }
+}
+
+// CPU seconds over each arm (medians over repeats): on a machine with as many cores as the engine
+// has threads, what a loop's own processes spend is taken from the engine while it computes.
+const cpuGroups = [...new Set(results.flatMap((r) => Object.keys(r.cpu)))].filter((g) => g !== 'load').sort();
+console.log('\nCPU seconds over the arm (medians): engine; the loop\'s own processes (self: this process, our worker in it; temporal; rest: the reference\'s driver)');
+console.log(['group'.padEnd(12), ...arms.map((a) => (a === 'ref' ? 'reference' : 'ours').padStart(12))].join(' '));
+for (const g of cpuGroups) console.log([g.padEnd(12), ...arms.map((a) => f(median(of(a).map((r) => r.cpu[g] ?? 0))).padStart(12))].join(' '));

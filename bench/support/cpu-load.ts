@@ -7,6 +7,8 @@ import { availableParallelism } from 'node:os';
 export interface CpuLoad {
   /** What runs, for the bench's header: "1 busy process pinned to core 1". */
   readonly description: string;
+  /** The busy process (taskset execs it in place), for CPU accounting. */
+  readonly pid?: number;
   stop(): Promise<void>;
 }
 
@@ -30,6 +32,7 @@ export function startCpuLoad(): CpuLoad {
   process.once('exit', onExit);
   return {
     description: describeCpuLoad(),
+    pid: child.pid,
     async stop() {
       process.off('exit', onExit);
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
