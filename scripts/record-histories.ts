@@ -89,8 +89,8 @@ const recordings: Record<string, (stack: TestStack) => Promise<string>> = {
   // Each step's reference logprobs computed while the step before it trains (patch dpo-reference-ahead).
   'dpo-reference-ahead': async (stack) => finish(stack, testRun(stack, fixture('dpo_small.json'), ['max_steps=4'], 'dpo')),
   'dpo-reference-ahead-unpipelined': async (stack) => finish(stack, testRun(stack, fixture('dpo_small.json'), ['max_steps=3', 'submit_ahead=0'], 'dpo')),
-  // The next step's reference logprobs started once the step's training calls are submitted (patch dpo-reference-ahead-after-submit).
-  'dpo-reference-ahead-after-submit': async (stack) => finish(stack, testRun(stack, fixture('dpo_small.json'), ['max_steps=4'], 'dpo')),
+  // Step 1's reference logprobs started once step 0's training calls are submitted (patch dpo-reference-ahead-after-own-pass).
+  'dpo-reference-ahead-own-pass': async (stack) => finish(stack, testRun(stack, fixture('dpo_small.json'), ['max_steps=4'], 'dpo')),
   // Three SL points as child workflows, two at a time, continuing as new after two (the parent's runs).
   sweep: async (stack) => finish(stack, testRun(stack, fixture('sweep_chaos.json'), [], 'sweep')),
   'sweep-stop': async (stack) => {

@@ -3,7 +3,7 @@
 // frozen before the first step and named by a sampler path. Pipelined like supervised training
 // (`submit_ahead`): step N+1's forward is queued behind step N's update while N's results are collected.
 // The reference is frozen, so step N+1's reference logprobs are computed (into the run store) while
-// step N trains, queued behind N's training calls: the reference computes them inside its step.
+// step N trains (behind N's training calls when N computed its own): the reference computes them inside its step.
 import { patched, proxyActivities } from '@temporalio/workflow';
 import type { DPOConfig } from '../cookbook/config/dpo.js';
 import { lrMultiplier } from '../cookbook/lr-schedule.js';
@@ -21,11 +21,14 @@ const pad = (n: number) => String(n).padStart(6, '0');
 /** Reference logprobs computed one step ahead (histories recorded before it compute them in the step). */
 const REFERENCE_AHEAD_PATCH = 'dpo-reference-ahead';
 /**
- * Pipelined steps start the next step's reference logprobs once the step's own training calls are
- * submitted, so the engine runs them after that step's work rather than beside it (step 0 computes
- * its own reference logprobs: histories recorded before it start the next step's ahead of that).
+ * A step with nothing computed ahead for it (step 0, the first of a continued workflow run) computes
+ * its own reference logprobs, and starts the next step's only once its training calls are submitted,
+ * so the engine no longer runs both beside each other before the step can train. Other steps still
+ * start the next step's first: theirs were computed ahead, and the next step's then run while this
+ * one's activity is handed over rather than after it (measured: deferring them too added a handoff
+ * to every step). Histories recorded before it start the next step's ahead of the step's own.
  */
-const AHEAD_AFTER_SUBMIT_PATCH = 'dpo-reference-ahead-after-submit';
+const AFTER_OWN_PASS_PATCH = 'dpo-reference-ahead-after-own-pass';
 
 export async function dpoWorkflow(input: DPOInput): Promise<RunResult> {
   const run = new TrainingRun<DPOConfig, DPOPlan>('dpo', input);
@@ -140,7 +143,7 @@ export async function dpoWorkflow(input: DPOInput): Promise<RunResult> {
       submitAhead: cfg.submit_ahead ?? 1,
       async submit(step) {
         const { statePath, ...stepInput } = await startStep(step);
-        const afterSubmit = patched(AHEAD_AFTER_SUBMIT_PATCH);
+        const afterSubmit = referenceAhead?.step !== step && patched(AFTER_OWN_PASS_PATCH);
         if (await (afterSubmit ? settleReferenceAhead(step) : nextReferenceAhead(step, stepInput.reference))) stepInput.referenceAhead = true;
         const model = run.model;
         const { submitted } = await run.train(acts.dpoSubmit, stepInput, `submit step ${step} · epoch ${stepInput.epoch} batch ${stepInput.batch}`);
