@@ -3,10 +3,13 @@
 // workflow, on one engine, same model, data and hyperparameters (test/parity/loops/<loop>.json with
 // the sizes below as overrides; both sides are built from that one config).
 //
-//   npm run bench:reference -- --loop rl [--steps 8 --batch 4 --group 4 --max-tokens 16 --async K --repeat 1 --arms ref,ours --load]
+//   npm run bench:reference -- --loop rl [--steps 8 --batch 4 --group 4 --max-tokens 16 --async K --repeat 1 --arms ref,ours --load --request-log]
 //
 // --load: every measured arm runs beside a fixed CPU load (one busy process pinned to one core,
 // bench/support/cpu-load.ts), started after the engine's restart and stopped when the arm ends.
+//
+// --request-log: every engine logs the requests it serves (bench/support/engine-requests.ts); the
+// bench prints each loop's requests per route and the time the engine sat with no request open.
 //
 // --async K (rl): both sides off-policy, sampling up to K steps ahead of training (the reference's
 // AsyncConfig, our async_config), groups_per_batch = --batch.
@@ -24,12 +27,14 @@
 // time/sample) and time/do_train_step_and_get_sampling_client (else time/train_step) metrics. Then
 // every time/<span> both sides' rows hold (step 0, median of the later steps), and the CPU seconds
 // the engine and each loop's own processes spent over the arm (bench/support/cpu-time.ts).
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startTestStack } from '../../test/support/stack.js';
 import { describeCpuLoad, startCpuLoad } from '../support/cpu-load.js';
 import { startCpuMeter } from '../support/cpu-time.js';
+import { enableEngineRequestLog, requestLogFiles, summariseRequests, type RequestSummary } from '../support/engine-requests.js';
 import {
   ourRun,
   referenceConfig,
@@ -53,6 +58,7 @@ const { values } = parseArgs({
     repeat: { type: 'string', default: '1' },
     arms: { type: 'string', default: 'ref,ours' },
     load: { type: 'boolean', default: false },
+    'request-log': { type: 'boolean', default: false },
   },
 });
 const loop = values.loop as Loop;
@@ -99,6 +105,8 @@ interface Measured {
   spans: Array<Record<string, number>>;
   /** CPU seconds over the arm: engine, temporal, self (this process: our worker, the meter), rest (the reference's driver). */
   cpu: Record<string, number>;
+  /** With --request-log: the engine's requests over the arm. */
+  requests?: RequestSummary;
 }
 
 const spansOf = (rows: Array<Record<string, unknown>>): Array<Record<string, number>> =>
@@ -135,6 +143,8 @@ const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 const f = (x: number | undefined, digits = 2) => (x === undefined || Number.isNaN(x) ? '–' : x.toFixed(digits));
 
 const models = await referenceModels();
+const requestLog = values['request-log'] ? join(mkdtempSync(join(tmpdir(), 'bench-reference-requests-')), 'engine') : undefined;
+if (requestLog) enableEngineRequestLog(requestLog);
 const stack = await startTestStack({ own: true });
 const results: Measured[] = [];
 try {
@@ -142,6 +152,8 @@ try {
   await runOurLoop(stack, loop, ourRun(stack, loop, models, overrides(1)));
   for (let rep = 0; rep < repeat; rep++) {
     for (const arm of rep % 2 === 0 ? arms : [...arms].reverse()) {
+      // The restarted engine opens its request log as it starts.
+      const logsBefore = new Set(requestLog ? requestLogFiles(requestLog) : []);
       await stack.restartEngine();
       const run = ourRun(stack, loop, models, overrides(steps));
       console.error(`[bench:reference] ${loop} repeat ${rep + 1}/${repeat}: ${arm}${values.load ? ' (under load)' : ''}`);
@@ -164,6 +176,7 @@ try {
       }
       const last = results[results.length - 1];
       last.cpu = cpu;
+      if (requestLog) last.requests = summariseRequests(requestLogFiles(requestLog).filter((f) => !logsBefore.has(f)));
       if (last.stepS.length !== steps) throw new Error(`${arm} ran ${last.stepS.length} steps, not ${steps}`);
     }
   }
@@ -213,3 +226,13 @@ const cpuGroups = [...new Set(results.flatMap((r) => Object.keys(r.cpu)))].filte
 console.log('\nCPU seconds over the arm (medians): engine; the loop\'s own processes (self: this process, our worker in it; temporal; rest: the reference\'s driver)');
 console.log(['group'.padEnd(12), ...arms.map((a) => (a === 'ref' ? 'reference' : 'ours').padStart(12))].join(' '));
 for (const g of cpuGroups) console.log([g.padEnd(12), ...arms.map((a) => f(median(of(a).map((r) => r.cpu[g] ?? 0))).padStart(12))].join(' '));
+
+// --request-log: what each loop asked of the engine, and how long the engine sat with nothing open.
+if (requestLog) {
+  const withLog = (a: 'ref' | 'ours') => of(a).filter((r) => r.requests);
+  const routes = [...new Set(results.flatMap((r) => Object.keys(r.requests?.routes ?? {})))].sort();
+  console.log(`\nengine requests per arm (medians; logs under ${dirname(requestLog)})`);
+  console.log(['route'.padEnd(32), ...arms.map((a) => (a === 'ref' ? 'reference' : 'ours').padStart(12))].join(' '));
+  for (const route of routes) console.log([route.padEnd(32), ...arms.map((a) => String(median(withLog(a).map((r) => r.requests!.routes[route] ?? 0))).padStart(12))].join(' '));
+  console.log(['engine idle s (gaps)'.padEnd(32), ...arms.map((a) => `${f(median(withLog(a).map((r) => r.requests!.idleS)))} (${median(withLog(a).map((r) => r.requests!.gaps))})`.padStart(12))].join(' '));
+}
