@@ -266,11 +266,19 @@ describe("the reference's own loops beside ours, on one engine", () => {
   // 0 trains groups of the first weights, every later step the groups its predecessor left, one
   // step stale, on both sides; a group dropped as stale, or an in-flight cap or end_batch of
   // another size, would change the counts or the sampler steps.
+  // Steps 0 and 1 train the first weights' four rollouts, two each, in the order they complete:
+  // which two land in step 0 is timing on both sides, so observation lengths are compared over
+  // the two steps together, not step by step.
   it('RL async: sample counts, sampler steps and staleness of every step, as the reference schedules them', () => {
-    const sampled = /ac_tokens|reward|format|correct|by_group|kl_sample_train|entropy|tokens\/(sampled|trained)|tokens\/cumulative\/(sampled|trained)/;
+    const sampled = /ac_tokens|ob_tokens|prefill|reward|format|correct|by_group|kl_sample_train|entropy|tokens\/(sampled|trained)|tokens\/cumulative\/(sampled|trained)/;
     expect(
       sameValues('rl_async', new RegExp(`^(?!.*(${sampled.source}))(training_client/step|sampling_client/|async/staleness|progress|optim/lr|env/all/(ob_tokens_per_turn|turns_per_episode|total_(episodes|turns|ob_tokens|cached_ob_tokens))|tokens/)`)),
     ).toEqual([]);
+    const firstTwoSteps = (rows: Record<string, unknown>[]) => [
+      (rows[0]['env/all/total_ob_tokens'] as number) + (rows[1]['env/all/total_ob_tokens'] as number),
+      rows[1]['tokens/cumulative/prefill_uncached'],
+    ];
+    expect(firstTwoSteps(ours.rl_async!.metrics)).toEqual(firstTwoSteps(reference.rl_async!.metrics));
     // The initial checkpoint (000000, batch 0) before the first step too.
     expect(checkpointDifferences('rl_async', (k) => k === 'batch')).toEqual([]);
     expect(ours.rl_async!.checkpoints.map((c) => c.name)).toEqual(['000000', 'final']);
